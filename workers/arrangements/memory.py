@@ -1,0 +1,78 @@
+"""In-memory arrangements: one nested-dict trie per index order over a Z-set of datoms.
+
+``trie[k0][k1][k2] = weight`` where ``(k0, k1, k2)`` is the datom permuted by the index
+order.  Invariant: no zero weight at a leaf and no empty dict at any depth, so "a key is
+present" means "some datom with this prefix has a non-zero weight".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from workers.arrangements.keys import INDEX_ORDERS, IndexOrder
+
+Datom = tuple[Any, Any, Any]
+Trie = dict[Any, dict[Any, dict[Any, int]]]
+
+
+class MemoryArrangement:
+    """The EAV, AEV, AVE and VAE tries of one Z-set of datoms (a state or a tick's delta)."""
+
+    __slots__ = ("tries",)
+
+    def __init__(self, datoms: Mapping[Datom, int] | None = None) -> None:
+        self.tries: dict[IndexOrder, Trie] = {order: {} for order in INDEX_ORDERS}
+        if datoms:
+            self.update(datoms)
+
+    def index(self, order: IndexOrder) -> Trie:
+        """The trie for ``order`` (read-only for callers)."""
+        return self.tries[order]
+
+    def update(self, delta: Mapping[Datom, int]) -> None:
+        """Add ``delta`` to every index, keeping the no-zero/no-empty invariant."""
+        for order, trie in self.tries.items():
+            i, j, k = order.positions
+            for datom, weight in delta.items():
+                _add_leaf(trie, datom[i], datom[j], datom[k], weight)
+
+    def reset(self, delta: Mapping[Datom, int]) -> None:
+        """Replace the contents by ``delta``, keeping the same trie objects (readers hold them)."""
+        for trie in self.tries.values():
+            trie.clear()
+        self.update(delta)
+
+    def weight(self, datom: Datom) -> int:
+        """The weight of one datom (0 when absent)."""
+        e, a, v = datom
+        return self.tries[IndexOrder.EAV].get(e, {}).get(a, {}).get(v, 0)
+
+    def datoms(self) -> Iterator[tuple[Datom, int]]:
+        """Every datom with its weight, in EAV order."""
+        for e, by_attr in self.tries[IndexOrder.EAV].items():
+            for a, by_value in by_attr.items():
+                for v, weight in by_value.items():
+                    yield (e, a, v), weight
+
+    def __len__(self) -> int:
+        return sum(len(values) for by_attr in self.tries[IndexOrder.EAV].values()
+                   for values in by_attr.values())
+
+
+def _add_leaf(trie: Trie, k0: Any, k1: Any, k2: Any, weight: int) -> None:
+    level1 = trie.get(k0)
+    if level1 is None:
+        level1 = trie[k0] = {}
+    level2 = level1.get(k1)
+    if level2 is None:
+        level2 = level1[k1] = {}
+    total = level2.get(k2, 0) + weight
+    if total:
+        level2[k2] = total
+        return
+    level2.pop(k2, None)
+    if not level2:
+        del level1[k1]
+        if not level1:
+            del trie[k0]

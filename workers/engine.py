@@ -1,0 +1,153 @@
+"""The embedding API: a database of datoms with live Datalog queries, in one process.
+
+```python
+engine = Engine(strategy="delta")
+engine.register("tri", '{:find [?a ?b ?c] :where [...]}')   # -> current result {row: 1}
+engine.transact('[[:db/add 1 :g/to 2]]')                    # -> {name: {row: ±1}}
+```
+One tick per transaction, in numbered steps:
+
+1. parse the ops and normalise them against the current state → effective delta;
+2. arrange the delta (the tick's small EAV/AEV/AVE/VAE tries);
+3. route it to the queries whose patterns can match its attributes;
+4. step each of them (old state + delta → set changes) — all read the same ``old``;
+5. apply the delta to the shared arrangements (the only write) and adopt the new schema.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from workers import edn
+from workers.arrangements import ArrangementRegistry, MemoryArrangement
+from workers.datalog import compile_query
+from workers.db import BUILTIN_SCHEMA, normalise, parse_tx
+from workers.errors import ErrorCode, UnknownQueryError, WorkersError
+from workers.executors import LocalExecutor, PreparedPlan, Work
+from workers.plan import STRATEGIES, Plan, explain, plan_query
+
+Row = tuple[Any, ...]
+Changes = dict[str, dict[Row, int]]
+EXECUTORS = ("local",)
+
+
+@dataclass(frozen=True, slots=True)
+class RegisteredQuery:
+    name: str
+    text: Any
+    plan: Plan
+    prepared: PreparedPlan
+
+
+class Engine:
+    """Shared arrangements, registered queries and their incremental maintenance."""
+
+    def __init__(self, strategy: str = "delta", executor: str = "local") -> None:
+        if strategy not in STRATEGIES:
+            raise WorkersError(f"unknown strategy {strategy!r}; one of {', '.join(STRATEGIES)}",
+                               code=ErrorCode.CONFIG)
+        if executor not in EXECUTORS:
+            raise WorkersError(f"unknown executor {executor!r}; this engine has "
+                               f"{', '.join(EXECUTORS)} (Spark comes with the Spark executor)",
+                               code=ErrorCode.CONFIG)
+        self.strategy = strategy
+        self.executor = LocalExecutor()
+        self.db = ArrangementRegistry()
+        self.schema = BUILTIN_SCHEMA
+        self.tx = 0
+        self.last_work: dict[str, Work] = {}
+        self._delta = MemoryArrangement()
+        self._queries: dict[str, RegisteredQuery] = {}
+        self._by_attribute: dict[Any, set[str]] = {}
+        self._any_attribute: set[str] = set()
+
+    # -- transactions --------------------------------------------------------------------
+
+    def transact(self, tx: Any) -> Changes:
+        """Apply one transaction (EDN text or forms); return the changed queries' set changes.
+
+        A refused transaction raises :class:`TransactionError` and changes nothing.
+        """
+        self.tx += 1
+        forms = edn.read(tx) if isinstance(tx, str) else tx
+        # Step 1: normalise against the current state.
+        normalised = normalise(parse_tx(forms), self.db, self.schema)
+        delta = normalised.delta
+        self.schema = normalised.schema
+        if not delta:
+            return {}
+        # Step 2: arrange the tick's delta.
+        self._delta.reset(delta)
+        # Steps 3-4: route and step the affected queries.
+        changes: Changes = {}
+        self.last_work = {}
+        for name in self._affected({datom[1] for datom in delta}):
+            work = self.last_work[name] = Work()
+            rows = self.executor.step(self._queries[name].prepared, work)
+            if rows:
+                changes[name] = rows
+        # Step 5: the only write to the shared arrangements.
+        self.db.apply(delta)
+        return changes
+
+    def _affected(self, attributes: set[Any]) -> list[str]:
+        names = set(self._any_attribute)
+        for attribute in attributes:
+            names |= self._by_attribute.get(attribute, set())
+        return sorted(names)
+
+    # -- queries ---------------------------------------------------------------------------
+
+    def register(self, name: str, query: Any, inputs: Sequence[Any] = ()) -> dict[Row, int]:
+        """Keep ``query`` live under ``name``; return its current result ``{row: 1}``."""
+        if name in self._queries:
+            raise WorkersError(f"query {name!r} is already registered",
+                               code=ErrorCode.DUPLICATE_QUERY, form=name)
+        plan = self.plan(query, inputs)
+        registered = RegisteredQuery(name, query, plan, self._prepare(plan))
+        self._queries[name] = registered
+        if plan.attributes is None:
+            self._any_attribute.add(name)
+        else:
+            for attribute in plan.attributes:
+                self._by_attribute.setdefault(attribute, set()).add(name)
+        return self.executor.evaluate(registered.prepared, Work())
+
+    def unregister(self, name: str) -> None:
+        registered = self._registered(name)
+        del self._queries[name]
+        self._any_attribute.discard(name)
+        for attribute in registered.plan.attributes or ():
+            self._by_attribute[attribute].discard(name)
+
+    def result(self, name: str) -> dict[Row, int]:
+        """The current result of a registered query, evaluated over the shared arrangements."""
+        return self.executor.evaluate(self._registered(name).prepared, Work())
+
+    def query(self, query: Any, inputs: Sequence[Any] = ()) -> dict[Row, int]:
+        """One-shot: evaluate ``query`` on the current database without registering it."""
+        return self.executor.evaluate(self._prepare(self.plan(query, inputs)), Work())
+
+    def plan(self, query: Any, inputs: Sequence[Any] = ()) -> Plan:
+        """Parse, check, bind and plan a query with the current statistics."""
+        return plan_query(compile_query(query, inputs), self.strategy, self.db.attribute_stats)
+
+    def explain(self, query: Any, inputs: Sequence[Any] = ()) -> str:
+        return explain(self.plan(query, inputs))
+
+    @property
+    def queries(self) -> tuple[str, ...]:
+        return tuple(self._queries)
+
+    def _prepare(self, plan: Plan) -> PreparedPlan:
+        return self.executor.prepare(plan, self.db.state, self._delta)
+
+    def _registered(self, name: str) -> RegisteredQuery:
+        try:
+            return self._queries[name]
+        except KeyError:
+            raise UnknownQueryError(f"no query named {name!r}; registered: "
+                                    f"{', '.join(sorted(self._queries)) or 'none'}",
+                                    form=name) from None

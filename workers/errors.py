@@ -1,0 +1,59 @@
+"""One root for every error deltalog raises, each with a stable code and the form it is about."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+
+class ErrorCode(str, Enum):
+    """Stable machine-readable codes; the message is for people, the code for programs."""
+
+    EDN_SYNTAX = "edn-syntax"
+    QUERY_SHAPE = "query-shape"
+    QUERY_UNSUPPORTED = "query-unsupported"
+    QUERY_UNSAFE = "query-unsafe"
+    QUERY_INPUTS = "query-inputs"
+    TX_SHAPE = "tx-shape"
+    TX_TYPE = "tx-type"
+    TX_CONFLICT = "tx-conflict"
+    SCHEMA = "schema"
+    UNKNOWN_QUERY = "unknown-query"
+    DUPLICATE_QUERY = "duplicate-query"
+    CONFIG = "config"
+
+
+class WorkersError(Exception):
+    """Root of all deltalog errors: ``code`` says what kind, ``form`` what it is about."""
+
+    code: ErrorCode = ErrorCode.CONFIG
+
+    def __init__(self, message: str, *, code: ErrorCode | None = None, form: Any = None) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+        self.form = form
+
+
+class EdnSyntaxError(WorkersError):
+    """EDN text that does not parse."""
+
+    code = ErrorCode.EDN_SYNTAX
+
+
+class QueryError(WorkersError):
+    """A query that is malformed, unsafe, unsupported or given the wrong inputs."""
+
+    code = ErrorCode.QUERY_SHAPE
+
+
+class TransactionError(WorkersError):
+    """A transaction refused as a whole (shape, type, conflict or schema problem)."""
+
+    code = ErrorCode.TX_SHAPE
+
+
+class UnknownQueryError(WorkersError):
+    """A query name that is not registered."""
+
+    code = ErrorCode.UNKNOWN_QUERY

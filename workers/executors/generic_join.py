@@ -1,0 +1,133 @@
+"""GenericJoin over compiled extenders: seed → checks → one level per variable.
+
+At each level, for each row (prefix), the extender with the smallest ``count`` proposes
+candidate values and every other extender intersects them; weights multiply.  Rows are
+tuples in the program's layout; the result is projected onto ``output`` and consolidated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from workers.arrangements import MemoryArrangement
+from workers.executors.extenders import Candidates, Extender, Row, TrieExtender, compile_extender
+from workers.executors.work import Work
+from workers.plan.ir import JoinProgram
+
+EMPTY_ROW: Row = ()
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledProgram:
+    """A JoinProgram bound to arrangements: ready to run every tick without rebuilding."""
+
+    seed: TrieExtender | None
+    checks: tuple[Extender, ...]
+    levels: tuple[tuple[Extender, ...], ...]
+    output: tuple[int, ...]
+    identity: bool
+
+
+def compile_program(program: JoinProgram, old: MemoryArrangement,
+                    delta: MemoryArrangement) -> CompiledProgram:
+    def bind(spec: Any) -> Extender:
+        return compile_extender(spec, old, delta)
+
+    seed = bind(program.seed) if program.seed is not None else None
+    assert seed is None or isinstance(seed, TrieExtender)
+    return CompiledProgram(
+        seed=seed,
+        checks=tuple(bind(c) for c in program.checks),
+        levels=tuple(tuple(bind(e) for e in level.extenders) for level in program.levels),
+        output=program.output,
+        identity=program.output == tuple(range(len(program.layout))),
+    )
+
+
+def seed_rows(program: CompiledProgram, work: Work) -> dict[Row, int]:
+    """The seed pattern's tuples (from the tick's delta), or the single empty row."""
+    if program.seed is None:
+        return {EMPTY_ROW: 1}
+    rows = program.seed.enumerate()
+    work.calls += 1
+    work.elements += len(rows)
+    return rows
+
+
+def run(program: CompiledProgram, rows: dict[Row, int], work: Work) -> dict[Row, int]:
+    """Extend ``rows`` through the program; return the projected, consolidated Z-set."""
+    for check in program.checks:
+        work.calls += len(rows)
+        work.elements += len(rows)
+        rows = {row: w * cw for row, w in rows.items() if (cw := check.weight(row))}
+    for extenders in program.levels:
+        rows = _extend(rows, extenders, work)
+        if not rows:
+            return {}
+    return project(program, rows)
+
+
+def _extend(rows: dict[Row, int], extenders: tuple[Extender, ...], work: Work) -> dict[Row, int]:
+    out: dict[Row, int] = {}
+    for row, weight in rows.items():
+        candidates = extend_one(row, extenders, work)
+        for value, value_weight in candidates.items():
+            out[row + (value,)] = weight * value_weight
+    return out
+
+
+def extend_one(row: Row, extenders: tuple[Extender, ...], work: Work) -> Candidates:
+    """Values for the next variable of ``row``: smallest count proposes, the rest intersect."""
+    proposer = extenders[0]
+    if len(extenders) > 1:
+        smallest = -1
+        for extender in extenders:
+            size = extender.count(row)
+            if smallest < 0 or size < smallest:
+                proposer, smallest = extender, size
+        work.calls += len(extenders)
+    candidates = proposer.propose(row)
+    work.calls += 1
+    work.elements += len(candidates)
+    for extender in extenders:
+        if extender is not proposer and candidates:
+            work.calls += 1
+            work.elements += len(candidates)
+            candidates = extender.intersect(row, candidates)
+    return candidates
+
+
+def project(program: CompiledProgram, rows: dict[Row, int]) -> dict[Row, int]:
+    if program.identity:
+        return rows
+    out: dict[Row, int] = {}
+    columns = program.output
+    for row, weight in rows.items():
+        key = tuple(row[i] for i in columns)
+        out[key] = out.get(key, 0) + weight
+    return {key: weight for key, weight in out.items() if weight}
+
+
+def count_support(program: CompiledProgram, row: Row, cap: int, work: Work) -> int:
+    """Derivations of ``row`` (bound to the program's seed columns) in the old state,
+    counting only until ``cap`` is reached — depth first, so the search stops early."""
+    weight = 1
+    for check in program.checks:
+        work.calls += 1
+        weight *= check.weight(row)
+        if not weight:
+            return 0
+    return _count_from(program.levels, 0, row, weight, cap, work)
+
+
+def _count_from(levels: tuple[tuple[Extender, ...], ...], depth: int, row: Row, weight: int,
+                cap: int, work: Work) -> int:
+    if depth == len(levels):
+        return weight
+    total = 0
+    for value, value_weight in extend_one(row, levels[depth], work).items():
+        total += _count_from(levels, depth + 1, row + (value,), weight * value_weight, cap, work)
+        if total >= cap:
+            break
+    return total

@@ -1,0 +1,52 @@
+"""LocalExecutor: the plan IR run in-process in pure Python — the low-latency path and the
+reference every other executor is compared with."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from workers.arrangements import MemoryArrangement
+from workers.executors.distinct import set_changes
+from workers.executors.extenders import Row
+from workers.executors.generic_join import CompiledProgram, compile_program, run, seed_rows
+from workers.executors.terms import CompiledTerm, derivation_change
+from workers.executors.work import Work
+from workers.plan.ir import BinaryTerm, DeltaTerm, JoinProgram, Plan, RecursiveStage, Term
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedPlan:
+    full: CompiledProgram
+    support: CompiledProgram
+    terms: tuple[CompiledTerm, ...]
+
+
+class LocalExecutor:
+    """Executes every strategy's terms with GenericJoin over in-memory tries."""
+
+    name = "local"
+
+    def prepare(self, plan: Plan, old: MemoryArrangement,
+                delta: MemoryArrangement) -> PreparedPlan:
+        def bind(program: JoinProgram | None) -> CompiledProgram | None:
+            return None if program is None else compile_program(program, old, delta)
+
+        def term(t: Term) -> CompiledTerm:
+            if isinstance(t, DeltaTerm):
+                return ("delta", (bind(t.program),))
+            if isinstance(t, BinaryTerm):
+                return ("binary", tuple(bind(p) for p in t.chain))
+            assert isinstance(t, RecursiveStage)
+            return ("recursive", (bind(t.extend), bind(t.seeded)))
+
+        full, support = bind(plan.full), bind(plan.support)
+        assert full is not None and support is not None
+        return PreparedPlan(full, support, tuple(term(t) for t in plan.terms))
+
+    def step(self, prepared: PreparedPlan, work: Work) -> dict[Row, int]:
+        derivations = derivation_change(prepared.terms, work)
+        return set_changes(prepared.support, derivations, work) if derivations else {}
+
+    def evaluate(self, prepared: PreparedPlan, work: Work) -> dict[Row, int]:
+        rows = run(prepared.full, seed_rows(prepared.full, work), work)
+        return dict.fromkeys(rows, 1)

@@ -352,10 +352,10 @@ def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def write_results(payload: dict[str, Any]) -> Path:
-    """Write a run's results to bench/results/<timestamp>.json."""
+def write_results(payload: dict[str, Any], started: time.struct_time) -> Path:
+    """Write a run's results to bench/results/<start timestamp>.json."""
     RESULTS_DIR.mkdir(exist_ok=True)
-    path = RESULTS_DIR / f"{time.strftime('%Y%m%dT%H%M%S')}.json"
+    path = RESULTS_DIR / f"{time.strftime('%Y%m%dT%H%M%S', started)}.json"
     path.write_text(json.dumps(payload, indent=2) + "\n")
     return path
 
@@ -515,11 +515,12 @@ def main(argv: list[str] | None = None) -> None:
 
 def run(args: argparse.Namespace) -> None:
     """Run the selected scenario, print tables and write the JSON results."""
+    started = time.localtime()
     edges, graph = load_graph(args.graph, args.seed)
     nodes = len({x for edge in edges for x in edge})
     print(f"graph: {graph}: {len(edges)} directed edges, {nodes} nodes")
     payload: dict[str, Any] = {
-        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z", started),
         "args": vars(args),
         "graph": {"name": graph, "edges": len(edges), "nodes": nodes},
     }
@@ -535,7 +536,7 @@ def run(args: argparse.Namespace) -> None:
         for strategy, ratio in single.items():
             print(f"triangle k=1 median ratio {strategy}/{HANDWRITTEN}: {ratio:.2f}")
         payload |= {"latency": [asdict(r) for r in rows], "ratio_vs_handwritten_k1": single}
-    print(f"results: {write_results(payload)}")
+    print(f"results: {write_results(payload, started)}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,47 @@
+"""Hypothesis strategies: small transaction streams with adds, retracts, retractEntity and
+cardinality-one updates over a few entities, so that rows appear, vanish and reappear."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+from workers.edn import keyword
+from workers.testing import ReferenceDb
+
+ADD, RETRACT, RETRACT_ENTITY = keyword("db/add"), keyword("db/retract"), keyword("db/retractEntity")
+TO, NAME, AGE, TAG = keyword("g/to"), keyword("name"), keyword("age"), keyword("tag")
+CARDINALITY_ONE = (NAME, AGE)
+SCHEMA_TX = [{keyword("db/ident"): a, keyword("db/cardinality"): keyword("db.cardinality/one")}
+             for a in CARDINALITY_ONE]
+
+entities = st.sampled_from([1, 2, 3, 4])
+datoms = st.one_of(
+    st.tuples(entities, st.just(TO), entities),
+    st.tuples(entities, st.just(TAG), st.sampled_from([1, 2, 3])),
+    st.tuples(entities, st.just(NAME), st.sampled_from(["Ivan", "Petr", "x"])),
+    st.tuples(entities, st.just(AGE), st.sampled_from([1, 2, 30])),
+)
+
+
+@st.composite
+def ops(draw: st.DrawFn) -> list[Any]:
+    kind = draw(st.sampled_from(["add", "add", "add", "retract", "retract", "retract-entity"]))
+    if kind == "retract-entity":
+        return [RETRACT_ENTITY, draw(entities)]
+    e, a, v = draw(datoms)
+    return [ADD if kind == "add" else RETRACT, e, a, v]
+
+
+tx_streams = st.lists(st.lists(ops(), min_size=1, max_size=4), min_size=1, max_size=12)
+SCHEMA_DATOMS = {d for a in CARDINALITY_ONE
+                 for d in [(a, keyword("db/ident"), a),
+                           (a, keyword("db/cardinality"), keyword("db.cardinality/one"))]}
+
+
+def reference_db() -> ReferenceDb:
+    """The oracle's database after ``SCHEMA_TX``."""
+    reference = ReferenceDb(CARDINALITY_ONE)
+    reference.datoms |= SCHEMA_DATOMS
+    return reference

@@ -19,10 +19,11 @@ Trie = dict[Any, dict[Any, dict[Any, int]]]
 class MemoryArrangement:
     """The EAV, AEV, AVE and VAE tries of one Z-set of datoms (a state or a tick's delta)."""
 
-    __slots__ = ("tries",)
+    __slots__ = ("tries", "_permuted")
 
     def __init__(self, datoms: Mapping[Datom, int] | None = None) -> None:
         self.tries: dict[IndexOrder, Trie] = {order: {} for order in INDEX_ORDERS}
+        self._permuted = [(self.tries[order], *order.positions) for order in INDEX_ORDERS]
         if datoms:
             self.update(datoms)
 
@@ -32,8 +33,7 @@ class MemoryArrangement:
 
     def update(self, delta: Mapping[Datom, int]) -> None:
         """Add ``delta`` to every index, keeping the no-zero/no-empty invariant."""
-        for order, trie in self.tries.items():
-            i, j, k = order.positions
+        for trie, i, j, k in self._permuted:
             for datom, weight in delta.items():
                 _add_leaf(trie, datom[i], datom[j], datom[k], weight)
 

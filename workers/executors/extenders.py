@@ -12,7 +12,7 @@ delta all retracts), which is safe: the pattern's exact weight, applied later, i
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from workers.arrangements import MemoryArrangement
@@ -27,26 +27,18 @@ _LOOKUP = (StepKind.CONST, StepKind.BOUND)
 class TrieExtender:
     """One pattern over one trie (a state or a delta)."""
 
-    __slots__ = ("_root", "_prefix", "_tail", "_weighted", "_shape")
+    __slots__ = ("node", "_tail", "_weighted", "_shape")
 
     def __init__(self, spec: ExtenderSpec, arrangement: MemoryArrangement) -> None:
-        self._root = arrangement.index(spec.order)  # mutated in place, never replaced
         depth = next((d for d, s in enumerate(spec.steps) if s.kind not in _LOOKUP), 3)
-        self._prefix = tuple((s.kind is StepKind.CONST, s.arg) for s in spec.steps[:depth])
+        # The trie is mutated in place and never replaced, so the lookup can hold it.
+        self.node = _prefix_lookup(arrangement.index(spec.order), spec.steps[:depth])
         self._tail: tuple[Step, ...] = spec.steps[depth:]
         self._weighted = spec.weighted
         kinds = tuple(s.kind for s in self._tail)
         self._shape = ("leaf" if kinds == (StepKind.BIND,) else
-                       "scan" if kinds == (StepKind.BIND, StepKind.FREE) else "walk")
-
-    def node(self, row: Row) -> Any:
-        """The subtree under the prefix (None when empty)."""
-        node: Any = self._root
-        for is_const, arg in self._prefix:
-            node = node.get(arg if is_const else row[arg])
-            if node is None:
-                return None
-        return node
+                       "scan" if kinds == (StepKind.BIND, StepKind.FREE) else
+                       "pairs" if kinds == (StepKind.BIND, StepKind.BIND) else "walk")
 
     def count(self, row: Row) -> int:
         node = self.node(row)
@@ -102,6 +94,10 @@ class TrieExtender:
         node = self.node(row)
         if node is None:
             return {}
+        if self._shape == "pairs":
+            if self._tail[0].arg == 0:
+                return {(x, y): w for x, sub in node.items() for y, w in sub.items()}
+            return {(y, x): w for x, sub in node.items() for y, w in sub.items()}
         binds = sum(s.kind is StepKind.BIND for s in self._tail)
         out: dict[Any, int] = {}
         _walk(node, self._tail, 0, row, [None] * binds, out, self._weighted, single=False)
@@ -162,6 +158,33 @@ def _merge(old: Candidates, delta: Candidates, weighted: bool) -> dict[Any, int]
         else:
             out.pop(x, None)
     return out
+
+
+def _prefix_lookup(root: dict[Any, Any], steps: Sequence[Step]) -> Callable[[Row], Any]:
+    """A function from a row to the subtree under the constant/bound prefix (None if empty)."""
+    keys = tuple((s.kind is StepKind.CONST, s.arg) for s in steps)
+    if not keys:
+        return lambda row: root or None
+    if len(keys) == 1:
+        (is_const, arg), = keys
+        if is_const:
+            return lambda row: root.get(arg)
+        return lambda row: root.get(row[arg])
+    if len(keys) == 2 and keys[0][0]:
+        (_, first), (second_const, second) = keys
+        if second_const:
+            return lambda row: (root.get(first) or {}).get(second)
+        return lambda row: (root.get(first) or {}).get(row[second])
+
+    def lookup(row: Row) -> Any:
+        node: Any = root
+        for is_const, key in keys:
+            node = node.get(key if is_const else row[key])
+            if node is None:
+                return None
+        return node
+
+    return lookup
 
 
 def _nonzero(weights: dict[Any, int]) -> dict[Any, int]:

@@ -33,8 +33,7 @@ def plan_query(query: Query, strategy: str = "delta", stats: AttributeStats = no
     terms_of = {"delta": _delta_terms, "binary": _binary_terms, "recursive": _recursive_stages}
     return Plan(
         find=tuple(v.name for v in query.find),
-        patterns=tuple(show(p.source) if p.source is not None else _show_pattern(p)
-                       for p in patterns),
+        patterns=tuple(_show_pattern(p) for p in patterns),
         attributes=_routing_attributes(patterns),
         strategy=strategy,
         full=_program(patterns, dict.fromkeys(everything, Role.OLD), None, (), query.find,

@@ -16,6 +16,8 @@ demo: $(BIN)/deltalog
 	$(BIN)/deltalog demo
 
 test: $(BIN)/deltalog
+	$(BIN)/ruff check workers tests bench
+	$(BIN)/mypy workers
 	$(BIN)/python -m pytest
 
 bench: $(BIN)/deltalog

@@ -49,6 +49,6 @@ def run_demo(strategy: str = "delta", out: Callable[[str], None] = print) -> Eng
                 out(f"  {name:<20} {'+' if weight > 0 else '-'} {dumps(row)}")
     out("\ncurrent results:")
     for name in QUERIES:
-        rows = sorted(dumps(row) for row in engine.result(name))
-        out(f"  {name:<20} {' '.join(rows) or '(empty)'}")
+        shown = sorted(dumps(row) for row in engine.result(name))
+        out(f"  {name:<20} {' '.join(shown) or '(empty)'}")
     return engine

@@ -14,6 +14,8 @@ from typing import Any
 
 import edn_format
 from edn_format import Symbol
+from edn_format.immutable_dict import ImmutableDict
+from edn_format.immutable_list import ImmutableList
 
 from workers.errors import EdnSyntaxError
 
@@ -66,9 +68,9 @@ def intern(form: Any) -> Any:
     if isinstance(form, str | int | float | Symbol) or form is None:
         return form
     if isinstance(form, Mapping):
-        return {intern(k): intern(v) for k, v in form.items()}
+        return {_intern_hashable(k): intern(v) for k, v in form.items()}
     if isinstance(form, frozenset | set):
-        return frozenset(intern(x) for x in form)
+        return frozenset(_intern_hashable(x) for x in form)
     if isinstance(form, tuple):
         return tuple(intern(x) for x in form)
     if isinstance(form, Sequence):
@@ -76,8 +78,21 @@ def intern(form: Any) -> Any:
     return form
 
 
+def _intern_hashable(form: Any) -> Any:
+    """Interned, but still hashable: set elements and map keys keep immutable collections."""
+    if isinstance(form, ImmutableDict):
+        return ImmutableDict({_intern_hashable(k): _intern_hashable(v) for k, v in form.items()})
+    if isinstance(form, ImmutableList):
+        return ImmutableList([_intern_hashable(x) for x in form])
+    if isinstance(form, tuple):
+        return tuple(_intern_hashable(x) for x in form)
+    return intern(form)
+
+
 def read(text: str) -> Any:
     """Parse one EDN form with interned keywords; syntax errors name the text."""
+    if not text.strip():
+        raise EdnSyntaxError("cannot parse EDN: the text is empty", form=text)
     try:
         return intern(edn_format.loads(text))
     except (edn_format.EDNDecodeError, NotImplementedError, ValueError, TypeError) as err:
@@ -101,7 +116,7 @@ def show(form: Any) -> str:
     """EDN text of a form as written (vectors as ``[...]``, lists as ``(...)``), for messages."""
     try:
         return str(edn_format.dumps(form))
-    except Exception:  # noqa: BLE001 - a message must never fail to print
+    except Exception:
         return repr(form)
 
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 
-class ErrorCode(str, Enum):
+class ErrorCode(StrEnum):
     """Stable machine-readable codes; the message is for people, the code for programs."""
 
     EDN_SYNTAX = "edn-syntax"

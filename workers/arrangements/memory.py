@@ -19,7 +19,7 @@ Trie = dict[Any, dict[Any, dict[Any, int]]]
 class MemoryArrangement:
     """The EAV, AEV, AVE and VAE tries of one Z-set of datoms (a state or a tick's delta)."""
 
-    __slots__ = ("tries", "_permuted")
+    __slots__ = ("_permuted", "tries")
 
     def __init__(self, datoms: Mapping[Datom, int] | None = None) -> None:
         self.tries: dict[IndexOrder, Trie] = {order: {} for order in INDEX_ORDERS}

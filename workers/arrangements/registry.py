@@ -53,7 +53,8 @@ class ArrangementRegistry:
 
     def attribute_stats(self, a: Any) -> tuple[int, int]:
         """``(distinct entities, distinct values)`` of attribute ``a``."""
-        return len(self.index(IndexOrder.AEV).get(a, {})), len(self.index(IndexOrder.AVE).get(a, {}))
+        entities = self.index(IndexOrder.AEV).get(a, {})
+        return len(entities), len(self.index(IndexOrder.AVE).get(a, {}))
 
     def datom_count(self) -> int:
         return len(self.state)

@@ -42,5 +42,6 @@ def bind_inputs(query: Query, inputs: Sequence[Any]) -> Query:
     def substitute(term: Term) -> Term:
         return Constant(values[term]) if isinstance(term, Variable) and term in values else term
 
-    where = tuple(Pattern(*(substitute(t) for t in p.terms), source=p.source) for p in query.where)
+    where = tuple(Pattern(substitute(p.e), substitute(p.a), substitute(p.v), source=p.source)
+                  for p in query.where)
     return replace(query, where=where, inputs=())

@@ -95,6 +95,10 @@ def _unsupported_find(element: Any, position: int) -> QueryError:
         what = "pull" if name == "pull" else f"aggregate ({name} ...)"
         return QueryError(f":find element {position}: {what} is not supported yet: "
                           f"{_show(element)}", code=ErrorCode.QUERY_UNSUPPORTED, form=element)
+    if isinstance(element, list):
+        what = "find-coll [?x ...]" if Symbol("...") in element else "find-tuple [?x ?y]"
+        return QueryError(f":find element {position}: {what} is not supported yet: "
+                          f"{_show(element)}", code=ErrorCode.QUERY_UNSUPPORTED, form=element)
     if isinstance(element, Symbol) and element.name in (".", "..."):
         return QueryError(f":find element {position}: find-scalar/find-coll {element.name!r} "
                           "is not supported yet", code=ErrorCode.QUERY_UNSUPPORTED, form=element)
@@ -109,6 +113,8 @@ def _parse_inputs(elements: list[Any]) -> tuple[Variable, ...]:
         if element == Symbol("$"):
             continue
         variable = _parse_variable(element)
+        if variable in inputs:
+            raise QueryError(f":in element {i}: {variable} appears twice", form=element)
         if variable is not None:
             inputs.append(variable)
         elif element == Symbol("%"):
@@ -133,6 +139,9 @@ def _parse_where(clauses: list[Any] | None) -> tuple[Pattern, ...]:
 
 def _parse_clause(clause: Any, position: int) -> Pattern:
     where = f":where clause {position} {_show(clause)}"
+    if isinstance(clause, tuple) and clause and _parse_variable(clause[0]) is not None \
+            and clause[0].name.startswith("?"):
+        raise QueryError(f"{where}: a data pattern is a vector [e a v], not a list", form=clause)
     if isinstance(clause, tuple) and clause and isinstance(clause[0], Symbol):
         name = clause[0].name
         what = CLAUSE_NAMES.get(name, f"rule call ({name} ...)")

@@ -41,9 +41,9 @@ def normalise(ops: TxOps, db: ArrangementRegistry, schema: Schema) -> Normalised
             retracts.update(db.referrers(e, a))
     adds = set(ops.adds)
     _refuse_conflicts(adds, retracts)
-    if any(a in SCHEMA_ATTRIBUTES for _, a, _ in adds) or any(
-            a in SCHEMA_ATTRIBUTES for _, a, _ in retracts):
-        schema = schema.updated(adds, retracts)
+    schema_retracts = [d for d in retracts if d[1] in SCHEMA_ATTRIBUTES and db.has(d)]
+    if schema_retracts or any(a in SCHEMA_ATTRIBUTES for _, a, _ in adds):
+        schema = schema.updated(adds, schema_retracts)
     _check_types(adds, schema)
     retracts |= _cardinality_one_retractions(adds, db, schema)
     delta = {d: 1 for d in adds if not db.has(d)}

@@ -54,7 +54,8 @@ class Schema:
 
     def updated(self, added: Iterable[tuple[Any, Any, Any]],
                 retracted: Iterable[tuple[Any, Any, Any]]) -> Schema:
-        """The schema after a transaction's schema datoms; invalid definitions raise."""
+        """The schema after a transaction's schema datoms (``retracted``: only datoms present in
+        the database); invalid definitions raise."""
         attributes = dict(self._attributes)
         for e, a, _ in retracted:
             if e in attributes and a == VALUE_TYPE:
@@ -63,9 +64,11 @@ class Schema:
                 attributes[e] = replace(attributes[e], cardinality_one=False)
         for e, a, v in added:
             if a == VALUE_TYPE:
-                attributes[e] = replace(attributes.get(e, UNDECLARED), value_type=_value_type(e, v, self))
+                declared = attributes.get(e, UNDECLARED)
+                attributes[e] = replace(declared, value_type=_value_type(e, v, self))
             elif a == CARDINALITY:
-                attributes[e] = replace(attributes.get(e, UNDECLARED), cardinality_one=_cardinality_one(e, v))
+                declared = attributes.get(e, UNDECLARED)
+                attributes[e] = replace(declared, cardinality_one=_cardinality_one(e, v))
         return Schema(attributes)
 
 

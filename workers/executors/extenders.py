@@ -27,7 +27,7 @@ _LOOKUP = (StepKind.CONST, StepKind.BOUND)
 class TrieExtender:
     """One pattern over one trie (a state or a delta)."""
 
-    __slots__ = ("node", "_tail", "_weighted", "_shape")
+    __slots__ = ("_shape", "_tail", "_weighted", "node")
 
     def __init__(self, spec: ExtenderSpec, arrangement: MemoryArrangement) -> None:
         depth = next((d for d, s in enumerate(spec.steps) if s.kind not in _LOOKUP), 3)
@@ -76,6 +76,11 @@ class TrieExtender:
         return _nonzero(out)
 
     def intersect(self, row: Row, candidates: Candidates) -> dict[Any, int]:
+        if self._shape == "leaf":
+            node = self.node(row)
+            if not node:
+                return {}
+            return {x: w * v for x, w in candidates.items() if (v := node.get(x))}
         return {x: w * candidates[x] for x, w in self.weights(row, candidates).items()}
 
     def weight(self, row: Row) -> int:
@@ -107,7 +112,7 @@ class TrieExtender:
 class OverlayExtender:
     """The ``new`` state of one pattern: the old trie plus the tick's delta trie."""
 
-    __slots__ = ("_old", "_delta", "_weighted")
+    __slots__ = ("_delta", "_old", "_weighted")
 
     def __init__(self, old: TrieExtender, delta: TrieExtender, weighted: bool) -> None:
         self._old, self._delta, self._weighted = old, delta, weighted

@@ -5,8 +5,18 @@ builds the delta terms of one strategy; ``explain`` prints a Plan as stable text
 """
 
 from workers.plan.explain import explain
-from workers.plan.ir import (BinaryTerm, DeltaTerm, ExtenderSpec, JoinProgram, Level, Plan,
-                             RecursiveStage, Role, Step, StepKind)
+from workers.plan.ir import (
+                             BinaryTerm,
+                             DeltaTerm,
+                             ExtenderSpec,
+                             JoinProgram,
+                             Level,
+                             Plan,
+                             RecursiveStage,
+                             Role,
+                             Step,
+                             StepKind,
+)
 from workers.plan.planner import STRATEGIES, plan_query
 
 __all__ = ["STRATEGIES", "BinaryTerm", "DeltaTerm", "ExtenderSpec", "JoinProgram", "Level",

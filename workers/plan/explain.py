@@ -8,8 +8,15 @@ it (``=?c``) or a scan (``_``); ``*`` marks the extender whose weight is applied
 from __future__ import annotations
 
 from workers.edn import show
-from workers.plan.ir import (BinaryTerm, DeltaTerm, ExtenderSpec, JoinProgram, Plan,
-                             RecursiveStage, StepKind)
+from workers.plan.ir import (
+    BinaryTerm,
+    DeltaTerm,
+    ExtenderSpec,
+    JoinProgram,
+    Plan,
+    RecursiveStage,
+    StepKind,
+)
 
 
 def explain(plan: Plan) -> str:

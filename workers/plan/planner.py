@@ -16,8 +16,19 @@ from typing import Any
 from workers.arrangements.keys import INDEX_ORDERS, IndexOrder
 from workers.datalog.ast import Blank, Constant, Pattern, Query, Variable
 from workers.edn import show
-from workers.plan.ir import (BinaryTerm, DeltaTerm, ExtenderSpec, JoinProgram, Level, Plan,
-                             RecursiveStage, Role, Step, StepKind, Term)
+from workers.plan.ir import (
+    BinaryTerm,
+    DeltaTerm,
+    ExtenderSpec,
+    JoinProgram,
+    Level,
+    Plan,
+    RecursiveStage,
+    Role,
+    Step,
+    StepKind,
+    Term,
+)
 from workers.plan.order import AttributeStats, connected_pattern_order, no_stats, variable_order
 
 STRATEGIES = ("delta", "recursive", "binary")

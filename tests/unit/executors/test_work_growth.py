@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from workers.edn import keyword
 from workers.engine import Engine
 from workers.executors import Work
@@ -43,7 +45,7 @@ def _elements(work: Work) -> int:
 
 def test_seed_instance_work_is_linear_for_delta() -> None:
     works = [seed_instance_work("delta", n) for n in SIZES]
-    for small, large in zip(works, works[1:], strict=False):
+    for small, large in pairwise(works):
         assert 1.8 * small <= large <= 2.2 * small, works
 
 
@@ -51,6 +53,6 @@ def test_hub_insert_work_is_constant_for_delta_and_linear_for_binary() -> None:
     delta = [hub_work("delta", n) for n in SIZES]
     binary = [hub_work("binary", n) for n in SIZES]
     assert len(set(delta)) == 1, delta
-    for small, large in zip(binary, binary[1:], strict=False):
+    for small, large in pairwise(binary):
         assert large >= 1.9 * small, binary
     assert binary[-1] > 100 * delta[-1], (delta, binary)

@@ -1,0 +1,111 @@
+"""workers.datalog.check: range restriction (check_query) and :in scalars (bind_inputs)."""
+
+import re
+import uuid
+from typing import Any
+
+import edn_format
+import pytest
+
+from workers.datalog import (
+    Constant,
+    Pattern,
+    Query,
+    Variable,
+    bind_inputs,
+    check_query,
+    compile_query,
+    parse_query,
+)
+from workers.edn import Keyword, keyword, show
+from workers.errors import ErrorCode, QueryError
+
+E, X = Variable("?e"), Variable("?x")
+NAME = keyword("name")
+BY_NAME = "[:find ?e :in $ ?x :where [?e :name ?x]]"
+
+
+def row(text: str, *rest: Any) -> Any:
+    """A table row whose test id is the query's EDN text."""
+    return pytest.param(text, *rest, id=text)
+
+
+def given(text: str, inputs: list[Any], message: str) -> Any:
+    """A table row whose test id is the EDN of the inputs and of the query."""
+    return pytest.param(text, inputs, message, id=f"{show(inputs)} to {text}")
+
+
+@pytest.mark.parametrize("text", [
+    "[:find ?e :where [?e :name]]",
+    "[:find ?e ?x :where [?e :a ?y] [?y :b ?x]]",
+    BY_NAME,
+], ids=lambda text: text)
+def test_safe_query_passes_check_unchanged(text):
+    query = parse_query(text)
+    assert check_query(query) is query
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    row("[:find ?x :where [?e :name]]",
+        "unsafe query: :find ?x does not occur in any :where pattern"),
+    row("[:find ?e ?x :where [?e :name]]", ":find ?x does not occur"),
+    row("[:find ?x :in $ ?y :where [?e :name ?y]]", ":find ?x does not occur"),
+])
+def test_find_variable_not_bound_by_where_is_refused_as_unsafe(text, message):
+    with pytest.raises(QueryError, match=re.escape(message)) as info:
+        check_query(parse_query(text))
+    assert info.value.code is ErrorCode.QUERY_UNSAFE
+
+
+def test_returning_an_input_variable_is_refused_as_unsupported():
+    with pytest.raises(QueryError, match=re.escape(":find ?x is an :in variable")) as info:
+        check_query(parse_query("[:find ?x :in $ ?x :where [?e :name ?x]]"))
+    assert info.value.code is ErrorCode.QUERY_UNSUPPORTED
+
+
+@pytest.mark.parametrize(("value", "constant"), [
+    pytest.param("Ivan", "Ivan", id='"Ivan"'),
+    pytest.param(42, 42, id="42"),
+    pytest.param(1.5, 1.5, id="1.5"),
+    pytest.param(True, True, id="true"),
+    pytest.param(keyword("ivan"), keyword("ivan"), id=":ivan"),
+    pytest.param(edn_format.Keyword("ivan"), keyword("ivan"), id="plain :ivan"),
+    pytest.param(uuid.UUID(int=1), uuid.UUID(int=1), id="uuid"),
+])
+def test_compile_query_substitutes_inputs_as_constants(value, constant):
+    query = compile_query(BY_NAME, [value])
+    assert query == Query((E,), (Pattern(E, Constant(NAME), Constant(constant)),))
+    assert type(query.where[0].v.value) is type(constant)
+
+
+def test_input_keyword_is_interned():
+    query = compile_query(BY_NAME, [edn_format.Keyword("ivan")])
+    assert type(query.where[0].v.value) is Keyword
+
+
+def test_inputs_bind_in_the_order_of_in():
+    query = compile_query("[:find ?e :in $ ?a ?v :where [?e ?a ?v]]", [NAME, "Ivan"])
+    assert query.where[0] == Pattern(E, Constant(NAME), Constant("Ivan"))
+
+
+def test_bound_query_has_no_inputs_left_and_keeps_pattern_sources():
+    parsed = parse_query(BY_NAME)
+    bound = bind_inputs(parsed, ["Ivan"])
+    assert bound.inputs == ()
+    assert bound.where[0].source is parsed.where[0].source
+
+
+@pytest.mark.parametrize(("text", "inputs", "message"), [
+    given(BY_NAME, [], "query takes 1 input(s) (?x) after $, got 0"),
+    given(BY_NAME, ["Ivan", "Petr"], "query takes 1 input(s) (?x) after $, got 2"),
+    given("[:find ?e :where [?e :name]]", ["Ivan"], "query takes 0 input(s) (none) after $, got 1"),
+    given(BY_NAME, [["Ivan"]], "input ?x must be a scalar value, got list"),
+    given(BY_NAME, [("Ivan",)], "input ?x must be a scalar value, got tuple"),
+    given(BY_NAME, [{"a": 1}], "input ?x must be a scalar value, got dict"),
+    given(BY_NAME, [frozenset({1})], "input ?x must be a scalar value, got frozenset"),
+    given(BY_NAME, [None], "input ?x must be a scalar value, got NoneType"),
+])
+def test_wrong_inputs_are_refused_with_query_inputs(text, inputs, message):
+    with pytest.raises(QueryError, match=re.escape(message)) as info:
+        compile_query(text, inputs)
+    assert info.value.code is ErrorCode.QUERY_INPUTS

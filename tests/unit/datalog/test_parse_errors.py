@@ -1,0 +1,103 @@
+"""workers.datalog.parser: malformed queries (QUERY_SHAPE) and forms not evaluated yet
+(QUERY_UNSUPPORTED) are refused with a message that says where."""
+
+import re
+from typing import Any
+
+import pytest
+
+from workers.datalog import parse_query
+from workers.errors import EdnSyntaxError, ErrorCode, QueryError
+
+
+def row(text: str, message: str) -> Any:
+    """A table row whose test id is the query's EDN text."""
+    return pytest.param(text, message, id=text)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    row("[:find ?e :where]", ":where needs at least one clause"),
+    row("{:find [?e] :where []}", ":where needs at least one clause"),
+    row("[:find ?e]", ":where needs at least one clause"),
+    row("[:find ?e :where []]", ":where clause 1 []: a data pattern has 1 to 3 elements [e a v]"),
+    row("[:find ?e :where [?e :a] [?e :a ?v ?t ?op]]",
+        ":where clause 2 [?e :a ?v ?t ?op]: a data pattern has 1 to 3 elements"),
+    row("[:find ?e :where [$]]", ":where clause 1 [$]: a data pattern has 1 to 3 elements"),
+    row("[:find ?e :where [?e :a] ?e]", ":where clause 2 ?e: expected a data pattern [e a v]"),
+    row('[:find ?e :where [?e :a] "clause"]', ':where clause 2 "clause": expected a data pattern'),
+    row("[:find ?e :where [?e :a nil]]",
+        ":where clause 1 [?e :a nil]: nil is not a valid pattern constant"),
+    row("[:find ?e :where [?e :a [1 2]]]", ":where clause 1 [?e :a [1 2]]: [1 2] is not a valid"),
+    row("[:find ?e :where [?e :a #{1}]]", ":where clause 1 [?e :a #{1}]: #{1} is not a valid"),
+    row("[:find ?e :where [$db ?e :a]]", ":where clause 1 [$db ?e :a]: $db is not allowed in a "
+                                         "data pattern (only the default source $ is supported)"),
+    row("[:find ?e :in $db :where [?e :a]]", ":in element 1: expected $ or a variable, got $db"),
+    row("[:find ?e :in $ :x :where [?e :a]]", "unknown query section :x"),
+    row("[:find ?e :select ?e :where [?e :a]]",
+        "unknown query section :select; expected :find, :in, :where"),
+    row("[:where [?e :a]]", ":find needs at least one variable"),
+    row("[:find :where [?e :a]]", ":find needs at least one variable"),
+    row("[:find ?e ?e :where [?e :a]]", ":find element 2: ?e appears twice"),
+    row('[:find "e" :where [?e :a]]', ':find element 1: expected a variable, got "e"'),
+    row("[:find ?e :where [?e :a] :find ?e]", ":find appears twice in the query"),
+    row("[?e :find ?e :where [?e :a]]", "a vector query starts with a keyword such as :find"),
+    row("{:find ?e :where [[?e :a]]}", ":find takes a vector, got ?e"),
+    row('"query"', "a query is a map {:find [...] :where [...]} or a vector [:find ..."),
+])
+def test_malformed_query_is_refused_with_query_shape(text, message):
+    with pytest.raises(QueryError, match=re.escape(message)) as info:
+        parse_query(text)
+    assert info.value.code is ErrorCode.QUERY_SHAPE
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    row("[:find ?e :where [?e :age ?a] [(< ?a 1)]]",
+        ":where clause 2 [(< ?a 1)]: predicate (< ?a 1) is not supported yet"),
+    row("[:find ?e :where [?e :age ?a] [(str ?a) ?b]]",
+        ":where clause 2 [(str ?a) ?b]: function binding (str ?a) is not supported yet"),
+    row("[:find ?e :where [?e :a] (not [?e :b])]",
+        ":where clause 2 (not [?e :b]): negation (not ...) is not supported yet"),
+    row("[:find ?e :where [?e :a] (not-join [?e] [?e :b])]",
+        ":where clause 2 (not-join [?e] [?e :b]): negation (not-join ...)"),
+    row("[:find ?e :where [?e :a] (or [?e :b] [?e :c])]",
+        ":where clause 2 (or [?e :b] [?e :c]): disjunction (or ...)"),
+    row("[:find ?e :where [?e :a] (or-join [?e] [?e :b])]", "disjunction (or-join ...)"),
+    row("[:find ?a :where (reachable ?a ?b)]",
+        ":where clause 1 (reachable ?a ?b): rule call (reachable ...) is not supported yet"),
+    row("[:find (count ?e) :where [?e :a]]",
+        ":find element 1: aggregate (count ...) is not supported yet: (count ?e)"),
+    row("[:find ?e (max ?v) :where [?e :a ?v]]", ":find element 2: aggregate (max ...)"),
+    row("[:find (pull ?e [*]) :where [?e :a]]",
+        ":find element 1: pull is not supported yet: (pull ?e [*])"),
+    row("[:find ?e . :where [?e :a]]", ":find element 2: find-scalar/find-coll '.'"),
+    row("[:find ?e :with ?v :where [?e :a ?v]]", ":with is not supported yet (in [?v])"),
+    row("{:find [?e] :rules [] :where [[?e :a]]}", ":rules is not supported yet"),
+    row("[:find ?e :keys e :where [?e :a]]", ":keys is not supported yet"),
+    row("[:find ?e :in $ % :where [?e :a]]", ":in element 2: rules (%) are not supported yet"),
+    row("[:find ?e :in $ [?a ...] :where [?e :a ?a]]",
+        ":in element 2: tuple/collection/relation binding [?a ...] is not supported yet"),
+    row("[:find ?e :in $ [[?a ?b]] :where [?e ?a ?b]]",
+        ":in element 2: tuple/collection/relation binding [[?a ?b]]"),
+    row("[:find ?e :where [?e :a ?v ?tx]]",
+        ":where clause 1 [?e :a ?v ?tx]: the transaction position (4th element) is not supported"),
+    row("[:find ?e :where [$ ?e :a ?v ?tx]]", ":where clause 1 [$ ?e :a ?v ?tx]: the transaction"),
+])
+def test_form_not_evaluated_yet_is_refused_with_query_unsupported_naming_it(text, message):
+    with pytest.raises(QueryError, match=re.escape(message)) as info:
+        parse_query(text)
+    assert info.value.code is ErrorCode.QUERY_UNSUPPORTED
+
+
+@pytest.mark.parametrize("text", ["[:find [?e ...] :where [?e :a]]",
+                                  "[:find [?e ?v] :where [?e :a ?v]]"], ids=lambda text: text)
+def test_find_collection_and_find_tuple_are_refused_as_unsupported(text):
+    with pytest.raises(QueryError) as info:
+        parse_query(text)
+    assert info.value.code is ErrorCode.QUERY_UNSUPPORTED
+
+
+@pytest.mark.parametrize("text", ["[:find ?e :where [?e :a", "{:find [?e] :where}"])
+def test_unparsable_query_text_raises_edn_syntax_error(text):
+    with pytest.raises(EdnSyntaxError, match=re.escape(text)) as info:
+        parse_query(text)
+    assert info.value.code is ErrorCode.EDN_SYNTAX

@@ -1,0 +1,46 @@
+"""A database for transaction tests: EDN text in, effective delta out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from workers import edn
+from workers.arrangements import ArrangementRegistry
+from workers.db import BUILTIN_SCHEMA, normalise, parse_tx
+from workers.edn import keyword as kw
+
+__all__ = ["TxDb", "case", "kw", "row"]
+
+
+class TxDb:
+    """The shared arrangements plus the schema in force, changed one transaction at a time."""
+
+    def __init__(self, *txs: str) -> None:
+        self.db = ArrangementRegistry()
+        self.schema = BUILTIN_SCHEMA
+        for tx in txs:
+            self.transact(tx)
+
+    def transact(self, tx: Any) -> dict[Any, int]:
+        """Normalise ``tx`` (EDN text or Python forms), apply its delta and return the delta."""
+        forms = edn.read(tx) if isinstance(tx, str) else tx
+        normalised = normalise(parse_tx(forms), self.db, self.schema)
+        self.db.apply(normalised.delta)
+        self.schema = normalised.schema
+        return normalised.delta
+
+    def datoms(self) -> dict[Any, int]:
+        return dict(self.db.state.datoms())
+
+
+def case(before: list[str], tx: str, *expected: Any) -> Any:
+    """A table row ``(before, tx, *expected)`` whose test id is the EDN of ``tx`` and ``before``."""
+    test_id = " ".join([tx, "after", *before]) if before else tx
+    return pytest.param(before, tx, *expected, id=test_id)
+
+
+def row(tx: str, *expected: Any) -> Any:
+    """A table row ``(tx, *expected)`` whose test id is the EDN of ``tx``."""
+    return pytest.param(tx, *expected, id=tx)

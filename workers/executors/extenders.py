@@ -175,11 +175,8 @@ def _prefix_lookup(root: dict[Any, Any], steps: Sequence[Step]) -> Callable[[Row
         if is_const:
             return lambda row: root.get(arg)
         return lambda row: root.get(row[arg])
-    if len(keys) == 2 and keys[0][0]:
-        (_, first), (second_const, second) = keys
-        if second_const:
-            return lambda row: (root.get(first) or {}).get(second)
-        return lambda row: (root.get(first) or {}).get(row[second])
+    if len(keys) == 2:
+        return _two_key_lookup(root, keys[0], keys[1])
 
     def lookup(row: Row) -> Any:
         node: Any = root
@@ -190,6 +187,22 @@ def _prefix_lookup(root: dict[Any, Any], steps: Sequence[Step]) -> Callable[[Row
         return node
 
     return lookup
+
+
+_EMPTY: dict[Any, Any] = {}
+
+
+def _two_key_lookup(root: dict[Any, Any], first: tuple[bool, Any],
+                    second: tuple[bool, Any]) -> Callable[[Row], Any]:
+    """The four constant/bound combinations of a two-key prefix, without a loop."""
+    (first_const, a), (second_const, b) = first, second
+    if first_const and second_const:
+        return lambda row: (root.get(a) or _EMPTY).get(b)
+    if first_const:
+        return lambda row: (root.get(a) or _EMPTY).get(row[b])
+    if second_const:
+        return lambda row: (root.get(row[a]) or _EMPTY).get(b)
+    return lambda row: (root.get(row[a]) or _EMPTY).get(row[b])
 
 
 def _nonzero(weights: dict[Any, int]) -> dict[Any, int]:

@@ -17,6 +17,7 @@ from typing import Any
 
 from workers.arrangements import MemoryArrangement
 from workers.plan.ir import ExtenderSpec, Role, Step, StepKind
+from workers.zset import add_into
 
 Row = tuple[Any, ...]
 Candidates = Mapping[Any, int]
@@ -152,17 +153,10 @@ def compile_extender(spec: ExtenderSpec, old: MemoryArrangement,
 
 
 def _merge(old: Candidates, delta: Candidates, weighted: bool) -> dict[Any, int]:
-    out = dict(old)
-    if not weighted:
-        out.update(dict.fromkeys(delta, 1))
-        return out
-    for x, w in delta.items():
-        total = out.get(x, 0) + w
-        if total:
-            out[x] = total
-        else:
-            out.pop(x, None)
-    return out
+    """``new = old + delta`` for weights; for presence, the union (an over-approximation)."""
+    if weighted:
+        return add_into(dict(old), delta)
+    return {**old, **dict.fromkeys(delta, 1)}
 
 
 def _prefix_lookup(root: dict[Any, Any], steps: Sequence[Step]) -> Callable[[Row], Any]:

@@ -1,0 +1,59 @@
+"""Where a single-edge triangle tick spends its time, phase by phase (the engine's steps).
+
+    python -m bench.phases [--ticks 3000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+
+from bench.data import load_pegase_edges
+from workers.arrangements import ArrangementRegistry, MemoryArrangement
+from workers.datalog import compile_query
+from workers.db import BUILTIN_SCHEMA, normalise, parse_tx
+from workers.edn import keyword
+from workers.executors import LocalExecutor, Work
+from workers.plan import plan_query
+
+TRIANGLE = "{:find [?a ?b ?c] :where [[?a :g/to ?b] [?a :g/to ?c] [?b :g/to ?c]]}"
+ADD, RETRACT, TO = keyword("db/add"), keyword("db/retract"), keyword("g/to")
+PHASES = ("parse", "normalise", "arrange delta", "step", "apply")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ticks", type=int, default=3000)
+    args = parser.parse_args()
+    edges = load_pegase_edges()
+    db, delta_arrangement, executor = ArrangementRegistry(), MemoryArrangement(), LocalExecutor()
+    db.apply({(u, TO, v): 1 for u, v in edges})
+    prepared = executor.prepare(plan_query(compile_query(TRIANGLE)), db.state, delta_arrangement)
+    totals = dict.fromkeys(PHASES, 0.0)
+    rng = random.Random(1)
+    for _ in range(args.ticks // 2):
+        u, v = rng.choice(edges)
+        for op in (RETRACT, ADD):
+            t0 = time.perf_counter()
+            ops = parse_tx([[op, u, TO, v]])
+            t1 = time.perf_counter()
+            delta = normalise(ops, db, BUILTIN_SCHEMA).delta
+            t2 = time.perf_counter()
+            delta_arrangement.reset(delta)
+            t3 = time.perf_counter()
+            executor.step(prepared, Work())
+            t4 = time.perf_counter()
+            db.apply(delta)
+            t5 = time.perf_counter()
+            for phase, spent in zip(PHASES, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4),
+                                    strict=True):
+                totals[phase] += spent
+    ticks = 2 * (args.ticks // 2)
+    for phase, spent in totals.items():
+        print(f"{phase:<14} {spent / ticks * 1e6:8.2f} us per tick")
+    print(f"{'total':<14} {sum(totals.values()) / ticks * 1e6:8.2f} us per tick")
+
+
+if __name__ == "__main__":
+    main()

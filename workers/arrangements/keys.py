@@ -5,7 +5,6 @@ from __future__ import annotations
 from enum import Enum
 
 E, A, V = 0, 1, 2
-POSITION_NAMES = ("e", "a", "v")
 
 
 class IndexOrder(Enum):

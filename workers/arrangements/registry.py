@@ -55,6 +55,3 @@ class ArrangementRegistry:
         """``(distinct entities, distinct values)`` of attribute ``a``."""
         entities = self.index(IndexOrder.AEV).get(a, {})
         return len(entities), len(self.index(IndexOrder.AVE).get(a, {}))
-
-    def datom_count(self) -> int:
-        return len(self.state)

@@ -9,9 +9,9 @@ from workers.arrangements import MemoryArrangement
 from workers.executors.distinct import set_changes
 from workers.executors.extenders import Row
 from workers.executors.generic_join import CompiledProgram, compile_program, run, seed_rows
-from workers.executors.terms import CompiledTerm, derivation_change
+from workers.executors.terms import CompiledTerm, compile_term, derivation_change
 from workers.executors.work import Work
-from workers.plan.ir import BinaryTerm, DeltaTerm, JoinProgram, Plan, RecursiveStage, Term
+from workers.plan.ir import Plan
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,20 +28,9 @@ class LocalExecutor:
 
     def prepare(self, plan: Plan, old: MemoryArrangement,
                 delta: MemoryArrangement) -> PreparedPlan:
-        def bind(program: JoinProgram | None) -> CompiledProgram | None:
-            return None if program is None else compile_program(program, old, delta)
-
-        def term(t: Term) -> CompiledTerm:
-            if isinstance(t, DeltaTerm):
-                return ("delta", (bind(t.program),))
-            if isinstance(t, BinaryTerm):
-                return ("binary", tuple(bind(p) for p in t.chain))
-            assert isinstance(t, RecursiveStage)
-            return ("recursive", (bind(t.extend), bind(t.seeded)))
-
-        full, support = bind(plan.full), bind(plan.support)
-        assert full is not None and support is not None
-        return PreparedPlan(full, support, tuple(term(t) for t in plan.terms))
+        return PreparedPlan(compile_program(plan.full, old, delta),
+                            compile_program(plan.support, old, delta),
+                            tuple(compile_term(term, old, delta) for term in plan.terms))
 
     def step(self, prepared: PreparedPlan, work: Work) -> dict[Row, int]:
         derivations = derivation_change(prepared.terms, work)

@@ -10,28 +10,56 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
+from workers.arrangements import MemoryArrangement
 from workers.executors.extenders import Row
-from workers.executors.generic_join import CompiledProgram, run, seed_rows
+from workers.executors.generic_join import CompiledProgram, compile_program, run, seed_rows
 from workers.executors.work import Work
+from workers.plan.ir import BinaryTerm, DeltaTerm, Term
 from workers.zset import add_into
 
-# A compiled term: (kind, programs).  delta: (p,); binary: chain; recursive: (extend?, seeded)
-CompiledTerm = tuple[str, tuple[CompiledProgram | None, ...]]
+
+@dataclass(frozen=True, slots=True)
+class CompiledDelta:
+    program: CompiledProgram
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledChain:
+    chain: tuple[CompiledProgram, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledStage:
+    extend: CompiledProgram | None
+    seeded: CompiledProgram
+
+
+CompiledTerm = CompiledDelta | CompiledChain | CompiledStage
+
+
+def compile_term(term: Term, old: MemoryArrangement, delta: MemoryArrangement) -> CompiledTerm:
+    """Bind one IR term's programs to the arrangements."""
+    if isinstance(term, DeltaTerm):
+        return CompiledDelta(compile_program(term.program, old, delta))
+    if isinstance(term, BinaryTerm):
+        return CompiledChain(tuple(compile_program(p, old, delta) for p in term.chain))
+    extend = None if term.extend is None else compile_program(term.extend, old, delta)
+    return CompiledStage(extend, compile_program(term.seeded, old, delta))
 
 
 def derivation_change(terms: Sequence[CompiledTerm], work: Work) -> dict[Row, int]:
     """The tick's change of the query's derivation counts, over the ``:find`` columns."""
     total: dict[Row, int] = {}
-    for kind, programs in terms:
-        if kind == "delta":
-            add_into(total, _seeded(programs[0], work))  # type: ignore[arg-type]
-        elif kind == "binary":
-            add_into(total, _chain(programs, work))  # type: ignore[arg-type]
-        else:
-            extend, seeded = programs
-            so_far = run(extend, total, work) if extend is not None and total else {}
-            total = add_into(so_far, _seeded(seeded, work))  # type: ignore[arg-type]
+    for term in terms:
+        if isinstance(term, CompiledDelta):
+            add_into(total, _seeded(term.program, work))
+        elif isinstance(term, CompiledChain):
+            add_into(total, _chain(term.chain, work))
+        else:  # a recursive stage replaces the running change of the partial join
+            so_far = run(term.extend, total, work) if term.extend is not None and total else {}
+            total = add_into(so_far, _seeded(term.seeded, work))
     return total
 
 

@@ -57,10 +57,6 @@ class ExtenderSpec:
     steps: tuple[Step, Step, Step]
     weighted: bool = True
 
-    @property
-    def binds(self) -> int:
-        return sum(step.kind is StepKind.BIND for step in self.steps)
-
 
 @dataclass(frozen=True, slots=True)
 class Level:

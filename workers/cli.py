@@ -1,38 +1,208 @@
-"""The ``deltalog`` command line: ``demo`` (the embedded main job) and ``explain``."""
+"""The ``deltalog`` command line.
+
+``demo`` (the main job: local broker + worker + live queries), ``broker``, ``worker``, ``tx``,
+``query add|rm|ls``, ``tail`` and ``explain``.  Kafka settings come from ``DELTALOG_*``
+environment variables (``workers.config``) and ``--bootstrap-servers``.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import logging
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
 
+from workers.config import WorkerConfig, from_env
+from workers.edn import dumps, read, read_all
 from workers.engine import Engine
 from workers.errors import WorkersError
 from workers.plan import STRATEGIES
 
+Handler = Callable[[argparse.Namespace], int]
+
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="deltalog", description=__doc__)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        handler: Handler = args.handler
+        return handler(args)
+    except WorkersError as err:
+        print(f"deltalog: error [{err.code.value}]: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="deltalog", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    demo = commands.add_parser("demo", help="stream a small social graph through live queries")
+
+    demo = _command(commands, "demo", _demo, "broker + worker + live queries over a real graph")
+    demo.add_argument("--embedded", action="store_true",
+                      help="run the engine in-process only (no Kafka, no Java)")
     demo.add_argument("--strategy", choices=STRATEGIES, default="delta")
-    explain = commands.add_parser("explain", help="print the plan of a query")
+
+    broker = _command(commands, "broker", _broker, "run a local Apache Kafka (KRaft) broker")
+    broker.add_argument("--port", type=int, default=9092)
+    broker.add_argument("--dir", type=Path, default=Path(".deltalog/kafka"))
+
+    worker = _command(commands, "worker", _worker, "maintain every registered query")
+    _kafka_options(worker)
+    worker.add_argument("--worker-id")
+    worker.add_argument("--strategy", choices=STRATEGIES)
+    worker.add_argument("--tick-tx", type=int, help="transactions per tick at most")
+    worker.add_argument("--tick-ms", type=float, help="longest wait for a tick to fill (ms)")
+    worker.add_argument("--snapshot-dir", type=Path)
+    worker.add_argument("--snapshot-interval", type=float, help="seconds between snapshots")
+    worker.add_argument("--metrics-port", type=int)
+    worker.add_argument("-v", "--verbose", action="store_true")
+
+    tx = _command(commands, "tx", _tx, "send transactions")
+    _kafka_options(tx)
+    tx.add_argument("edn", nargs="?", help="one transaction as EDN, e.g. '[[:db/add 1 :a 2]]'")
+    tx.add_argument("--file", type=Path, help="a file of EDN transactions, one form each")
+
+    query = _command(commands, "query", _query, "add, remove or list standing queries")
+    _kafka_options(query)
+    query.add_argument("action", choices=("add", "rm", "ls"))
+    query.add_argument("name", nargs="?")
+    query.add_argument("edn", nargs="?")
+    query.add_argument("--input", action="append", default=[], metavar="EDN",
+                       help="value of the next :in scalar, as EDN (repeatable)")
+
+    tail = _command(commands, "tail", _tail, "print a query's committed change stream")
+    _kafka_options(tail)
+    tail.add_argument("name")
+    tail.add_argument("--view", action="store_true", help="show the current result as a table")
+    tail.add_argument("--json", action="store_true", help="one JSON object per changed row")
+
+    explain = _command(commands, "explain", _explain, "print the plan of a query")
     explain.add_argument("query", help="EDN query text, e.g. '{:find [?a] :where [[?a :x]]}'")
     explain.add_argument("--strategy", choices=STRATEGIES, default="delta")
     explain.add_argument("--input", action="append", default=[], metavar="EDN",
                          help="value of the next :in scalar, as EDN (repeatable)")
-    args = parser.parse_args(argv)
-    try:
-        if args.command == "demo":
-            from workers.demo import run_demo
+    return parser
 
-            run_demo(args.strategy)
+
+def _command(commands: argparse._SubParsersAction, name: str, handler: Handler,  # type: ignore[type-arg]
+             help_text: str) -> argparse.ArgumentParser:
+    command: argparse.ArgumentParser = commands.add_parser(name, help=help_text)
+    command.set_defaults(handler=handler)
+    return command
+
+
+def _kafka_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--bootstrap-servers", help="Kafka bootstrap servers "
+                         "(default: $DELTALOG_BOOTSTRAP_SERVERS or 127.0.0.1:9092)")
+
+
+def _config(args: argparse.Namespace, **overrides: Any) -> WorkerConfig:
+    return from_env(bootstrap_servers=getattr(args, "bootstrap_servers", None), **overrides)
+
+
+# -- handlers ------------------------------------------------------------------------------
+
+def _demo(args: argparse.Namespace) -> int:
+    from workers.demo import run_demo, run_embedded_demo
+
+    if args.embedded:
+        run_embedded_demo(args.strategy)
+        return 0
+    return run_demo(args.strategy)
+
+
+def _broker(args: argparse.Namespace) -> int:
+    from workers.kafka.broker import run_broker
+
+    return run_broker(port=args.port, data_dir=args.dir)
+
+
+def _worker(args: argparse.Namespace) -> int:
+    from workers.metrics import start_metrics_server
+    from workers.runtime.worker import Worker
+
+    config = _config(args, worker_id=args.worker_id, strategy=args.strategy,
+                     tick_max_tx=args.tick_tx, snapshot_dir=args.snapshot_dir,
+                     snapshot_interval_s=args.snapshot_interval, metrics_port=args.metrics_port,
+                     tick_max_wait_s=None if args.tick_ms is None else args.tick_ms / 1000)
+    if config.metrics_port is not None:
+        start_metrics_server(config.metrics_port)
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    Worker(config).run(stop)
+    return 0
+
+
+def _tx(args: argparse.Namespace) -> int:
+    from workers.kafka.clients import TxProducer
+    from workers.progress import ProgressBar
+
+    producer = TxProducer(_config(args), source="deltalog tx")
+    if args.file is not None:
+        transactions = read_all(args.file.read_text())
+        with ProgressBar(len(transactions), "tx") as bar:
+            for tx in transactions:
+                producer.send(tx)
+                bar.advance()
+    elif args.edn is not None:
+        producer.send(args.edn)
+    else:
+        raise WorkersError("give a transaction as EDN text or --file data.edn")
+    producer.flush()
+    return 0
+
+
+def _query(args: argparse.Namespace) -> int:
+    from workers.kafka.clients import QueryAdmin
+
+    admin = QueryAdmin(_config(args))
+    if args.action == "ls":
+        for name, registration in admin.list().items():
+            inputs = " ".join(f"--input {text}" for text in registration.inputs)
+            print(f"{name}\t{registration.edn}\t{inputs}".rstrip())
+        return 0
+    if args.name is None:
+        raise WorkersError(f"query {args.action} needs a NAME")
+    if args.action == "rm":
+        admin.remove(args.name)
+    elif args.edn is None:
+        raise WorkersError("query add needs NAME and the query as EDN text")
+    else:
+        admin.add(args.name, args.edn, args.input)
+    return 0
+
+
+def _tail(args: argparse.Namespace) -> int:
+    from workers.kafka.clients import follow
+    from workers.zset import add_into
+
+    view: dict[tuple[object, ...], int] = {}
+    for change in follow(_config(args), args.name):
+        if args.json:
+            print(json.dumps(change.as_json(args.name)), flush=True)
+        elif args.view:
+            add_into(view, {change.row: change.weight})
+            print("\033[2J\033[H" + f"{args.name} @ tx {change.tx_last}: {len(view)} rows")
+            for row in sorted(dumps(r) for r in view):
+                print(f"  {row}")
         else:
-            from workers.edn import read
+            sign = "+" if change.weight > 0 else "-"
+            mark = " (snapshot)" if change.snapshot else ""
+            print(f"tx {change.tx_first}..{change.tx_last} {sign} {dumps(change.row)}{mark}",
+                  flush=True)
+    return 0
 
-            inputs = [read(text) for text in args.input]
-            sys.stdout.write(Engine(strategy=args.strategy).explain(args.query, inputs))
-    except WorkersError as err:
-        print(f"deltalog: error [{err.code.value}]: {err}", file=sys.stderr)
-        return 2
+
+def _explain(args: argparse.Namespace) -> int:
+    inputs = [read(text) for text in args.input]
+    sys.stdout.write(Engine(strategy=args.strategy).explain(args.query, inputs))
     return 0

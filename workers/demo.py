@@ -8,6 +8,7 @@ changed, the rows that entered (+) and left (-) the result.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from workers.edn import dumps
 from workers.engine import Engine
@@ -35,7 +36,7 @@ TRANSACTIONS = [
 ]
 
 
-def run_demo(strategy: str = "delta", out: Callable[[str], None] = print) -> Engine:
+def run_embedded_demo(strategy: str = "delta", out: Callable[[str], None] = print) -> Engine:
     """Register the demo queries, replay the demo transactions and print every change."""
     engine = Engine(strategy=strategy)
     for name, text in QUERIES.items():
@@ -52,3 +53,111 @@ def run_demo(strategy: str = "delta", out: Callable[[str], None] = print) -> Eng
         shown = sorted(dumps(row) for row in engine.result(name))
         out(f"  {name:<20} {' '.join(shown) or '(empty)'}")
     return engine
+
+
+# -- the main job: a local broker, a worker, live queries --------------------------------
+
+# Zachary's karate club (1977), 78 friendships, each directed from the lower id.
+KARATE = [(1, 2), (1, 3), (1, 4), (1, 5), (1, 6), (1, 7), (1, 8), (1, 9), (1, 11), (1, 12),
+          (1, 13), (1, 14), (1, 18), (1, 20), (1, 22), (1, 32), (2, 3), (2, 4), (2, 8),
+          (2, 14), (2, 18), (2, 20), (2, 22), (2, 31), (3, 4), (3, 8), (3, 9), (3, 10),
+          (3, 14), (3, 28), (3, 29), (3, 33), (4, 8), (4, 13), (4, 14), (5, 7), (5, 11),
+          (6, 7), (6, 11), (6, 17), (7, 17), (9, 31), (9, 33), (9, 34), (10, 34), (14, 34),
+          (15, 33), (15, 34), (16, 33), (16, 34), (19, 33), (19, 34), (20, 34), (21, 33),
+          (21, 34), (23, 33), (23, 34), (24, 26), (24, 28), (24, 30), (24, 33), (24, 34),
+          (25, 26), (25, 28), (25, 32), (26, 32), (27, 30), (27, 34), (28, 34), (29, 32),
+          (29, 34), (30, 33), (30, 34), (31, 33), (31, 34), (32, 33), (32, 34), (33, 34)]
+LIVE_QUERIES = {
+    "triangles": "{:find [?a ?b ?c] :where [[?a :g/to ?b] [?a :g/to ?c] [?b :g/to ?c]]}",
+    "residents": "[:find ?name ?city :where [?p :person/name ?name] [?p :person/lives-in ?c]"
+                 " [?c :city/name ?city]]",
+}
+PEOPLE = [
+    '[{:db/ident :person/lives-in :db/valueType :db.type/ref'
+    ' :db/cardinality :db.cardinality/one}'
+    ' {:db/id :berlin :city/name "Berlin"} {:db/id :paris :city/name "Paris"}]',
+    '[{:db/id :ivan :person/name "Ivan" :person/lives-in :berlin}'
+    ' {:db/id :olga :person/name "Olga" :person/lives-in :paris}]',
+    "[[:db/add :ivan :person/lives-in :paris]]",
+    '[[:db/add :berlin :city/name "Berlin, Germany"] [:db/retract :berlin :city/name "Berlin"]]',
+]
+SHOWN_PER_QUERY = 12
+METRICS_PORT = 9464
+CATCH_UP_TIMEOUT_S = 60.0
+
+
+def run_demo(strategy: str = "delta", out: Callable[[str], None] = print) -> int:
+    """Start a local broker and a worker, register live queries, stream transactions."""
+    import tempfile
+    import threading
+    import time
+    from pathlib import Path
+
+    from workers.config import from_env
+    from workers.edn import keyword
+    from workers.kafka.broker import LocalBroker
+    from workers.kafka.clients import QueryAdmin, TxProducer
+    from workers.metrics import start_metrics_server
+    from workers.progress import ProgressBar
+    from workers.runtime.worker import Worker
+
+    with tempfile.TemporaryDirectory(prefix="deltalog-demo-") as scratch:
+        out("starting a local Apache Kafka broker (first run fetches its jars with Maven)...")
+        with LocalBroker(Path(scratch) / "kafka") as broker:
+            config = from_env(bootstrap_servers=broker.bootstrap_servers, worker_id="demo",
+                              strategy=strategy, snapshot_dir=Path(scratch) / "snapshots")
+            start_metrics_server(METRICS_PORT)
+            out(f"broker {broker.bootstrap_servers}; metrics http://127.0.0.1:{METRICS_PORT}"
+                "/metrics")
+            stop = threading.Event()
+            worker = Worker(config)
+            thread = threading.Thread(target=worker.run, args=(stop,), daemon=True)
+            thread.start()
+            admin = QueryAdmin(config)
+            for name, text in LIVE_QUERIES.items():
+                admin.add(name, text)
+                out(f"registered {name}: {text}")
+            followers = [_print_changes(config, name, out) for name in LIVE_QUERIES]
+            producer = TxProducer(config, source="deltalog demo")
+            add, to = keyword("db/add"), keyword("g/to")
+            with ProgressBar(len(KARATE) + len(PEOPLE), "tx") as bar:
+                for a, b in KARATE:
+                    producer.send([[add, a, to, b]])
+                    bar.advance()
+                for tx in PEOPLE:
+                    producer.send(tx)
+                    bar.advance()
+            producer.flush()
+            deadline = time.monotonic() + CATCH_UP_TIMEOUT_S
+            while worker.committed < len(KARATE) + len(PEOPLE) - 1:
+                if time.monotonic() > deadline or not thread.is_alive():
+                    out("the worker did not catch up; see the log above")
+                    return 1
+                time.sleep(0.1)
+            time.sleep(1.0)  # let the followers print the last committed changes
+            stop.set()
+            thread.join()
+            for follower in followers:
+                follower.join(timeout=0)
+            out(f"done: {worker.committed + 1} transactions, every change committed exactly once")
+    return 0
+
+
+def _print_changes(config: Any, name: str, out: Callable[[str], None]) -> Any:
+    """Follow one query's committed changes in the background, printing the first few."""
+    import threading
+
+    from workers.kafka.clients import follow
+
+    def run() -> None:
+        for count, change in enumerate(follow(config, name), 1):
+            if count <= SHOWN_PER_QUERY:
+                sign = "+" if change.weight > 0 else "-"
+                out(f"  {name:<10} tx {change.tx_first}..{change.tx_last} {sign} "
+                    f"{dumps(change.row)}")
+            elif count == SHOWN_PER_QUERY + 1:
+                out(f"  {name:<10} ... (`deltalog tail {name}` shows them all)")
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread

@@ -16,14 +16,14 @@ One tick per transaction, in numbered steps:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from workers import edn
-from workers.arrangements import ArrangementRegistry, MemoryArrangement
+from workers.arrangements import ArrangementRegistry, IndexOrder, MemoryArrangement, Trie
 from workers.datalog import compile_query
-from workers.db import BUILTIN_SCHEMA, normalise, parse_tx
+from workers.db import BUILTIN_SCHEMA, Schema, normalise, parse_tx
 from workers.errors import ErrorCode, UnknownQueryError, WorkersError
 from workers.executors import LocalExecutor, PreparedPlan, Work
 from workers.plan import STRATEGIES, Plan, explain, plan_query
@@ -31,6 +31,15 @@ from workers.plan import STRATEGIES, Plan, explain, plan_query
 Row = tuple[Any, ...]
 Changes = dict[str, dict[Row, int]]
 EXECUTORS = ("local",)
+
+
+@dataclass(frozen=True, slots=True)
+class EngineState:
+    """The database at transaction ``tx``: its index tries and schema."""
+
+    tries: Mapping[IndexOrder, Trie]
+    schema: Schema
+    tx: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,12 +74,13 @@ class Engine:
 
     # -- transactions --------------------------------------------------------------------
 
-    def transact(self, tx: Any) -> Changes:
+    def transact(self, tx: Any, tx_id: int | None = None) -> Changes:
         """Apply one transaction (EDN text or forms); return the changed queries' set changes.
 
+        ``tx_id`` numbers it (the worker passes its Kafka offset); by default the next number.
         A refused transaction raises :class:`TransactionError` and changes nothing.
         """
-        self.tx += 1
+        self.tx = self.tx + 1 if tx_id is None else tx_id
         forms = edn.read(tx) if isinstance(tx, str) else tx
         # Step 1: normalise against the current state.
         normalised = normalise(parse_tx(forms), self.db, self.schema)
@@ -100,8 +110,10 @@ class Engine:
 
     # -- queries ---------------------------------------------------------------------------
 
-    def register(self, name: str, query: Any, inputs: Sequence[Any] = ()) -> dict[Row, int]:
-        """Keep ``query`` live under ``name``; return its current result ``{row: 1}``."""
+    def register(self, name: str, query: Any, inputs: Sequence[Any] = (),
+                 bootstrap: bool = True) -> dict[Row, int]:
+        """Keep ``query`` live under ``name``; return its current result ``{row: 1}``
+        (``bootstrap=False`` skips computing it, for a query resumed after a restart)."""
         if name in self._queries:
             raise WorkersError(f"query {name!r} is already registered",
                                code=ErrorCode.DUPLICATE_QUERY, form=name)
@@ -113,7 +125,7 @@ class Engine:
         else:
             for attribute in plan.attributes:
                 self._by_attribute.setdefault(attribute, set()).add(name)
-        return self.executor.evaluate(registered.prepared, Work())
+        return self.executor.evaluate(registered.prepared, Work()) if bootstrap else {}
 
     def unregister(self, name: str) -> None:
         registered = self._registered(name)
@@ -136,6 +148,16 @@ class Engine:
 
     def explain(self, query: Any, inputs: Sequence[Any] = ()) -> str:
         return explain(self.plan(query, inputs))
+
+    def state(self) -> EngineState:
+        """The database as a snapshot can store it (the queries are registered anew)."""
+        return EngineState(self.db.state.tries, self.schema, self.tx)
+
+    def restore(self, state: EngineState) -> None:
+        """Adopt a snapshot's database; registered queries keep reading the same tries."""
+        self.db.state.load(state.tries)
+        self.schema = state.schema
+        self.tx = state.tx
 
     @property
     def queries(self) -> tuple[str, ...]:

@@ -21,6 +21,9 @@ class ErrorCode(StrEnum):
     UNKNOWN_QUERY = "unknown-query"
     DUPLICATE_QUERY = "duplicate-query"
     CONFIG = "config"
+    UNDECODABLE = "undecodable"
+    UNKNOWN_SCHEMA = "unknown-schema"
+    KAFKA = "kafka"
 
 
 class WorkersError(Exception):

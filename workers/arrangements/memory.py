@@ -43,6 +43,12 @@ class MemoryArrangement:
             trie.clear()
         self.update(delta)
 
+    def load(self, tries: Mapping[IndexOrder, Trie]) -> None:
+        """Replace the contents by a snapshot's tries, keeping the same trie objects."""
+        for order, trie in self.tries.items():
+            trie.clear()
+            trie.update(tries[order])
+
     def weight(self, datom: Datom) -> int:
         """The weight of one datom (0 when absent)."""
         e, a, v = datom

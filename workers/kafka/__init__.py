@@ -1,0 +1,1 @@
+"""Kafka I/O: the local broker, Avro framing, the tx source and result sink."""

@@ -1,0 +1,146 @@
+"""The client side of the contract: send transactions, manage queries, follow results."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from workers.config import WorkerConfig
+from workers.datalog import compile_query
+from workers.edn import dumps, read
+from workers.errors import ErrorCode, WorkersError
+from workers.kafka.avro import AvroCodec, SchemaRegistry
+from workers.kafka.compacted import CompactedReader, latest
+from workers.kafka.messages import Row, row_from_avro, transaction_to_avro
+from workers.kafka.topics import Topics, check_query_name, ensure_topics
+from workers.runtime.registration import Registration, parse_registration, registration_record
+from workers.zset import add_into
+
+FLUSH_TIMEOUT_S = 30.0  # all sent records acknowledged (acks=all)
+QUEUE_FULL_WAIT_S = 0.1
+
+
+def _registry(config: WorkerConfig) -> SchemaRegistry | None:
+    return SchemaRegistry(config.registry_url) if config.registry_url else None
+
+
+class TxProducer:
+    """Sends transactions (EDN text or forms) to ``deltalog.tx`` as Avro records."""
+
+    def __init__(self, config: WorkerConfig, source: str | None = None) -> None:
+        self.topic = Topics(config.topic_prefix).tx
+        ensure_topics(AdminClient(config.kafka()), Topics(config.topic_prefix))
+        self._producer = Producer(config.kafka(**{"enable.idempotence": True, "linger.ms": 5}))
+        self._codec = AvroCodec("transaction", _registry(config))
+        self._source = source
+
+    def send(self, tx: Any) -> None:
+        """Queue one transaction; its ops are validated here (bad shapes raise)."""
+        forms = read(tx) if isinstance(tx, str) else tx
+        self.send_raw(self._codec.encode(transaction_to_avro(forms, self._source)))
+
+    def send_raw(self, value: bytes) -> None:
+        """Queue bytes as they are (tests use it to send bad input)."""
+        while True:
+            try:
+                self._producer.produce(self.topic, value)
+                return
+            except BufferError:
+                self._producer.poll(QUEUE_FULL_WAIT_S)
+
+    def flush(self) -> None:
+        if self._producer.flush(FLUSH_TIMEOUT_S):
+            raise WorkersError(f"transactions not acknowledged within {FLUSH_TIMEOUT_S} s",
+                               code=ErrorCode.KAFKA)
+
+
+class QueryAdmin:
+    """``query add / rm / ls`` through the compacted ``deltalog.queries`` topic."""
+
+    def __init__(self, config: WorkerConfig) -> None:
+        self.config = config
+        self.topics = Topics(config.topic_prefix)
+        ensure_topics(AdminClient(config.kafka()), self.topics)
+        self._codec = AvroCodec("query_registration", _registry(config))
+        self._producer = Producer(config.kafka(**{"enable.idempotence": True}))
+
+    def add(self, name: str, edn: str, inputs: Sequence[str] = ()) -> None:
+        """Register a query; it is parsed and checked here, so a bad one is refused now."""
+        check_query_name(name)
+        compile_query(edn, [read(text) for text in inputs])
+        record = registration_record(name, edn, tuple(inputs))
+        self._send(name, self._codec.encode(record))
+
+    def remove(self, name: str) -> None:
+        if name not in self.list():
+            raise WorkersError(f"no query named {name!r}", code=ErrorCode.UNKNOWN_QUERY,
+                               form=name)
+        self._send(name, None)
+
+    def list(self) -> dict[str, Registration]:
+        reader = CompactedReader(self.config, self.topics.queries)
+        try:
+            table = latest(reader.catch_up())
+        finally:
+            reader.close()
+        return {name: parse_registration(self._codec, record.value)  # type: ignore[arg-type]
+                for name, record in sorted(table.items())}
+
+    def _send(self, name: str, value: bytes | None) -> None:
+        self._producer.produce(self.topics.queries, value, name.encode())
+        if self._producer.flush(FLUSH_TIMEOUT_S):
+            raise WorkersError("query registration not acknowledged", code=ErrorCode.KAFKA)
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One committed change of a query's result."""
+
+    row: Row
+    weight: int
+    tx_first: int
+    tx_last: int
+    snapshot: bool
+
+    def as_json(self, query: str) -> dict[str, Any]:
+        return {"query": query, "row": dumps(self.row), "weight": self.weight,
+                "tx_first": self.tx_first, "tx_last": self.tx_last, "snapshot": self.snapshot}
+
+
+def follow(config: WorkerConfig, query: str, poll_s: float = 0.5,
+           stop_at_end: bool = False) -> Iterator[Change]:
+    """A query's committed change stream from the beginning (``read_committed``)."""
+    topic = Topics(config.topic_prefix).results(query)
+    codec = AvroCodec("result_change", _registry(config))
+    consumer = Consumer(config.kafka(**{
+        "group.id": f"deltalog-tail-{uuid.uuid4()}", "enable.auto.commit": False,
+        "isolation.level": "read_committed", "enable.partition.eof": True}))
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    try:
+        while True:
+            for message in consumer.consume(500, poll_s):
+                error = message.error()
+                if error is not None:
+                    if error.code() == KafkaError._PARTITION_EOF:
+                        if stop_at_end:
+                            return
+                        continue
+                    raise WorkersError(f"reading {topic}: {error}", code=ErrorCode.KAFKA)
+                record = codec.decode(message.value() or b"")
+                yield Change(row_from_avro(record["values"]), record["weight"],
+                             record["tx_first"], record["tx_last"], record["snapshot"])
+    finally:
+        consumer.close()
+
+
+def integrate(changes: Iterable[Change]) -> dict[Row, int]:
+    """The current view a change stream stands for."""
+    view: dict[Row, int] = {}
+    for change in changes:
+        add_into(view, {change.row: change.weight})
+    return view

@@ -1,0 +1,91 @@
+"""Domain values ↔ the dicts fastavro reads and writes (schemas in ``schemas/``).
+
+EDN values map onto the Avro ``Value`` union: long, double, string, boolean as themselves;
+keywords as ``Keyword {name}``, instants as ``Instant {micros}`` (UTC), uuids as the 16-byte
+``Uuid``.  A transaction travels as its ops (entity maps expanded to ``:db/add``s) so the
+worker never parses EDN text.
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import edn_format
+
+from workers.db import parse_tx
+from workers.db.tx import DB_ADD, DB_RETRACT, DB_RETRACT_ENTITY
+from workers.edn import keyword
+
+EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+Row = tuple[Any, ...]
+
+
+def value_to_avro(value: Any) -> Any:
+    if isinstance(value, edn_format.Keyword):
+        return {"name": value.name}
+    if isinstance(value, datetime.datetime | datetime.date):
+        return {"micros": _micros(value)}
+    if isinstance(value, uuid.UUID):
+        return value.bytes
+    return value
+
+
+def value_from_avro(value: Any) -> Any:
+    if isinstance(value, dict):
+        if "name" in value:
+            return keyword(value["name"])
+        return EPOCH + datetime.timedelta(microseconds=value["micros"])
+    if isinstance(value, bytes):
+        return uuid.UUID(bytes=value)
+    return value
+
+
+def _micros(value: datetime.date) -> int:
+    if not isinstance(value, datetime.datetime):
+        value = datetime.datetime(value.year, value.month, value.day, tzinfo=datetime.UTC)
+    elif value.tzinfo is None:
+        value = value.replace(tzinfo=datetime.UTC)
+    return (value - EPOCH) // datetime.timedelta(microseconds=1)
+
+
+def transaction_to_avro(forms: Any, source: str | None = None) -> dict[str, Any]:
+    """A transaction's forms (EDN text read, or Python values) as a ``Transaction`` record."""
+    ops = parse_tx(forms)
+    records = [_op("ADD", e, a, v) for e, a, v in ops.adds]
+    records += [_op("RETRACT", e, a, v) for e, a, v in ops.retracts]
+    records += [_op("RETRACT_ATTRIBUTE", e, a, None) for e, a in ops.retract_attributes]
+    records += [_op("RETRACT_ENTITY", e, None, None) for e in ops.retract_entities]
+    return {"ops": records, "source": source}
+
+
+def _op(kind: str, e: Any, a: Any, v: Any) -> dict[str, Any]:
+    return {"op": kind, "e": value_to_avro(e), "a": None if a is None else a.name,
+            "v": None if v is None else value_to_avro(v)}
+
+
+_OP_FORMS = {"ADD": DB_ADD, "RETRACT": DB_RETRACT, "RETRACT_ATTRIBUTE": DB_RETRACT,
+             "RETRACT_ENTITY": DB_RETRACT_ENTITY}
+
+
+def transaction_from_avro(record: dict[str, Any]) -> list[list[Any]]:
+    """The transaction's ops as forms for ``Engine.transact`` (which validates them)."""
+    forms = []
+    for op in record["ops"]:
+        form = [_OP_FORMS[op["op"]], value_from_avro(op["e"])]
+        if op["a"] is not None:
+            form.append(keyword(op["a"]))
+        if op["op"] in ("ADD", "RETRACT"):
+            form.append(None if op["v"] is None else value_from_avro(op["v"]))
+        forms.append(form)
+    return forms
+
+
+def row_to_avro(row: Sequence[Any]) -> list[Any]:
+    return [value_to_avro(value) for value in row]
+
+
+def row_from_avro(values: Sequence[Any]) -> Row:
+    return tuple(value_from_avro(value) for value in values)

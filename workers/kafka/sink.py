@@ -1,0 +1,87 @@
+"""ResultSink: a tick's result rows, progress and dead letters, in one Kafka transaction.
+
+Consumers reading ``read_committed`` see a tick whole or not at all.  ``init`` calls
+``init_transactions`` with the worker's transactional id, which aborts whatever a previous
+incarnation left open and fences it: a zombie can no longer commit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from confluent_kafka import KafkaException, Producer
+
+from workers.config import WorkerConfig
+from workers.errors import ErrorCode, WorkersError
+from workers.kafka.avro import AvroCodec, SchemaRegistry
+from workers.kafka.messages import Row, row_to_avro
+from workers.kafka.topics import Topics
+
+TRANSACTION_TIMEOUT_S = 30.0  # init/commit/abort calls; well under transaction.timeout.ms
+QUEUE_FULL_WAIT_S = 0.1  # back off while librdkafka's send queue drains
+
+
+class ResultSink:
+    """A transactional producer writing deltalog's output records."""
+
+    def __init__(self, config: WorkerConfig, topics: Topics, transactional_id: str) -> None:
+        registry = SchemaRegistry(config.registry_url) if config.registry_url else None
+        self._producer = Producer(config.kafka(**{
+            "transactional.id": transactional_id,
+            "enable.idempotence": True,
+            "linger.ms": 5,
+            "transaction.timeout.ms": 60000,
+        }))
+        self._topics = topics
+        self._keys = AvroCodec("result_key", registry)
+        self._changes = AvroCodec("result_change", registry)
+        self._progress = AvroCodec("progress", registry)
+        self._dead_letters = AvroCodec("dead_letter", registry)
+        self.worker = transactional_id
+
+    def init(self) -> None:
+        self._call(self._producer.init_transactions, TRANSACTION_TIMEOUT_S)
+
+    def begin(self) -> None:
+        self._call(self._producer.begin_transaction)
+
+    def change(self, query: str, row: Row, weight: int, tx_first: int, tx_last: int,
+               snapshot: bool = False) -> None:
+        values = row_to_avro(row)
+        self._produce(self._topics.results(query), self._keys.encode({"values": values}),
+                      self._changes.encode({"query": query, "values": values, "weight": weight,
+                                            "tx_first": tx_first, "tx_last": tx_last,
+                                            "snapshot": snapshot}))
+
+    def progress(self, query: str, registration: int, tx_last: int) -> None:
+        self._produce(self._topics.progress, query.encode(), self._progress.encode(
+            {"query": query, "registration": registration, "tx_last": tx_last,
+             "worker": self.worker}))
+
+    def dead_letter(self, topic: str, partition: int, offset: int, code: str, reason: str,
+                    payload: bytes) -> None:
+        self._produce(self._topics.dlq, None, self._dead_letters.encode(
+            {"topic": topic, "partition": partition, "offset": offset, "code": code,
+             "reason": reason, "payload": payload, "worker": self.worker}))
+
+    def commit(self) -> None:
+        self._call(self._producer.commit_transaction, TRANSACTION_TIMEOUT_S)
+
+    def abort(self) -> None:
+        self._call(self._producer.abort_transaction, TRANSACTION_TIMEOUT_S)
+
+    def _produce(self, topic: str, key: bytes | None, value: bytes) -> None:
+        while True:
+            try:
+                self._producer.produce(topic, value, key)
+                return
+            except BufferError:
+                self._producer.poll(QUEUE_FULL_WAIT_S)
+
+    @staticmethod
+    def _call(method: Any, *args: Any) -> None:
+        try:
+            method(*args)
+        except KafkaException as err:
+            raise WorkersError(f"Kafka transaction failed: {err.args[0].str()}",
+                               code=ErrorCode.KAFKA) from err

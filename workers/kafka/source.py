@@ -1,0 +1,71 @@
+"""TxSource: the transaction log read in ticks, from a position ("next offset to read")."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+from workers.config import WorkerConfig
+from workers.errors import ErrorCode, WorkersError
+
+
+@dataclass(frozen=True, slots=True)
+class TxRecord:
+    """One record of ``deltalog.tx``: its offset is the transaction id."""
+
+    offset: int
+    value: bytes
+
+
+class TxSource:
+    """Reads partition 0 of the tx topic (the total order) with ``read_committed``."""
+
+    def __init__(self, config: WorkerConfig, topic: str, position: int) -> None:
+        self._consumer = Consumer(config.kafka(**{
+            "group.id": f"deltalog-worker-{config.worker_id}",  # never committed: progress is ours
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+            "enable.partition.eof": False,
+        }))
+        self._consumer.assign([TopicPartition(topic, 0, position)])
+        self._pending: deque[TxRecord] = deque()
+        self.topic = topic
+
+    def next_batch(self, max_count: int, max_bytes: int, max_wait_s: float,
+                   until: int | None = None) -> list[TxRecord]:
+        """Up to ``max_count`` records and ``max_bytes`` bytes (at least one), none past offset
+        ``until``, waiting at most ``max_wait_s`` for the batch to fill; records beyond the
+        bounds wait for the next call."""
+        if len(self._pending) < max_count:
+            for message in self._consumer.consume(max_count - len(self._pending), max_wait_s):
+                error = message.error()
+                if error is not None:
+                    if error.code() == KafkaError._PARTITION_EOF:
+                        continue
+                    raise WorkersError(f"reading {self.topic}: {error}", code=ErrorCode.KAFKA)
+                self._pending.append(TxRecord(message.offset() or 0, message.value() or b""))
+        batch: list[TxRecord] = []
+        size = 0
+        while self._pending and len(batch) < max_count:
+            if until is not None and self._pending[0].offset > until:
+                break
+            size += len(self._pending[0].value)
+            if batch and size > max_bytes:
+                break
+            batch.append(self._pending.popleft())
+        return batch
+
+    def end_offset(self) -> int:
+        """The offset after the last committed record (what "caught up" means)."""
+        try:
+            _, high = self._consumer.get_watermark_offsets(TopicPartition(self.topic, 0),
+                                                           timeout=10)
+        except KafkaException as err:
+            raise WorkersError(f"reading {self.topic} watermarks: {err}",
+                               code=ErrorCode.KAFKA) from err
+        return int(high)
+
+    def close(self) -> None:
+        self._consumer.close()

@@ -1,0 +1,70 @@
+"""Topic names (DESIGN §6) and their creation."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from workers.errors import ErrorCode, WorkersError
+
+QUERY_NAME = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
+ADMIN_TIMEOUT_S = 30.0  # topic creation on a busy single-node broker
+COMPACTED = {"cleanup.policy": "compact"}
+
+
+@dataclass(frozen=True, slots=True)
+class Topics:
+    prefix: str = "deltalog"
+
+    @property
+    def tx(self) -> str:
+        return f"{self.prefix}.tx"
+
+    @property
+    def queries(self) -> str:
+        return f"{self.prefix}.queries"
+
+    @property
+    def progress(self) -> str:
+        return f"{self.prefix}.progress"
+
+    @property
+    def dlq(self) -> str:
+        return f"{self.prefix}.dlq"
+
+    def results(self, query: str) -> str:
+        return f"{self.prefix}.results.{query}"
+
+
+def check_query_name(name: str) -> str:
+    """Query names become topic names: letters, digits, ``.``, ``_`` and ``-`` only."""
+    if not QUERY_NAME.match(name):
+        raise WorkersError(f"invalid query name {name!r}: use letters, digits, '.', '_', '-' "
+                           "(it becomes part of a Kafka topic name)", code=ErrorCode.QUERY_SHAPE,
+                           form=name)
+    return name
+
+
+def ensure_topics(admin: AdminClient, topics: Topics) -> None:
+    """Create the fixed topics if they are missing (tx and progress: one partition each)."""
+    create(admin, {topics.tx: {}, topics.queries: COMPACTED, topics.progress: COMPACTED,
+                   topics.dlq: {}})
+
+
+def create(admin: AdminClient, wanted: dict[str, dict[str, str]]) -> None:
+    """Create each missing topic with one partition and the given configs."""
+    existing = set(admin.list_topics(timeout=ADMIN_TIMEOUT_S).topics)
+    missing = [NewTopic(name, num_partitions=1, replication_factor=1, config=config)
+               for name, config in wanted.items() if name not in existing]
+    if not missing:
+        return
+    for name, future in admin.create_topics(missing, operation_timeout=ADMIN_TIMEOUT_S).items():
+        try:
+            future.result()
+        except KafkaException as err:
+            if err.args[0].name() != "TOPIC_ALREADY_EXISTS":
+                raise WorkersError(f"cannot create topic {name}: {err}", code=ErrorCode.KAFKA,
+                                   form=name) from err

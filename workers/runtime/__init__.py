@@ -1,0 +1,1 @@
+"""The worker runtime: recovery, ticks in Kafka transactions, snapshots, registrations."""

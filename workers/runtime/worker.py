@@ -45,6 +45,7 @@ from workers.kafka.sink import ResultSink
 from workers.kafka.source import TxRecord, TxSource
 from workers.kafka.topics import Topics, check_query_name, create, ensure_topics
 from workers.runtime.checkpoint import SnapshotStore
+from workers.runtime.faults import crash_point
 from workers.runtime.registration import parse_registration
 from workers.zset import add_into
 
@@ -181,17 +182,20 @@ class Worker:
             for row, weight in rows.items():
                 sink.change(query, row, weight, tx_first, tx_last)
                 metrics.RESULT_ROWS.labels("+" if weight > 0 else "-").inc()
+            crash_point("mid-produce")
         for topic, offset, code, reason, payload in output.dead_letters:
             sink.dead_letter(topic, 0, offset, code, reason, payload)
             metrics.DLQ_RECORDS.labels(code).inc()
         for query, registration in self._registrations.items():
             sink.progress(query, registration, tx_last)
+        crash_point("before-commit")
         try:
             sink.commit()
         except WorkersError:
             metrics.KAFKA_TRANSACTIONS.labels("failed").inc()
             raise
         metrics.KAFKA_TRANSACTIONS.labels("committed").inc()
+        crash_point("after-commit")
 
     # -- queries -------------------------------------------------------------------------
 
@@ -230,6 +234,7 @@ class Worker:
             return
         with metrics.SNAPSHOT_SECONDS.time():
             self.snapshots.save(self.engine.state())
+        crash_point("after-snapshot")
         self._last_snapshot = time.monotonic()
 
     def close(self) -> None:

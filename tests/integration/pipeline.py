@@ -1,0 +1,143 @@
+"""Helpers for pipeline tests: a worker in its own process, a seeded transaction stream,
+and the oracle that checks a committed change stream tick by tick."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from random import Random
+from typing import Any
+
+from workers.config import WorkerConfig, from_env
+from workers.edn import keyword
+from workers.kafka.avro import AvroCodec
+from workers.kafka.clients import Change, follow
+from workers.kafka.compacted import CompactedReader, latest
+from workers.kafka.topics import Topics
+from workers.testing import ReferenceDb, evaluate_from_scratch
+from workers.zset import add_into
+
+ADD, RETRACT, RETRACT_ENTITY = keyword("db/add"), keyword("db/retract"), keyword("db/retractEntity")
+TO = keyword("g/to")
+TRIANGLE = "{:find [?a ?b ?c] :where [[?a :g/to ?b] [?a :g/to ?c] [?b :g/to ?c]]}"
+TWO_PATH = "{:find [?a ?c] :where [[?a :g/to ?b] [?b :g/to ?c]]}"
+WAIT_S = 120.0  # longest a test waits for the worker to commit what it was sent
+
+
+def isolated_config(bootstrap: str, **overrides: Any) -> WorkerConfig:
+    """Settings with a fresh topic prefix, so tests on one broker never share topics."""
+    return from_env({}, bootstrap_servers=bootstrap,
+                    topic_prefix=f"t{uuid.uuid4().hex[:10]}", **overrides)
+
+
+class WorkerProcess:
+    """``deltalog worker`` as a child process that a test can kill -9 and restart."""
+
+    def __init__(self, config: WorkerConfig, snapshot_dir: Path, log: Path, **flags: Any) -> None:
+        self.config, self.snapshot_dir, self.log, self.flags = config, snapshot_dir, log, flags
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        args = [sys.executable, "-m", "workers", "worker", "--bootstrap-servers",
+                self.config.bootstrap_servers, "--worker-id", "w1",
+                "--snapshot-dir", str(self.snapshot_dir), "-v"]
+        for flag, value in self.flags.items():
+            args += [f"--{flag.replace('_', '-')}", str(value)]
+        env = {**os.environ, "DELTALOG_TOPIC_PREFIX": self.config.topic_prefix}
+        with self.log.open("ab") as log:
+            self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env)
+
+    def kill(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait()
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+
+def random_stream(seed: int, count: int, nodes: int = 7) -> list[list[list[Any]]]:
+    """Transactions over a small graph: edge adds and retracts, now and then a
+    retractEntity; edges come and go so triangles appear, vanish and reappear."""
+    rng = Random(seed)
+    stream = []
+    for _ in range(count):
+        tx = []
+        for _ in range(rng.randint(1, 3)):
+            kind = rng.random()
+            a, b = rng.sample(range(nodes), 2)
+            if kind < 0.55:
+                tx.append([ADD, a, TO, b])
+            elif kind < 0.95:
+                tx.append([RETRACT, a, TO, b])
+            else:
+                tx.append([RETRACT_ENTITY, a])
+        stream.append(tx)
+    return stream
+
+
+def wait_committed(config: WorkerConfig, queries: Sequence[str], tx_last: int,
+                   worker: WorkerProcess | None = None) -> None:
+    """Wait until every query's progress reaches ``tx_last``."""
+    codec = AvroCodec("progress")
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        reader = CompactedReader(config, Topics(config.topic_prefix).progress)
+        table = latest(reader.catch_up())
+        reader.close()
+        done = {k: codec.decode(r.value)["tx_last"] for k, r in table.items()  # type: ignore[arg-type]
+                if k in queries}
+        if len(done) == len(queries) and min(done.values()) >= tx_last:
+            return
+        assert worker is None or worker.alive(), f"worker died; see {worker.log}"
+        assert time.monotonic() < deadline, f"progress {done}, waiting for tx {tx_last}"
+        time.sleep(0.2)
+
+
+def committed_changes(config: WorkerConfig, query: str) -> list[Change]:
+    return list(follow(config, query, stop_at_end=True))
+
+
+def reference_states(stream: Sequence[list[list[Any]]]) -> list[frozenset[tuple[Any, ...]]]:
+    """The database after each transaction (offset i), refused ones leaving it unchanged."""
+    db = ReferenceDb()
+    states = []
+    for tx in stream:
+        db.transact(tx)
+        states.append(frozenset(db.datoms))
+    return states
+
+
+def check_change_stream(query: str, changes: Sequence[Change],
+                        states: Sequence[frozenset[tuple[Any, ...]]]) -> int:
+    """The oracle: tick by tick, the integrated changes equal the from-scratch result at the
+    tick's end; ticks never overlap or repeat.  Returns the number of ticks seen."""
+    ticks: dict[tuple[int, int, bool], dict[Any, int]] = defaultdict(dict)
+    for change in changes:
+        add_into(ticks[(change.tx_first, change.tx_last, change.snapshot)],
+                 {change.row: change.weight})
+    view: dict[Any, int] = {}
+    previous_last = -2
+    for (tx_first, tx_last, snapshot), rows in sorted(ticks.items(),
+                                                      key=lambda k: (k[0][1], not k[0][2])):
+        if snapshot:
+            assert tx_first == tx_last and tx_last >= previous_last, (tx_first, tx_last)
+        else:
+            assert tx_first > previous_last, f"tick {tx_first}..{tx_last} overlaps {previous_last}"
+        previous_last = tx_last
+        add_into(view, rows)
+        expected = evaluate_from_scratch(query, states[tx_last]) if tx_last >= 0 else {}
+        assert view == expected, f"after tick {tx_first}..{tx_last}"
+    return len(ticks)

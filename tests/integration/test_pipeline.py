@@ -1,0 +1,158 @@
+"""The worker against the real broker: transactions in, committed per-query changes out."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+
+from tests.integration.pipeline import (ADD, TO, TRIANGLE, TWO_PATH, WorkerProcess,
+                                        check_change_stream, committed_changes, random_stream,
+                                        reference_states, isolated_config, wait_committed)
+from workers.edn import keyword
+from workers.errors import QueryError
+from workers.kafka.avro import AvroCodec
+from workers.kafka.clients import QueryAdmin, TxProducer, follow
+from workers.kafka.messages import transaction_to_avro
+from workers.kafka.topics import Topics
+
+pytestmark = pytest.mark.kafka
+
+
+@pytest.fixture
+def worker_factory(kafka_bootstrap: str, tmp_path: Path):
+    workers: list[WorkerProcess] = []
+
+    def start(**flags: object) -> tuple[WorkerProcess, object]:
+        config = isolated_config(kafka_bootstrap)
+        worker = WorkerProcess(config, tmp_path / "snapshots", tmp_path / "worker.log", **flags)
+        worker.start()
+        workers.append(worker)
+        return worker, config
+
+    yield start
+    for worker in workers:
+        worker.stop()
+
+
+def test_two_queries_share_the_log_and_match_the_oracle_at_every_tick(worker_factory) -> None:
+    worker, config = worker_factory(tick_tx=3)
+    admin = QueryAdmin(config)
+    admin.add("tri", TRIANGLE)
+    admin.add("paths", TWO_PATH)
+    stream = random_stream(seed=7, count=150)
+    producer = TxProducer(config)
+    for tx in stream:
+        producer.send(tx)
+    producer.flush()
+    wait_committed(config, ["tri", "paths"], len(stream) - 1, worker)
+    states = reference_states(stream)
+    assert check_change_stream(TRIANGLE, committed_changes(config, "tri"), states) > 10
+    assert check_change_stream(TWO_PATH, committed_changes(config, "paths"), states) > 10
+
+
+def test_query_added_on_a_populated_db_starts_with_its_snapshot(worker_factory) -> None:
+    worker, config = worker_factory()
+    producer = TxProducer(config)
+    stream = random_stream(seed=3, count=40)
+    for tx in stream:
+        producer.send(tx)
+    producer.flush()
+    QueryAdmin(config).add("paths", TWO_PATH)
+    wait_committed(config, ["paths"], len(stream) - 1, worker)
+    changes = committed_changes(config, "paths")
+    assert changes and all(c.snapshot for c in changes[:1])
+    check_change_stream(TWO_PATH, changes, reference_states(stream))
+
+
+def test_refused_query_is_reported_and_the_worker_keeps_going(worker_factory) -> None:
+    worker, config = worker_factory()
+    admin = QueryAdmin(config)
+    with pytest.raises(QueryError, match=r"unsafe query: :find \?x"):
+        admin.add("bad", "{:find [?x] :where [[?a :g/to ?b]]}")
+    # A registration that skipped the CLI's check reaches the worker anyway.
+    codec = AvroCodec("query_registration")
+    raw = Producer(config.kafka())
+    raw.produce(Topics(config.topic_prefix).queries,
+                codec.encode({"name": "sneaky", "edn": "{:find [?x] :where [(not [?x])]}",
+                              "inputs": []}), b"sneaky")
+    raw.flush(10)
+    admin.add("tri", TRIANGLE)
+    producer = TxProducer(config)
+    producer.send("[[:db/add 1 :g/to 2] [:db/add 1 :g/to 3] [:db/add 2 :g/to 3]]")
+    producer.flush()
+    wait_committed(config, ["tri"], 0, worker)
+    dead = _dead_letters(config)
+    assert [(d["topic"], d["code"]) for d in dead] == [(Topics(config.topic_prefix).queries,
+                                                         "query-unsupported")]
+    assert "query sneaky: :where clause 1 (not [?x])" in dead[0]["reason"]
+    assert [(c.row, c.weight) for c in committed_changes(config, "tri")
+            if not c.snapshot] == [((1, 2, 3), 1)]
+
+
+def test_bad_input_goes_to_the_dlq_and_the_stream_around_it_is_kept(worker_factory) -> None:
+    worker, config = worker_factory(tick_tx=1)
+    admin = QueryAdmin(config)
+    admin.add("tri", TRIANGLE)
+    codec = AvroCodec("transaction")
+    producer = TxProducer(config)
+    wrong_fingerprint = b"\xc3\x01" + bytes(8) + codec.encode({"ops": [], "source": None})[10:]
+    nil_value = codec.encode({"ops": [{"op": "ADD", "e": 1, "a": "g/to", "v": None}],
+                              "source": None})
+    malformed = codec.encode({"ops": [{"op": "RETRACT_ENTITY", "e": 1, "a": "g/to", "v": None}],
+                              "source": None})
+    good = [[[ADD, 1, TO, 2]], [[ADD, 1, TO, 3]], [[ADD, 2, TO, 3]]]
+    producer.send('[{:db/ident :age :db/valueType :db.type/long}]')       # 0
+    producer.send(good[0])                                                # 1
+    producer.send_raw(b"\x00\x01not avro")                               # 2 Confluent, no registry
+    producer.send_raw(b"garbage")                                        # 3 undecodable
+    producer.send_raw(wrong_fingerprint)                                 # 4 unknown schema
+    producer.send(good[1])                                               # 5
+    producer.send_raw(nil_value)                                         # 6 nil value
+    producer.send_raw(malformed)                                         # 7 malformed op
+    producer.send('[[:db/add 1 :age "thirty"]]')                         # 8 type error
+    producer.send_raw(codec.encode(transaction_to_avro(                  # 9 conflict
+        [[ADD, 5, TO, 6], [keyword("db/retract"), 5, TO, 6]])))
+    producer.send(good[2])                                               # 10
+    producer.flush()
+    wait_committed(config, ["tri"], 10, worker)
+    dead = {d["offset"]: (d["code"], d["topic"], d["payload"][:2]) for d in _dead_letters(config)}
+    tx_topic = Topics(config.topic_prefix).tx
+    assert {offset: code for offset, (code, _, _) in dead.items()} == {
+        2: "unknown-schema", 3: "undecodable", 4: "unknown-schema", 6: "tx-type", 7: "tx-shape",
+        8: "tx-type", 9: "tx-conflict"}
+    assert {topic for _, topic, _ in dead.values()} == {tx_topic}
+    assert dead[3][2] == b"ga"  # the original bytes travel with the reason
+    changes = [(c.row, c.weight, c.tx_first) for c in committed_changes(config, "tri")]
+    assert changes == [((1, 2, 3), 1, 10)]
+
+
+def _dead_letters(config) -> list[dict]:
+    codec = AvroCodec("dead_letter")
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(config.kafka(**{"group.id": "dlq-check", "isolation.level":
+                                        "read_committed", "enable.partition.eof": True}))
+    consumer.assign([TopicPartition(Topics(config.topic_prefix).dlq, 0, 0)])
+    records, deadline = [], time.monotonic() + 30
+    while time.monotonic() < deadline:
+        message = consumer.poll(1)
+        if message is None:
+            continue
+        if message.error():
+            break
+        records.append(codec.decode(message.value()))
+    consumer.close()
+    return records
+
+
+def test_tail_follows_a_live_query(worker_factory) -> None:
+    worker, config = worker_factory()
+    QueryAdmin(config).add("tri", TRIANGLE)
+    producer = TxProducer(config)
+    producer.send("[[:db/add 1 :g/to 2] [:db/add 1 :g/to 3] [:db/add 2 :g/to 3]]")
+    producer.flush()
+    change = next(c for c in follow(config, "tri") if not c.snapshot)
+    assert (change.row, change.weight) == ((1, 2, 3), 1)

@@ -24,6 +24,7 @@ class ErrorCode(StrEnum):
     UNDECODABLE = "undecodable"
     UNKNOWN_SCHEMA = "unknown-schema"
     KAFKA = "kafka"
+    BROKER = "broker"
 
 
 class WorkersError(Exception):

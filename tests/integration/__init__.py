@@ -1,0 +1,1 @@
+"""Tests against real services: the Kafka broker (marker ``kafka``), Spark (marker ``spark``)."""

@@ -88,18 +88,24 @@ def random_stream(seed: int, count: int, nodes: int = 7) -> list[list[list[Any]]
     return stream
 
 
+def committed_progress(config: WorkerConfig, queries: Sequence[str]) -> int:
+    """The committed tx offset every one of ``queries`` has reached (-1 if some has none)."""
+    codec = AvroCodec("progress")
+    reader = CompactedReader(config, Topics(config.topic_prefix).progress)
+    table = latest(reader.catch_up())
+    reader.close()
+    done = [codec.decode(table[q].value)["tx_last"] for q in queries  # type: ignore[arg-type]
+            if q in table]
+    return min(done) if len(done) == len(queries) else -1
+
+
 def wait_committed(config: WorkerConfig, queries: Sequence[str], tx_last: int,
                    worker: WorkerProcess | None = None) -> None:
     """Wait until every query's progress reaches ``tx_last``."""
-    codec = AvroCodec("progress")
     deadline = time.monotonic() + WAIT_S
     while True:
-        reader = CompactedReader(config, Topics(config.topic_prefix).progress)
-        table = latest(reader.catch_up())
-        reader.close()
-        done = {k: codec.decode(r.value)["tx_last"] for k, r in table.items()  # type: ignore[arg-type]
-                if k in queries}
-        if len(done) == len(queries) and min(done.values()) >= tx_last:
+        done = committed_progress(config, queries)
+        if done >= tx_last:
             return
         assert worker is None or worker.alive(), f"worker died; see {worker.log}"
         assert time.monotonic() < deadline, f"progress {done}, waiting for tx {tx_last}"

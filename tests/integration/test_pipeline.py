@@ -8,9 +8,19 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from tests.integration.pipeline import (ADD, TO, TRIANGLE, TWO_PATH, WorkerProcess,
-                                        check_change_stream, committed_changes, random_stream,
-                                        reference_states, isolated_config, wait_committed)
+from tests.integration.pipeline import (
+    ADD,
+    TO,
+    TRIANGLE,
+    TWO_PATH,
+    WorkerProcess,
+    check_change_stream,
+    committed_changes,
+    isolated_config,
+    random_stream,
+    reference_states,
+    wait_committed,
+)
 from workers.edn import keyword
 from workers.errors import QueryError
 from workers.kafka.avro import AvroCodec
@@ -149,7 +159,7 @@ def _dead_letters(config) -> list[dict]:
 
 
 def test_tail_follows_a_live_query(worker_factory) -> None:
-    worker, config = worker_factory()
+    _, config = worker_factory()
     QueryAdmin(config).add("tri", TRIANGLE)
     producer = TxProducer(config)
     producer.send("[[:db/add 1 :g/to 2] [:db/add 1 :g/to 3] [:db/add 2 :g/to 3]]")

@@ -96,7 +96,7 @@ INSTALL_MAVEN = (
 class BrokerError(WorkersError):
     """The local Kafka broker could not be fetched, started or stopped."""
 
-    code = ErrorCode.BROKER  # no broker-specific code in ErrorCode yet
+    code = ErrorCode.BROKER
 
 
 # --- Jars -------------------------------------------------------------------------------------

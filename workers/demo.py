@@ -82,6 +82,8 @@ PEOPLE = [
     '[[:db/add :berlin :city/name "Berlin, Germany"] [:db/retract :berlin :city/name "Berlin"]]',
 ]
 SHOWN_PER_QUERY = 12
+CLEAR_LINE = "\r\033[K"  # a change line replaces the progress bar, which redraws below it
+STREAM_PAUSE_S = 0.03  # pace the stream so the changes arrive tick by tick
 METRICS_PORT = 9464
 CATCH_UP_TIMEOUT_S = 60.0
 
@@ -117,16 +119,17 @@ def run_demo(strategy: str = "delta", out: Callable[[str], None] = print) -> int
             for name, text in LIVE_QUERIES.items():
                 admin.add(name, text)
                 out(f"registered {name}: {text}")
+            while set(worker.engine.queries) != set(LIVE_QUERIES) and thread.is_alive():
+                time.sleep(0.05)  # the worker picks registrations up from deltalog.queries
             followers = [_print_changes(config, name, out) for name in LIVE_QUERIES]
             producer = TxProducer(config, source="deltalog demo")
             add, to = keyword("db/add"), keyword("g/to")
             with ProgressBar(len(KARATE) + len(PEOPLE), "tx") as bar:
-                for a, b in KARATE:
-                    producer.send([[add, a, to, b]])
-                    bar.advance()
-                for tx in PEOPLE:
+                for tx in [[[add, a, to, b]] for a, b in KARATE] + PEOPLE:
                     producer.send(tx)
+                    producer.flush()
                     bar.advance()
+                    time.sleep(STREAM_PAUSE_S)
             producer.flush()
             deadline = time.monotonic() + CATCH_UP_TIMEOUT_S
             while worker.committed < len(KARATE) + len(PEOPLE) - 1:
@@ -153,10 +156,10 @@ def _print_changes(config: Any, name: str, out: Callable[[str], None]) -> Any:
         for count, change in enumerate(follow(config, name), 1):
             if count <= SHOWN_PER_QUERY:
                 sign = "+" if change.weight > 0 else "-"
-                out(f"  {name:<10} tx {change.tx_first}..{change.tx_last} {sign} "
+                out(f"{CLEAR_LINE}  {name:<10} tx {change.tx_first}..{change.tx_last} {sign} "
                     f"{dumps(change.row)}")
             elif count == SHOWN_PER_QUERY + 1:
-                out(f"  {name:<10} ... (`deltalog tail {name}` shows them all)")
+                out(f"{CLEAR_LINE}  {name:<10} ... (`deltalog tail {name}` shows them all)")
 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()

@@ -33,5 +33,6 @@ class ProgressBar:
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  trace: TracebackType | None) -> None:
-        self._draw()
+        if self.done < self.total or not self.total:
+            self._draw()
         sys.stderr.write("\n")

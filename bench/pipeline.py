@@ -1,0 +1,191 @@
+"""End to end through the local broker: single-edge triangle transactions per worker.
+
+1. Start a local broker and one worker process; register the triangle query; load the
+   PEGASE grid (14,232 edges) as transactions of 2,000 edges.
+2. Throughput: send N single-edge transactions (random adds and retracts) as fast as the
+   producer can, and time until the worker's committed progress reaches the last one.
+3. Latency: send at half that rate; for each transaction, the time from its send to the
+   moment the first progress record covering it is visible to a ``read_committed`` consumer.
+
+    python -m bench.pipeline [--tx 20000] [--latency-seconds 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from bench.data import load_pegase_edges
+from workers.config import WorkerConfig, from_env
+from workers.edn import keyword
+from workers.kafka.avro import AvroCodec
+from workers.kafka.broker import LocalBroker
+from workers.kafka.clients import QueryAdmin, TxProducer
+from workers.kafka.messages import transaction_to_avro
+from workers.kafka.topics import Topics
+
+TRIANGLE = "{:find [?a ?b ?c] :where [[?a :g/to ?b] [?a :g/to ?c] [?b :g/to ?c]]}"
+ADD, RETRACT, TO = keyword("db/add"), keyword("db/retract"), keyword("g/to")
+LOAD_CHUNK = 2000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tx", type=int, default=20000, help="transactions in the throughput run")
+    parser.add_argument("--latency-seconds", type=float, default=20.0)
+    args = parser.parse_args()
+    edges = load_pegase_edges()
+    with tempfile.TemporaryDirectory() as scratch, LocalBroker(Path(scratch) / "kafka") as broker:
+        config = from_env({}, bootstrap_servers=broker.bootstrap_servers)
+        worker = _start_worker(config, Path(scratch))
+        try:
+            QueryAdmin(config).add("tri", TRIANGLE)
+            progress = ProgressWatch(config)
+            producer = TxProducer(config)
+            for i in range(0, len(edges), LOAD_CHUNK):
+                producer.send([[ADD, u, TO, v] for u, v in edges[i:i + LOAD_CHUNK]])
+            producer.flush()
+            last = progress.wait_for(_end_offset(config) - 1)
+            print(f"loaded {len(edges)} edges (worker at tx {last})")
+            stream = _edge_stream(edges, args.tx + int(args.latency_seconds * 20000), seed=1)
+            rate = _throughput(config, progress, stream[:args.tx])
+            _latency(config, progress, stream[args.tx:], rate / 2, args.latency_seconds)
+        finally:
+            worker.terminate()
+            worker.wait(30)
+
+
+def _start_worker(config: WorkerConfig, scratch: Path) -> subprocess.Popen[bytes]:
+    log = (scratch / "worker.log").open("wb")
+    return subprocess.Popen([sys.executable, "-m", "workers", "worker", "--bootstrap-servers",
+                             config.bootstrap_servers, "--worker-id", "bench",
+                             "--snapshot-dir", str(scratch / "snapshots")],
+                            stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ))
+
+
+def _edge_stream(edges: list[tuple[int, int]], count: int, seed: int) -> list[bytes]:
+    """Encoded single-edge transactions: retract a present edge or add it back."""
+    rng, codec = random.Random(seed), AvroCodec("transaction")
+    present, absent, stream = set(edges), [], []
+    for _ in range(count):
+        if absent and rng.random() < 0.5:
+            edge = absent.pop(rng.randrange(len(absent)))
+            present.add(edge)
+            op = ADD
+        else:
+            edge = rng.choice(edges)
+            while edge not in present:
+                edge = rng.choice(edges)
+            present.discard(edge)
+            absent.append(edge)
+            op = RETRACT
+        stream.append(codec.encode(transaction_to_avro([[op, edge[0], TO, edge[1]]])))
+    return stream
+
+
+def _throughput(config: WorkerConfig, progress: ProgressWatch, stream: list[bytes]) -> float:
+    producer = Producer(config.kafka(**{"linger.ms": 5, "enable.idempotence": True}))
+    topic = Topics(config.topic_prefix).tx
+    start = time.perf_counter()
+    for value in stream:
+        _produce(producer, topic, value)
+    producer.flush(60)
+    sent = time.perf_counter() - start
+    progress.wait_for(_end_offset(config) - 1)
+    elapsed = time.perf_counter() - start
+    rate = len(stream) / elapsed
+    print(f"throughput: {len(stream)} tx in {elapsed:.2f} s = {rate:,.0f} tx/s "
+          f"(producer alone {len(stream) / sent:,.0f} tx/s)")
+    return rate
+
+
+def _latency(config: WorkerConfig, progress: ProgressWatch, stream: list[bytes], rate: float,
+             seconds: float) -> None:
+    producer = Producer(config.kafka(**{"linger.ms": 0, "enable.idempotence": True}))
+    topic = Topics(config.topic_prefix).tx
+    sent_at: dict[int, float] = {}
+
+    def delivered(error: object, message: object, started: float) -> None:
+        sent_at[message.offset()] = started  # type: ignore[attr-defined]
+
+    count = min(len(stream), int(rate * seconds))
+    start = time.perf_counter()
+    for i, value in enumerate(stream[:count]):
+        due = start + i / rate
+        while (now := time.perf_counter()) < due:
+            producer.poll(max(0.0, min(due - now, 0.001)))
+        producer.produce(topic, value, on_delivery=lambda e, m, t=now: delivered(e, m, t))
+    producer.flush(60)
+    progress.wait_for(max(sent_at))
+    latencies = sorted((progress.seen_at(offset) - t) * 1000 for offset, t in sent_at.items())
+    p50 = statistics.median(latencies)
+    p99 = latencies[int(len(latencies) * 0.99) - 1]
+    print(f"latency at {rate:,.0f} tx/s ({len(latencies)} tx): median {p50:.1f} ms, "
+          f"p99 {p99:.1f} ms, max {latencies[-1]:.1f} ms")
+
+
+def _produce(producer: Producer, topic: str, value: bytes) -> None:
+    while True:
+        try:
+            producer.produce(topic, value)
+            return
+        except BufferError:
+            producer.poll(0.01)
+
+
+def _end_offset(config: WorkerConfig) -> int:
+    consumer = Consumer(config.kafka(**{"group.id": "bench-watermark"}))
+    _, high = consumer.get_watermark_offsets(TopicPartition(Topics(config.topic_prefix).tx, 0),
+                                             timeout=10)
+    consumer.close()
+    return int(high)
+
+
+class ProgressWatch:
+    """Follows deltalog.progress (read_committed) and records when each tx became visible."""
+
+    def __init__(self, config: WorkerConfig) -> None:
+        self._consumer = Consumer(config.kafka(**{
+            "group.id": "bench-progress", "isolation.level": "read_committed",
+            "fetch.wait.max.ms": 5, "enable.auto.commit": False}))
+        self._consumer.assign([TopicPartition(Topics(config.topic_prefix).progress, 0, 0)])
+        self._codec = AvroCodec("progress")
+        self._marks: list[tuple[int, float]] = []  # (tx_last, seen at), increasing
+        self._lock = threading.Lock()
+        threading.Thread(target=self._follow, daemon=True).start()
+
+    def _follow(self) -> None:
+        while True:
+            for message in self._consumer.consume(1000, 0.05):
+                if message.error() is None:
+                    tx_last = self._codec.decode(message.value())["tx_last"]
+                    with self._lock:
+                        if not self._marks or tx_last > self._marks[-1][0]:
+                            self._marks.append((tx_last, time.perf_counter()))
+
+    def wait_for(self, offset: int, timeout_s: float = 600) -> int:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            with self._lock:
+                if self._marks and self._marks[-1][0] >= offset:
+                    return self._marks[-1][0]
+            time.sleep(0.01)
+        raise TimeoutError(f"the worker did not reach tx {offset}")
+
+    def seen_at(self, offset: int) -> float:
+        with self._lock:
+            return next(at for tx_last, at in self._marks if tx_last >= offset)
+
+
+if __name__ == "__main__":
+    main()

@@ -4,7 +4,7 @@
    PEGASE grid (14,232 edges) as transactions of 2,000 edges.
 2. Throughput: send N single-edge transactions (random adds and retracts) as fast as the
    producer can, and time until the worker's committed progress reaches the last one.
-3. Latency: send at half that rate; for each transaction, the time from its send to the
+3. Latency: send at half that rate (``--load``); for each transaction, the time from its send to the
    moment the first progress record covering it is visible to a ``read_committed`` consumer.
 
     python -m bench.pipeline [--tx 20000] [--latency-seconds 20]
@@ -44,6 +44,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tx", type=int, default=20000, help="transactions in the throughput run")
     parser.add_argument("--latency-seconds", type=float, default=20.0)
+    parser.add_argument("--load", type=float, default=0.5,
+                        help="latency run rate as a fraction of the measured throughput")
     args = parser.parse_args()
     edges = load_pegase_edges()
     with tempfile.TemporaryDirectory() as scratch, LocalBroker(Path(scratch) / "kafka") as broker:
@@ -60,7 +62,7 @@ def main() -> None:
             print(f"loaded {len(edges)} edges (worker at tx {last})")
             stream = _edge_stream(edges, args.tx + int(args.latency_seconds * 20000), seed=1)
             rate = _throughput(config, progress, stream[:args.tx])
-            _latency(config, progress, stream[args.tx:], rate / 2, args.latency_seconds)
+            _latency(config, progress, stream[args.tx:], rate * args.load, args.latency_seconds)
         finally:
             worker.terminate()
             worker.wait(30)
@@ -121,6 +123,10 @@ def _latency(config: WorkerConfig, progress: ProgressWatch, stream: list[bytes],
         sent_at[message.offset()] = started  # type: ignore[attr-defined]
         acked_after.append((time.perf_counter() - started) * 1000)
 
+    # An idempotent producer gets its producer id with its first send (up to ~1 s on a fresh
+    # broker); an empty transaction, a no-op for the worker, takes that out of the numbers.
+    producer.produce(topic, AvroCodec("transaction").encode({"ops": [], "source": "warm-up"}))
+    producer.flush(60)
     count = min(len(stream), int(rate * seconds))
     start, sent = time.perf_counter(), 0
     while sent < count:  # send what is due every PACE_S, sleeping in between (no busy wait)
@@ -133,7 +139,13 @@ def _latency(config: WorkerConfig, progress: ProgressWatch, stream: list[bytes],
         time.sleep(PACE_S)
     producer.flush(60)
     progress.wait_for(max(sent_at))
-    latencies = sorted((progress.seen_at(offset) - t) * 1000 for offset, t in sent_at.items())
+    timeline = sorted((t, (progress.seen_at(offset) - t) * 1000) for offset, t in sent_at.items())
+    if os.environ.get("DELTALOG_BENCH_TIMELINE"):
+        for second in range(int(seconds) + 1):
+            window = [ms for t, ms in timeline if second <= t - start < second + 1]
+            if window:
+                print(f"  second {second:>3}: max {max(window):7.1f} ms over {len(window)} tx")
+    latencies = sorted(ms for _, ms in timeline)
     p50 = statistics.median(latencies)
     p99 = latencies[int(len(latencies) * 0.99) - 1]
     print(f"latency at {rate:,.0f} tx/s ({len(latencies)} tx): median {p50:.1f} ms, "

@@ -41,24 +41,16 @@ class WorkerConfig:
 def from_env(env: Mapping[str, str] | None = None, **overrides: Any) -> WorkerConfig:
     """Settings from ``DELTALOG_<FIELD>`` variables, then ``overrides`` (e.g. CLI flags)."""
     env = os.environ if env is None else env
-    config = WorkerConfig()
     values: dict[str, Any] = {}
     for f in fields(WorkerConfig):
         raw = env.get(ENV_PREFIX + f.name.upper())
         if raw is not None and f.name != "kafka_extra":
-            values[f.name] = _parse(raw, type(getattr(config, f.name)))
+            values[f.name] = _PARSERS[str(f.type).removesuffix(" | None")](raw)
     kafka_extra = {key[len(KAFKA_ENV_PREFIX):].lower().replace("_", "."): value
                    for key, value in env.items() if key.startswith(KAFKA_ENV_PREFIX)}
     values["kafka_extra"] = kafka_extra
     values.update({k: v for k, v in overrides.items() if v is not None})
-    return replace(config, **values)
+    return replace(WorkerConfig(), **values)
 
 
-def _parse(raw: str, kind: type) -> Any:
-    if kind is int:
-        return int(raw)
-    if kind is float:
-        return float(raw)
-    if kind is Path:
-        return Path(raw)
-    return raw
+_PARSERS: dict[str, Any] = {"int": int, "float": float, "str": str, "Path": Path}

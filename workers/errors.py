@@ -25,6 +25,7 @@ class ErrorCode(StrEnum):
     UNKNOWN_SCHEMA = "unknown-schema"
     KAFKA = "kafka"
     BROKER = "broker"
+    REGISTRY = "registry"
 
 
 class WorkersError(Exception):

@@ -44,10 +44,12 @@ class MemoryArrangement:
         self.update(delta)
 
     def load(self, tries: Mapping[IndexOrder, Trie]) -> None:
-        """Replace the contents by a snapshot's tries, keeping the same trie objects."""
+        """Replace the contents by a copy of a snapshot's tries, keeping the same trie objects
+        (readers hold them); the copy is taken first, so loading one's own tries is safe."""
+        copies = {order: _copy(tries[order]) for order in self.tries}
         for order, trie in self.tries.items():
             trie.clear()
-            trie.update(tries[order])
+            trie.update(copies[order])
 
     def weight(self, datom: Datom) -> int:
         """The weight of one datom (0 when absent)."""
@@ -64,6 +66,10 @@ class MemoryArrangement:
     def __len__(self) -> int:
         return sum(len(values) for by_attr in self.tries[IndexOrder.EAV].values()
                    for values in by_attr.values())
+
+
+def _copy(trie: Trie) -> Trie:
+    return {k0: {k1: dict(leaves) for k1, leaves in level.items()} for k0, level in trie.items()}
 
 
 def _add_leaf(trie: Trie, k0: Any, k1: Any, k2: Any, weight: int) -> None:

@@ -11,16 +11,17 @@ import edn_format
 
 from workers.edn import keyword
 
+LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1  # Datomic's and Avro's long
+
 
 def is_entity_id(x: Any) -> bool:
     """A long, keyword, string or uuid (XTDB style: ``:ivan`` is an entity id)."""
-    return (isinstance(x, int) and not isinstance(x, bool)) or isinstance(
-        x, edn_format.Keyword | str | uuid.UUID
-    )
+    return _is_long(x) or isinstance(x, edn_format.Keyword | str | uuid.UUID)
 
 
 def _is_long(x: Any) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
+    """A 64-bit integer: larger ones would not survive Avro (or Datomic)."""
+    return isinstance(x, int) and not isinstance(x, bool) and LONG_MIN <= x <= LONG_MAX
 
 
 def _is_instant(x: Any) -> bool:

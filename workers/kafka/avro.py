@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import struct
+import urllib.error
 import urllib.request
 from functools import cache
 from importlib import resources
@@ -27,6 +28,7 @@ CONFLUENT_MAGIC = b"\x00"
 SCHEMAS = ("transaction", "query_registration", "result_change", "result_key", "progress",
            "dead_letter")
 REGISTRY_TIMEOUT_S = 10.0  # one HTTP round trip to the schema registry
+HTTP_NOT_FOUND = 404
 
 
 class DecodeError(WorkersError):
@@ -36,10 +38,18 @@ class DecodeError(WorkersError):
 
 
 @cache
+def declared_schema(name: str) -> dict[str, Any]:
+    """``schemas/<name>.avsc`` as written (what a schema registry is given)."""
+    text = resources.files("workers").joinpath("schemas", f"{name}.avsc").read_text()
+    schema = json.loads(text)
+    assert isinstance(schema, dict)
+    return schema
+
+
+@cache
 def load_schema(name: str) -> Any:
     """The parsed schema ``schemas/<name>.avsc``."""
-    text = resources.files("workers").joinpath("schemas", f"{name}.avsc").read_text()
-    return fastavro.parse_schema(json.loads(text), named_schemas={})
+    return fastavro.parse_schema(declared_schema(name), named_schemas={})
 
 
 def fingerprint(schema: Any) -> bytes:
@@ -63,8 +73,21 @@ class SchemaRegistry:
         return self._ids[subject]
 
     def schema(self, schema_id: int) -> Any:
+        """The writer schema of ``schema_id``; an id the registry does not know is a
+        :class:`DecodeError` (a dead letter), an unreachable registry a :class:`WorkersError`
+        (the worker stops and retries on restart instead of dead-lettering good records)."""
         if schema_id not in self._schemas:
-            reply = self._call(f"/schemas/ids/{schema_id}")
+            try:
+                reply = self._call(f"/schemas/ids/{schema_id}")
+            except urllib.error.HTTPError as err:
+                if err.code == HTTP_NOT_FOUND:
+                    raise DecodeError(f"unknown schema: the registry has no schema id "
+                                      f"{schema_id}", code=ErrorCode.UNKNOWN_SCHEMA) from err
+                raise WorkersError(f"schema registry {self.url}: {err}",
+                                   code=ErrorCode.REGISTRY) from err
+            except (urllib.error.URLError, OSError) as err:
+                raise WorkersError(f"schema registry {self.url} unreachable: {err}",
+                                   code=ErrorCode.REGISTRY) from err
             self._schemas[schema_id] = fastavro.parse_schema(json.loads(reply["schema"]),
                                                              named_schemas={})
         return self._schemas[schema_id]
@@ -88,7 +111,7 @@ class AvroCodec:
         if registry is None:
             self._header = SINGLE_OBJECT_MAGIC + self._fingerprint
         else:
-            schema_id = registry.register(subject or f"deltalog-{name}", self.schema)
+            schema_id = registry.register(subject or f"deltalog-{name}", declared_schema(name))
             self._header = CONFLUENT_MAGIC + struct.pack(">I", schema_id)
 
     def encode(self, record: dict[str, Any]) -> bytes:

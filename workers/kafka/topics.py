@@ -10,7 +10,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from workers.errors import ErrorCode, WorkersError
 
-QUERY_NAME = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
+QUERY_NAME = re.compile(r"[A-Za-z0-9._-]{1,200}")
 ADMIN_TIMEOUT_S = 30.0  # topic creation on a busy single-node broker
 COMPACTED = {"cleanup.policy": "compact"}
 
@@ -41,7 +41,7 @@ class Topics:
 
 def check_query_name(name: str) -> str:
     """Query names become topic names: letters, digits, ``.``, ``_`` and ``-`` only."""
-    if not QUERY_NAME.match(name):
+    if not QUERY_NAME.fullmatch(name):
         raise WorkersError(f"invalid query name {name!r}: use letters, digits, '.', '_', '-' "
                            "(it becomes part of a Kafka topic name)", code=ErrorCode.QUERY_SHAPE,
                            form=name)

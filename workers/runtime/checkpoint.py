@@ -28,11 +28,15 @@ class SnapshotStore:
         self.directory.mkdir(parents=True, exist_ok=True)
         target = self.directory / f"{PREFIX}{state.tx:020d}{SUFFIX}"
         fd, temporary = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
-        with os.fdopen(fd, "wb") as file:
-            pickle.dump(state, file, protocol=pickle.HIGHEST_PROTOCOL)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, target)
+        try:
+            with os.fdopen(fd, "wb") as file:
+                pickle.dump(state, file, protocol=pickle.HIGHEST_PROTOCOL)
+                file.flush()
+                os.fsync(file.fileno())
+            os.replace(temporary, target)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
         for old in self._snapshots()[:-KEEP]:
             old.unlink(missing_ok=True)
         return target

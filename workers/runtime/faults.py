@@ -15,7 +15,7 @@ def _parse(spec: str) -> dict[str, float]:
     points = {}
     for item in filter(None, (part.strip() for part in spec.split(","))):
         name, _, probability = item.partition("=")
-        points[name] = float(probability or 1)
+        points[name.strip()] = float(probability.strip() or 1)
     return points
 
 

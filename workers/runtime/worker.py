@@ -37,7 +37,7 @@ from confluent_kafka.admin import AdminClient
 from workers import metrics
 from workers.config import WorkerConfig
 from workers.engine import Engine
-from workers.errors import WorkersError
+from workers.errors import TransactionError, WorkersError
 from workers.kafka.avro import AvroCodec, DecodeError, SchemaRegistry
 from workers.kafka.compacted import CompactedReader, KeyedRecord, latest
 from workers.kafka.messages import Row, transaction_from_avro
@@ -160,7 +160,7 @@ class Worker:
         try:
             forms = transaction_from_avro(self._tx_codec.decode(record.value))
             changes = self.engine.transact(forms, tx_id=record.offset)
-        except (DecodeError, WorkersError) as err:
+        except (DecodeError, TransactionError) as err:
             self.engine.tx = record.offset
             if output is not None:
                 metrics.TX_REFUSED.labels(err.code.value).inc()

@@ -1,0 +1,35 @@
+"""One fixed, representative record per Avro schema (shared by the codec and registry tests)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+UUID = uuid.UUID("12345678-1234-5678-1234-567812345678")
+
+RECORDS: dict[str, dict[str, Any]] = {
+    "transaction": {
+        "ops": [
+            {"op": "ADD", "e": 1, "a": "name", "v": "Ivan"},
+            {"op": "ADD", "e": "tmp", "a": "age", "v": 30},
+            {"op": "ADD", "e": {"name": "ivan"}, "a": "g/to", "v": {"name": "petr"}},
+            {"op": "ADD", "e": UUID.bytes, "a": "score", "v": 1.5},
+            {"op": "ADD", "e": 2, "a": "alive", "v": True},
+            {"op": "ADD", "e": 2, "a": "born", "v": {"micros": 1_700_000_000_123_456}},
+            {"op": "RETRACT", "e": 2, "a": "id", "v": UUID.bytes},
+            {"op": "RETRACT_ATTRIBUTE", "e": 3, "a": "name", "v": None},
+            {"op": "RETRACT_ENTITY", "e": 4, "a": None, "v": None},
+        ],
+        "source": "unit-test",
+    },
+    "query_registration": {"name": "people-by-age", "edn": "[:find ?n :in $ ?age :where "
+                           "[?e :name ?n] [?e :age ?age]]", "inputs": ["30"]},
+    "result_change": {"query": "tri", "values": [1, 2.5, "x", False, {"name": "k/w"},
+                                                 {"micros": -1}, UUID.bytes],
+                      "weight": -1, "tx_first": 10, "tx_last": 12, "snapshot": True},
+    "result_key": {"values": [7, "seven", {"name": "seven"}]},
+    "progress": {"query": "tri", "registration": 3, "tx_last": 41, "worker": "w-1"},
+    "dead_letter": {"topic": "deltalog.tx", "partition": 0, "offset": 17, "code": "undecodable",
+                    "reason": "not a deltalog Avro record", "payload": b"\xff\x00garbage",
+                    "worker": "w-1"},
+}

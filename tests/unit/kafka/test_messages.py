@@ -1,0 +1,155 @@
+"""Domain values, transactions and result rows ↔ the dicts of the Avro schemas."""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from typing import Any
+
+import edn_format
+import pytest
+
+from workers import edn
+from workers.edn import keyword
+from workers.engine import Engine
+from workers.errors import WorkersError
+from workers.kafka.avro import AvroCodec
+from workers.kafka.messages import (
+    row_from_avro,
+    row_to_avro,
+    transaction_from_avro,
+    transaction_to_avro,
+    value_from_avro,
+    value_to_avro,
+)
+
+UTC = datetime.UTC
+UUID = uuid.UUID("0b7d6d4e-3f43-4c4b-9d50-1b2c3d4e5f60")
+INSTANT = datetime.datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=UTC)
+
+# (value, its Avro form, the value read back)
+VALUES = [
+    (42, 42, 42),
+    (-(2**63), -(2**63), -(2**63)),
+    (1.5, 1.5, 1.5),
+    ("Ivan", "Ivan", "Ivan"),
+    (True, True, True),
+    (False, False, False),
+    (keyword("g/to"), {"name": "g/to"}, keyword("g/to")),
+    (edn_format.Keyword("plain"), {"name": "plain"}, keyword("plain")),
+    (INSTANT, {"micros": 1714979289123456}, INSTANT),
+    (datetime.datetime(2024, 5, 6, 10, 8, 9, 123456,
+                       tzinfo=datetime.timezone(datetime.timedelta(hours=3))),
+     {"micros": 1714979289123456}, INSTANT),
+    (INSTANT.replace(tzinfo=None), {"micros": 1714979289123456}, INSTANT),
+    (datetime.datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=UTC), {"micros": -1},
+     datetime.datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)),
+    (datetime.date(2024, 5, 6), {"micros": 1714953600000000},
+     datetime.datetime(2024, 5, 6, tzinfo=UTC)),
+    (UUID, UUID.bytes, UUID),
+]
+VALUE_IDS = ["long", "min-long", "double", "string", "true", "false", "keyword",
+             "plain-keyword", "instant-utc", "instant-plus-3", "naive-instant", "before-epoch",
+             "date", "uuid"]
+
+
+@pytest.mark.parametrize(("value", "avro", "back"), VALUES, ids=VALUE_IDS)
+def test_value_round_trip(value: Any, avro: Any, back: Any) -> None:
+    assert value_to_avro(value) == avro
+    result = value_from_avro(value_to_avro(value))
+    assert result == back
+    assert type(result) is type(back)
+
+
+def test_keyword_comes_back_interned() -> None:
+    assert value_from_avro({"name": "g/to"}) is keyword("g/to")
+
+
+@pytest.mark.parametrize("value", [INSTANT.replace(tzinfo=None), datetime.date(2024, 5, 6)],
+                         ids=["naive", "date"])
+def test_instants_come_back_in_utc(value: Any) -> None:
+    assert value_from_avro(value_to_avro(value)).tzinfo is UTC
+
+
+def test_row_round_trip_through_result_key_codec() -> None:
+    row = (1, 2.5, "x", True, keyword("k/w"), INSTANT, UUID)
+    codec = AvroCodec("result_key")
+    decoded = codec.decode(codec.encode({"values": row_to_avro(row)}))
+    back = row_from_avro(decoded["values"])
+    assert back == row
+    assert type(back[3]) is bool
+    assert back[4] is keyword("k/w")
+
+
+SCHEMA_TX = """[{:db/ident :name :db/valueType :db.type/string
+                 :db/cardinality :db.cardinality/one}
+                {:db/ident :friend :db/valueType :db.type/ref}]"""
+DATA_TX = """[{:db/id 1 :name "Ivan" :tag ["a" "b" "c"] :friend #{2 3}}
+              {:db/id :petr :name "Petr"}
+              [:db/add 3 :name "Oleg"]
+              [:db/add 4 :score 1.5] [:db/add 4 :alive true] [:db/add 4 :kind :k/person]
+              [:db/add 4 :born #inst "2000-01-02T03:04:05.123456Z"]
+              [:db/add 4 :id #uuid "0b7d6d4e-3f43-4c4b-9d50-1b2c3d4e5f60"]
+              [:db/add "tmp" :x 1] [:db/add 5 :x 1] [:db/add 5 :y 2] [:db/add 6 :z 0]]"""
+CHANGE_TX = """[[:db/retract 1 :tag "a"] [:db/retract 4 :alive] [:db/retractEntity 5]
+                [:db/retract 6 :z 0] [:db/add 1 :name "Ivanov"]]"""
+QUERY = "[:find ?e ?a ?v :where [?e ?a ?v]]"
+
+
+def _via_avro(text: str) -> list[list[Any]]:
+    codec = AvroCodec("transaction")
+    record = codec.decode(codec.encode(transaction_to_avro(edn.read(text), source="test")))
+    assert record["source"] == "test"
+    return transaction_from_avro(record)
+
+
+def test_transaction_ops_by_kind() -> None:
+    record = transaction_to_avro(edn.read(CHANGE_TX))
+    assert record == {"source": None, "ops": [
+        {"op": "ADD", "e": 1, "a": "name", "v": "Ivanov"},
+        {"op": "RETRACT", "e": 1, "a": "tag", "v": "a"},
+        {"op": "RETRACT", "e": 6, "a": "z", "v": 0},
+        {"op": "RETRACT_ATTRIBUTE", "e": 4, "a": "alive", "v": None},
+        {"op": "RETRACT_ENTITY", "e": 5, "a": None, "v": None},
+    ]}
+
+
+def test_entity_map_multi_values_become_one_add_each() -> None:
+    ops = transaction_to_avro(edn.read('[{:db/id 1 :tag ["a" "b"]}]'))["ops"]
+    assert sorted(op["v"] for op in ops) == ["a", "b"]
+
+
+def test_forms_from_avro() -> None:
+    assert transaction_from_avro(transaction_to_avro(edn.read(CHANGE_TX))) == [
+        [keyword("db/add"), 1, keyword("name"), "Ivanov"],
+        [keyword("db/retract"), 1, keyword("tag"), "a"],
+        [keyword("db/retract"), 6, keyword("z"), 0],
+        [keyword("db/retract"), 4, keyword("alive")],
+        [keyword("db/retractEntity"), 5],
+    ]
+
+
+def test_transactions_through_avro_give_the_same_database_and_changes() -> None:
+    direct, via = Engine(), Engine()
+    direct.register("all", QUERY)
+    via.register("all", QUERY)
+    for text in (SCHEMA_TX, DATA_TX, CHANGE_TX):
+        expected = direct.transact(text)
+        assert expected["all"]
+        assert via.transact(_via_avro(text)) == expected
+        assert dict(via.db.state.datoms()) == dict(direct.db.state.datoms())
+    assert len(direct.db.state) == 17
+    assert via.result("all") == direct.result("all")
+    assert via.schema[keyword("name")] == direct.schema[keyword("name")]
+    assert direct.schema[keyword("name")].cardinality_one
+
+
+def test_long_outside_64_bits_is_refused_or_preserved() -> None:
+    codec = AvroCodec("transaction")
+    value = 2**64 + 1
+    try:
+        record = codec.decode(codec.encode(transaction_to_avro([[keyword("db/add"), 1,
+                                                                 keyword("x"), value]])))
+    except WorkersError:
+        return
+    assert (record["ops"][0]["v"], type(record["ops"][0]["v"])) == (value, int)

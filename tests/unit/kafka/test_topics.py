@@ -1,0 +1,46 @@
+"""Topic names and query-name validation (query names become topic names)."""
+
+from __future__ import annotations
+
+import pytest
+
+from workers.errors import ErrorCode, WorkersError
+from workers.kafka.topics import Topics, check_query_name
+
+
+@pytest.mark.parametrize(("topics", "names"), [
+    (Topics(), ("deltalog.tx", "deltalog.queries", "deltalog.progress", "deltalog.dlq",
+                "deltalog.results.tri")),
+    (Topics("test-42"), ("test-42.tx", "test-42.queries", "test-42.progress", "test-42.dlq",
+                         "test-42.results.tri")),
+], ids=["default", "custom"])
+def test_topic_names(topics: Topics, names: tuple[str, ...]) -> None:
+    assert (topics.tx, topics.queries, topics.progress, topics.dlq,
+            topics.results("tri")) == names
+
+
+def test_topics_are_frozen() -> None:
+    with pytest.raises(AttributeError):
+        Topics().prefix = "other"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("name", ["tri", "Q1", "people.by-age_2", "-", "x" * 200],
+                         ids=["word", "digits", "punctuation", "dash", "200-chars"])
+def test_valid_query_names(name: str) -> None:
+    assert check_query_name(name) == name
+
+
+@pytest.mark.parametrize("name", ["", "two words", "a/b", "x" * 201, "café", "a:b", "\n"],
+                         ids=["empty", "space", "slash", "201-chars", "non-ascii", "colon",
+                              "newline"])
+def test_invalid_query_names(name: str) -> None:
+    with pytest.raises(WorkersError, match="invalid query name") as caught:
+        check_query_name(name)
+    assert caught.value.code is ErrorCode.QUERY_SHAPE
+    assert caught.value.form == name
+
+
+def test_trailing_newline_is_refused() -> None:
+    with pytest.raises(WorkersError) as caught:
+        check_query_name("tri\n")
+    assert caught.value.code is ErrorCode.QUERY_SHAPE

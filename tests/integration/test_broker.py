@@ -141,7 +141,9 @@ def test_pause_freezes_the_broker_and_resume_continues_it() -> None:
         broker.pause()
         with pytest.raises(KafkaException) as frozen:
             admin.list_topics(timeout=1.0)
-        assert frozen.value.args[0].code() == KafkaError._TIMED_OUT
+        # No answer: the request times out, or (when the client was between connections) the
+        # connection attempt to the frozen broker fails first — both mean it is frozen.
+        assert frozen.value.args[0].code() in (KafkaError._TIMED_OUT, KafkaError._TRANSPORT)
         broker.resume()
         assert admin.list_topics(timeout=READ_TIMEOUT_S).brokers
 

@@ -6,10 +6,10 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 
 from workers.config import WorkerConfig
-from workers.errors import ErrorCode, WorkersError
+from workers.kafka.consume import data_messages
 
 POLL_S = 0.2  # one poll while following a topic
 
@@ -49,12 +49,7 @@ class CompactedReader:
         return list(self._read(0))
 
     def _read(self, timeout_s: float) -> Iterator[KeyedRecord]:
-        for message in self._consumer.consume(500, timeout_s):
-            error = message.error()
-            if error is not None:
-                if error.code() == KafkaError._PARTITION_EOF:
-                    continue
-                raise WorkersError(f"reading {self.topic}: {error}", code=ErrorCode.KAFKA)
+        for message in data_messages(self._consumer.consume(500, timeout_s), self.topic):
             key = (message.key() or b"").decode()
             yield KeyedRecord(key, message.value(), message.offset() or 0)
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 
 from workers.config import WorkerConfig
 from workers.errors import ErrorCode, WorkersError
+from workers.kafka.consume import data_messages
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,12 +58,7 @@ class TxSource:
         return batch
 
     def _take(self, messages: list[Message]) -> None:
-        for message in messages:
-            error = message.error()
-            if error is not None:
-                if error.code() == KafkaError._PARTITION_EOF:
-                    continue
-                raise WorkersError(f"reading {self.topic}: {error}", code=ErrorCode.KAFKA)
+        for message in data_messages(messages, self.topic):
             self._pending.append(TxRecord(message.offset() or 0, message.value() or b""))
 
     def end_offset(self) -> int:

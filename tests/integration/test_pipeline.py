@@ -166,3 +166,15 @@ def test_tail_follows_a_live_query(worker_factory) -> None:
     producer.flush()
     change = next(c for c in follow(config, "tri") if not c.snapshot)
     assert (change.row, change.weight) == ((1, 2, 3), 1)
+
+
+def test_the_tx_log_is_kept_forever(kafka_bootstrap: str) -> None:
+    from confluent_kafka.admin import AdminClient, ConfigResource
+
+    config = isolated_config(kafka_bootstrap)
+    TxProducer(config)  # creates the topics
+    admin = AdminClient(config.kafka())
+    resource = ConfigResource("topic", Topics(config.topic_prefix).tx)
+    configs = admin.describe_configs([resource])[resource].result(30)
+    assert configs["retention.ms"].value == "-1"
+    assert configs["retention.bytes"].value == "-1"

@@ -29,6 +29,8 @@ class TxSource:
             "enable.auto.commit": False,
             "isolation.level": "read_committed",
             "enable.partition.eof": False,
+            # A position the log no longer has must stop the worker, not skip history.
+            "auto.offset.reset": "error",
         }))
         self._consumer.assign([TopicPartition(topic, 0, position)])
         self._pending: deque[TxRecord] = deque()

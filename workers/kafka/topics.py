@@ -13,6 +13,8 @@ from workers.errors import ErrorCode, WorkersError
 QUERY_NAME = re.compile(r"[A-Za-z0-9._-]{1,200}")
 ADMIN_TIMEOUT_S = 30.0  # topic creation on a busy single-node broker
 COMPACTED = {"cleanup.policy": "compact"}
+# The tx log is the source of truth (every worker rebuilds from it): never delete from it.
+DURABLE = {"retention.ms": "-1", "retention.bytes": "-1"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +52,7 @@ def check_query_name(name: str) -> str:
 
 def ensure_topics(admin: AdminClient, topics: Topics) -> None:
     """Create the fixed topics if they are missing (tx and progress: one partition each)."""
-    create(admin, {topics.tx: {}, topics.queries: COMPACTED, topics.progress: COMPACTED,
+    create(admin, {topics.tx: DURABLE, topics.queries: COMPACTED, topics.progress: COMPACTED,
                    topics.dlq: {}})
 
 

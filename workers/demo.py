@@ -108,9 +108,12 @@ def run_demo(strategy: str = "delta", out: Callable[[str], None] = print) -> int
         with LocalBroker(Path(scratch) / "kafka") as broker:
             config = from_env(bootstrap_servers=broker.bootstrap_servers, worker_id="demo",
                               strategy=strategy, snapshot_dir=Path(scratch) / "snapshots")
-            start_metrics_server(METRICS_PORT)
-            out(f"broker {broker.bootstrap_servers}; metrics http://127.0.0.1:{METRICS_PORT}"
-                "/metrics")
+            try:
+                start_metrics_server(METRICS_PORT)
+                metrics_url = f"http://127.0.0.1:{METRICS_PORT}/metrics"
+            except OSError as err:
+                metrics_url = f"not served (port {METRICS_PORT}: {err.strerror})"
+            out(f"broker {broker.bootstrap_servers}; metrics {metrics_url}")
             stop = threading.Event()
             worker = Worker(config)
             thread = threading.Thread(target=worker.run, args=(stop,), daemon=True)

@@ -99,6 +99,11 @@ class SchemaRegistry:
             return json.loads(reply.read())
 
 
+def registry_for(url: str | None) -> SchemaRegistry | None:
+    """The registry at ``url``, or None (single-object framing) when no URL is configured."""
+    return SchemaRegistry(url) if url else None
+
+
 class AvroCodec:
     """Encode and decode one record type with deltalog's framing."""
 

@@ -14,7 +14,7 @@ from workers.config import WorkerConfig
 from workers.datalog import compile_query
 from workers.edn import dumps, read
 from workers.errors import ErrorCode, WorkersError
-from workers.kafka.avro import AvroCodec, SchemaRegistry
+from workers.kafka.avro import AvroCodec, registry_for
 from workers.kafka.compacted import CompactedReader, latest
 from workers.kafka.messages import Row, row_from_avro, transaction_to_avro
 from workers.kafka.topics import Topics, check_query_name, ensure_topics
@@ -25,10 +25,6 @@ FLUSH_TIMEOUT_S = 30.0  # all sent records acknowledged (acks=all)
 QUEUE_FULL_WAIT_S = 0.1
 
 
-def _registry(config: WorkerConfig) -> SchemaRegistry | None:
-    return SchemaRegistry(config.registry_url) if config.registry_url else None
-
-
 class TxProducer:
     """Sends transactions (EDN text or forms) to ``deltalog.tx`` as Avro records."""
 
@@ -36,7 +32,7 @@ class TxProducer:
         self.topic = Topics(config.topic_prefix).tx
         ensure_topics(AdminClient(config.kafka()), Topics(config.topic_prefix))
         self._producer = Producer(config.kafka(**{"enable.idempotence": True, "linger.ms": 5}))
-        self._codec = AvroCodec("transaction", _registry(config))
+        self._codec = AvroCodec("transaction", registry_for(config.registry_url))
         self._source = source
 
     def send(self, tx: Any) -> None:
@@ -66,7 +62,7 @@ class QueryAdmin:
         self.config = config
         self.topics = Topics(config.topic_prefix)
         ensure_topics(AdminClient(config.kafka()), self.topics)
-        self._codec = AvroCodec("query_registration", _registry(config))
+        self._codec = AvroCodec("query_registration", registry_for(config.registry_url))
         self._producer = Producer(config.kafka(**{"enable.idempotence": True}))
 
     def add(self, name: str, edn: str, inputs: Sequence[str] = ()) -> None:
@@ -116,7 +112,7 @@ def follow(config: WorkerConfig, query: str, poll_s: float = 0.5,
            stop_at_end: bool = False) -> Iterator[Change]:
     """A query's committed change stream from the beginning (``read_committed``)."""
     topic = Topics(config.topic_prefix).results(query)
-    codec = AvroCodec("result_change", _registry(config))
+    codec = AvroCodec("result_change", registry_for(config.registry_url))
     consumer = Consumer(config.kafka(**{
         "group.id": f"deltalog-tail-{uuid.uuid4()}", "enable.auto.commit": False,
         "isolation.level": "read_committed", "enable.partition.eof": True}))

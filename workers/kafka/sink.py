@@ -13,7 +13,7 @@ from confluent_kafka import KafkaException, Producer
 
 from workers.config import WorkerConfig
 from workers.errors import ErrorCode, WorkersError
-from workers.kafka.avro import AvroCodec, SchemaRegistry
+from workers.kafka.avro import AvroCodec, registry_for
 from workers.kafka.messages import Row, row_to_avro
 from workers.kafka.topics import Topics
 
@@ -25,7 +25,7 @@ class ResultSink:
     """A transactional producer writing deltalog's output records."""
 
     def __init__(self, config: WorkerConfig, topics: Topics, transactional_id: str) -> None:
-        registry = SchemaRegistry(config.registry_url) if config.registry_url else None
+        registry = registry_for(config.registry_url)
         self._producer = Producer(config.kafka(**{
             "transactional.id": transactional_id,
             "enable.idempotence": True,

@@ -38,7 +38,7 @@ from workers import metrics
 from workers.config import WorkerConfig
 from workers.engine import Engine
 from workers.errors import TransactionError, WorkersError
-from workers.kafka.avro import AvroCodec, DecodeError, SchemaRegistry
+from workers.kafka.avro import AvroCodec, DecodeError, registry_for
 from workers.kafka.compacted import CompactedReader, KeyedRecord, latest
 from workers.kafka.messages import Row, transaction_from_avro
 from workers.kafka.sink import ResultSink
@@ -70,7 +70,7 @@ class Worker:
         self.topics = Topics(config.topic_prefix)
         self.engine = Engine(strategy=config.strategy)
         self.snapshots = SnapshotStore(config.snapshot_dir)
-        registry = SchemaRegistry(config.registry_url) if config.registry_url else None
+        registry = registry_for(config.registry_url)
         self._tx_codec = AvroCodec("transaction", registry)
         self._registration_codec = AvroCodec("query_registration", registry)
         self._admin = AdminClient(config.kafka())

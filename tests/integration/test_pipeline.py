@@ -100,6 +100,12 @@ def test_refused_query_is_reported_and_the_worker_keeps_going(worker_factory) ->
     assert "query sneaky: :where clause 1 (not [?x])" in dead[0]["reason"]
     assert [(c.row, c.weight) for c in committed_changes(config, "tri")
             if not c.snapshot] == [((1, 2, 3), 1)]
+    worker.stop()  # a restart meets the refused registration again, and does not repeat it
+    worker.start()
+    producer.send("[[:db/add 7 :g/to 8]]")
+    producer.flush()
+    wait_committed(config, ["tri"], 1, worker)
+    assert len(_dead_letters(config)) == 1
 
 
 def test_bad_input_goes_to_the_dlq_and_the_stream_around_it_is_kept(worker_factory) -> None:

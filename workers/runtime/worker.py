@@ -17,7 +17,8 @@ One tick:
 3. decode and apply each in order, summing each query's changes; refused or undecodable
    records become dead letters;
 4. in one Kafka transaction: snapshot rows, change rows, dead letters, and the progress of
-   every live query (``tx_last``); commit;
+   every live query (``tx_last``) — and of each registration refused in this tick, so a
+   restart does not dead-letter it again; commit;
 5. after the commit, snapshot the database if the interval has elapsed.
 
 A failed commit ends the worker (``WorkersError``): its state is past the aborted tick, and
@@ -60,6 +61,7 @@ class TickOutput:
     snapshots: dict[str, dict[Row, int]] = field(default_factory=dict)
     changes: dict[str, dict[Row, int]] = field(default_factory=dict)
     dead_letters: list[tuple[str, int, str, str, bytes]] = field(default_factory=list)
+    refused: dict[str, int] = field(default_factory=dict)  # query -> registration offset
 
 
 class Worker:
@@ -186,7 +188,7 @@ class Worker:
         for topic, offset, code, reason, payload in output.dead_letters:
             sink.dead_letter(topic, 0, offset, code, reason, payload)
             metrics.DLQ_RECORDS.labels(code).inc()
-        for query, registration in self._registrations.items():
+        for query, registration in {**output.refused, **self._registrations}.items():
             sink.progress(query, registration, tx_last)
         crash_point("before-commit")
         try:
@@ -217,8 +219,11 @@ class Worker:
                                             bootstrap=not resume)
             except WorkersError as err:
                 log.warning("query %s refused: %s", name, err)
-                output.dead_letters.append((self.topics.queries, record.offset, err.code.value,
-                                            f"query {name}: {err}", record.value))
+                if not resume:  # a refusal already committed is not dead-lettered again
+                    output.dead_letters.append((self.topics.queries, record.offset,
+                                                err.code.value, f"query {name}: {err}",
+                                                record.value))
+                    output.refused[name] = record.offset
             else:
                 create(self._admin, {self.topics.results(name): {}})
                 self._registrations[name] = record.offset

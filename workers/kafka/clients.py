@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +19,6 @@ from workers.kafka.compacted import CompactedReader, latest
 from workers.kafka.messages import Row, row_from_avro, transaction_to_avro
 from workers.kafka.topics import Topics, check_query_name, ensure_topics
 from workers.runtime.registration import Registration, parse_registration, registration_record
-from workers.zset import add_into
 
 FLUSH_TIMEOUT_S = 30.0  # all sent records acknowledged (acks=all)
 QUEUE_FULL_WAIT_S = 0.1
@@ -132,11 +131,3 @@ def follow(config: WorkerConfig, query: str, poll_s: float = 0.5,
                              record["tx_first"], record["tx_last"], record["snapshot"])
     finally:
         consumer.close()
-
-
-def integrate(changes: Iterable[Change]) -> dict[Row, int]:
-    """The current view a change stream stands for."""
-    view: dict[Row, int] = {}
-    for change in changes:
-        add_into(view, {change.row: change.weight})
-    return view

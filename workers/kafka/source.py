@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
+from confluent_kafka import Consumer, Message, TopicPartition
 
 from workers.config import WorkerConfig
-from workers.errors import ErrorCode, WorkersError
 from workers.kafka.consume import data_messages
 
 
@@ -62,16 +61,6 @@ class TxSource:
     def _take(self, messages: list[Message]) -> None:
         for message in data_messages(messages, self.topic):
             self._pending.append(TxRecord(message.offset() or 0, message.value() or b""))
-
-    def end_offset(self) -> int:
-        """The offset after the last committed record (what "caught up" means)."""
-        try:
-            _, high = self._consumer.get_watermark_offsets(TopicPartition(self.topic, 0),
-                                                           timeout=10)
-        except KafkaException as err:
-            raise WorkersError(f"reading {self.topic} watermarks: {err}",
-                               code=ErrorCode.KAFKA) from err
-        return int(high)
 
     def close(self) -> None:
         self._consumer.close()

@@ -18,19 +18,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workers import edn
 from workers.arrangements import ArrangementRegistry, IndexOrder, MemoryArrangement, Trie
 from workers.datalog import compile_query
 from workers.db import BUILTIN_SCHEMA, Schema, normalise, parse_tx
 from workers.errors import ErrorCode, UnknownQueryError, WorkersError
-from workers.executors import LocalExecutor, PreparedPlan, Work
+from workers.executors import Work
+from workers.executors.dispatch import DEFAULT_AUTO, AutoPolicy, Dispatch, Prepared
 from workers.plan import STRATEGIES, Plan, explain, plan_query
+
+if TYPE_CHECKING:
+    from workers.executors.spark import SparkSettings
 
 Row = tuple[Any, ...]
 Changes = dict[str, dict[Row, int]]
-EXECUTORS = ("local",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,27 +50,26 @@ class RegisteredQuery:
     name: str
     text: Any
     plan: Plan
-    prepared: PreparedPlan
+    prepared: Prepared
 
 
 class Engine:
     """Shared arrangements, registered queries and their incremental maintenance."""
 
-    def __init__(self, strategy: str = "delta", executor: str = "local") -> None:
+    def __init__(self, strategy: str = "delta", executor: str = "local",
+                 spark: SparkSettings | None = None, auto: AutoPolicy = DEFAULT_AUTO) -> None:
+        """``executor``: ``local``, ``spark`` or ``auto`` (see :mod:`workers.executors.dispatch`);
+        ``spark`` says where Spark runs (embedded ``local[*]`` by default)."""
         if strategy not in STRATEGIES:
             raise WorkersError(f"unknown strategy {strategy!r}; one of {', '.join(STRATEGIES)}",
                                code=ErrorCode.CONFIG)
-        if executor not in EXECUTORS:
-            raise WorkersError(f"unknown executor {executor!r}; this engine has "
-                               f"{', '.join(EXECUTORS)} (Spark comes with the Spark executor)",
-                               code=ErrorCode.CONFIG)
         self.strategy = strategy
-        self.executor = LocalExecutor()
         self.db = ArrangementRegistry()
         self.schema = BUILTIN_SCHEMA
         self.tx = 0
         self.last_work: dict[str, Work] = {}
         self._delta = MemoryArrangement()
+        self.dispatch = Dispatch(executor, self.db.state, self._delta, spark, auto)
         self._queries: dict[str, RegisteredQuery] = {}
         self._by_attribute: dict[Any, set[str]] = {}
         self._any_attribute: set[str] = set()
@@ -95,11 +97,12 @@ class Engine:
         self.last_work = {}
         for name in self._affected({datom[1] for datom in delta}):
             work = self.last_work[name] = Work()
-            rows = self.executor.step(self._queries[name].prepared, work)
+            rows = self.dispatch.step(self._queries[name].prepared, len(delta), work)
             if rows:
                 changes[name] = rows
-        # Step 5: the only write to the shared arrangements.
+        # Step 5: the only write to the shared arrangements (Spark's mirror follows it).
         self.db.apply(delta)
+        self.dispatch.applied(delta)
         return changes
 
     def _affected(self, attributes: set[Any]) -> list[str]:
@@ -125,7 +128,7 @@ class Engine:
         else:
             for attribute in plan.attributes:
                 self._by_attribute.setdefault(attribute, set()).add(name)
-        return self.executor.evaluate(registered.prepared, Work()) if bootstrap else {}
+        return self.dispatch.evaluate(registered.prepared, Work()) if bootstrap else {}
 
     def unregister(self, name: str) -> None:
         registered = self._registered(name)
@@ -136,11 +139,11 @@ class Engine:
 
     def result(self, name: str) -> dict[Row, int]:
         """The current result of a registered query, evaluated over the shared arrangements."""
-        return self.executor.evaluate(self._registered(name).prepared, Work())
+        return self.dispatch.evaluate(self._registered(name).prepared, Work())
 
     def query(self, query: Any, inputs: Sequence[Any] = ()) -> dict[Row, int]:
         """One-shot: evaluate ``query`` on the current database without registering it."""
-        return self.executor.evaluate(self._prepare(self.plan(query, inputs)), Work())
+        return self.dispatch.evaluate(self._prepare(self.plan(query, inputs)), Work())
 
     def plan(self, query: Any, inputs: Sequence[Any] = ()) -> Plan:
         """Parse, check, bind and plan a query with the current statistics."""
@@ -156,6 +159,7 @@ class Engine:
     def restore(self, state: EngineState) -> None:
         """Adopt a snapshot's database; registered queries keep reading the same tries."""
         self.db.state.load(state.tries)
+        self.dispatch.restored()
         self.schema = state.schema
         self.tx = state.tx
 
@@ -163,8 +167,8 @@ class Engine:
     def queries(self) -> tuple[str, ...]:
         return tuple(self._queries)
 
-    def _prepare(self, plan: Plan) -> PreparedPlan:
-        return self.executor.prepare(plan, self.db.state, self._delta)
+    def _prepare(self, plan: Plan) -> Prepared:
+        return self.dispatch.prepare(plan)
 
     def _registered(self, name: str) -> RegisteredQuery:
         try:

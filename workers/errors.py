@@ -26,6 +26,7 @@ class ErrorCode(StrEnum):
     KAFKA = "kafka"
     BROKER = "broker"
     REGISTRY = "registry"
+    SPARK = "spark"
 
 
 class WorkersError(Exception):

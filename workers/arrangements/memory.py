@@ -19,11 +19,12 @@ Trie = dict[Any, dict[Any, dict[Any, int]]]
 class MemoryArrangement:
     """The EAV, AEV, AVE and VAE tries of one Z-set of datoms (a state or a tick's delta)."""
 
-    __slots__ = ("_permuted", "tries")
+    __slots__ = ("_permuted", "tries", "version")
 
     def __init__(self, datoms: Mapping[Datom, int] | None = None) -> None:
         self.tries: dict[IndexOrder, Trie] = {order: {} for order in INDEX_ORDERS}
         self._permuted = [(self.tries[order], *order.positions) for order in INDEX_ORDERS]
+        self.version = 0  # bumped by every write, so copies elsewhere know when to re-read
         if datoms:
             self.update(datoms)
 
@@ -33,6 +34,7 @@ class MemoryArrangement:
 
     def update(self, delta: Mapping[Datom, int]) -> None:
         """Add ``delta`` to every index, keeping the no-zero/no-empty invariant."""
+        self.version += 1
         for trie, i, j, k in self._permuted:
             for datom, weight in delta.items():
                 _add_leaf(trie, datom[i], datom[j], datom[k], weight)
@@ -47,6 +49,7 @@ class MemoryArrangement:
         """Replace the contents by a copy of a snapshot's tries, keeping the same trie objects
         (readers hold them); the copy is taken first, so loading one's own tries is safe."""
         copies = {order: _copy(tries[order]) for order in self.tries}
+        self.version += 1
         for order, trie in self.tries.items():
             trie.clear()
             trie.update(copies[order])

@@ -1,0 +1,121 @@
+"""Which executor runs a step: policy only (DESIGN §5).
+
+- ``local``: every step in-process (lowest latency; the default).
+- ``spark``: every step on Spark (the scale-out mode); Spark starts with the engine, and an
+  engine that cannot start it fails right there — it never falls back silently.
+- ``auto``: ticks of at least ``tick_datoms`` datoms (replay, catch-up, bulk loads) and
+  evaluations over at least ``bootstrap_datoms`` datoms (a new query's bootstrap) go to
+  Spark, the rest run locally.  Spark starts on first need; if it cannot, the engine says so
+  in the log once and stays local.  The thresholds come from ``bench/crossover.py``
+  (``docs/spark.md``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from workers.arrangements import MemoryArrangement
+from workers.errors import ErrorCode, WorkersError
+from workers.executors.local import LocalExecutor, PreparedPlan
+from workers.executors.work import Work
+from workers.plan.ir import Plan
+
+if TYPE_CHECKING:
+    from workers.executors.spark import SparkExecutor, SparkSettings
+
+Row = tuple[Any, ...]
+EXECUTORS = ("local", "spark", "auto")
+SPARK_TICK_DATOMS = 20_000
+SPARK_BOOTSTRAP_DATOMS = 1_000_000
+log = logging.getLogger("deltalog.dispatch")
+
+
+@dataclass(frozen=True, slots=True)
+class AutoPolicy:
+    """Where ``auto`` sends work to Spark: ticks and bootstraps at least this large."""
+
+    tick_datoms: int = SPARK_TICK_DATOMS
+    bootstrap_datoms: int = SPARK_BOOTSTRAP_DATOMS
+
+
+DEFAULT_AUTO = AutoPolicy()
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A plan bound to the local tries; Spark binds it on demand (that costs nothing)."""
+
+    plan: Plan
+    local: PreparedPlan
+
+
+class Dispatch:
+    """Holds the executors of one engine and picks one for each step and evaluation."""
+
+    def __init__(self, mode: str, old: MemoryArrangement, delta: MemoryArrangement,
+                 spark: SparkSettings | None = None, auto: AutoPolicy = DEFAULT_AUTO) -> None:
+        if mode not in EXECUTORS:
+            raise WorkersError(f"unknown executor {mode!r}; one of {', '.join(EXECUTORS)}",
+                               code=ErrorCode.CONFIG)
+        self.mode, self.auto = mode, auto
+        self.local = LocalExecutor()
+        self.last = "local"  # the executor of the latest step or evaluation
+        self._old, self._delta, self._settings = old, delta, spark
+        self._spark: SparkExecutor | None = None
+        self._spark_failed = False
+        if mode == "spark":
+            self._spark = self._start_spark()
+
+    def prepare(self, plan: Plan) -> Prepared:
+        return Prepared(plan, self.local.prepare(plan, self._old, self._delta))
+
+    def step(self, prepared: Prepared, delta_datoms: int, work: Work) -> dict[Row, int]:
+        """The tick's set changes of one query, on the executor the tick's size calls for."""
+        spark = self._spark_for(delta_datoms >= self.auto.tick_datoms)
+        if spark is None:
+            return self.local.step(prepared.local, work)
+        return spark.step(spark.prepare(prepared.plan, self._old, self._delta), work)
+
+    def evaluate(self, prepared: Prepared, work: Work) -> dict[Row, int]:
+        """The full result over the current state (a bootstrap when a query registers)."""
+        large = self.mode == "auto" and len(self._old) >= self.auto.bootstrap_datoms
+        spark = self._spark_for(large)
+        if spark is None:
+            return self.local.evaluate(prepared.local, work)
+        return spark.evaluate(spark.prepare(prepared.plan, self._old, self._delta), work)
+
+    def applied(self, delta: Mapping[Any, int]) -> None:
+        """The shared arrangements took ``delta``; Spark's mirror follows."""
+        if self._spark is not None:
+            self._spark.applied(delta)
+
+    def restored(self) -> None:
+        if self._spark is not None:
+            self._spark.restored()
+
+    @property
+    def spark(self) -> SparkExecutor | None:
+        """The Spark executor, once started."""
+        return self._spark
+
+    def _spark_for(self, large: bool) -> SparkExecutor | None:
+        if self.mode == "local" or (self.mode == "auto" and not large):
+            self.last = "local"
+            return None
+        if self._spark is None and not self._spark_failed:
+            try:
+                self._spark = self._start_spark()
+            except WorkersError as error:
+                self._spark_failed = True
+                log.warning("executor=auto stays local: %s", error)
+        self.last = "local" if self._spark is None else "spark"
+        return self._spark
+
+    def _start_spark(self) -> SparkExecutor:
+        from workers.executors.spark import SparkExecutor, SparkSettings, spark_session
+
+        session = spark_session(self._settings or SparkSettings())
+        return SparkExecutor(session, self._old)

@@ -1,0 +1,106 @@
+"""The database as Spark sees it: a compacted base DataFrame plus the changes since.
+
+The local tries stay the source of truth (transactions are normalised against them); the
+mirror follows them so Spark jobs read the same state.  Design:
+
+- ``base``: the state at the last compaction — datom ids ``(e, a, v, w=1)``,
+  hash-partitioned by entity, cached and cut from its lineage (``localCheckpoint``);
+- ``pending``: a driver-side Z-set of every datom change applied since then.
+
+Both are sets of datoms, so ``pending`` is ``+1`` exactly on datoms the base lacks and
+``-1`` exactly on datoms it has: ``old = (base ▷ removed) ∪ added`` (an anti-join with the
+small side broadcast) is the state as a set — every weight 1, no aggregation.  Its lineage
+is the same few nodes whatever the number of ticks; :meth:`compact` folds ``pending`` into
+a new base when it grows past ``compact_datoms`` or every ``compact_ticks`` ticks (one
+pass over the state, amortised).  The base is built from the tries on first use, so an
+``auto`` engine that never needs Spark never copies its state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from workers.arrangements import MemoryArrangement
+from workers.executors.spark.frames import DATOM_COLUMNS, ValueIds, id_frame, table
+from workers.executors.spark.sql import WEIGHT, Sql
+from workers.zset import add_into
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+Datom = tuple[Any, Any, Any]
+COMPACT_TICKS = 100
+COMPACT_DATOMS = 50_000
+
+
+class SparkMirror:
+    """The Spark copy of one :class:`MemoryArrangement`, kept in step by :meth:`apply`."""
+
+    def __init__(self, session: SparkSession, ids: ValueIds, state: MemoryArrangement,
+                 compact_ticks: int = COMPACT_TICKS,
+                 compact_datoms: int = COMPACT_DATOMS) -> None:
+        self.session, self.ids, self.state = session, ids, state
+        self.compact_ticks, self.compact_datoms = compact_ticks, compact_datoms
+        self.compactions = 0
+        self._base: DataFrame | None = None
+        self._pending: dict[Datom, int] = {}
+        self._ticks = 0
+
+    def old(self, sql: Sql) -> str:
+        """The state before the current tick, as a set (every weight 1)."""
+        if self._base is None:
+            rows = self.ids.encode(dict(self.state.datoms()))
+            self._base = self._checkpoint(id_frame(self.session, rows, DATOM_COLUMNS))
+            self._pending.clear()
+        base = sql.frame(self._base)
+        if not self._pending:
+            return base
+        pending = table(sql, self.ids.encode(self._pending), DATOM_COLUMNS)
+        return patched(sql, base, pending)
+
+    def delta(self, sql: Sql, arrangement: MemoryArrangement) -> str:
+        """The tick's delta arrangement as a table."""
+        return table(sql, self.ids.encode(dict(arrangement.datoms())), DATOM_COLUMNS)
+
+    def apply(self, delta: Mapping[Datom, int]) -> None:
+        """Follow the tries: remember ``delta``; compact when the schedule says so."""
+        if self._base is None:
+            return  # the base will be read from the tries, which already hold ``delta``
+        add_into(self._pending, delta)
+        self._ticks += 1
+        if self._ticks >= self.compact_ticks or len(self._pending) >= self.compact_datoms:
+            self.compact()
+
+    def compact(self) -> None:
+        """Fold ``pending`` into a new base and cut the lineage."""
+        self._ticks = 0
+        if self._base is None or not self._pending:
+            return
+        sql = Sql(self.session)
+        previous, self._base = self._base, self._checkpoint(sql.run(self.old(sql)))
+        previous.unpersist()
+        self._pending.clear()
+        self.compactions += 1
+
+    def reset(self) -> None:
+        """Forget everything (the tries were replaced by a snapshot); rebuilt on next use."""
+        if self._base is not None:
+            self._base.unpersist()
+        self._base = None
+        self._pending.clear()
+        self._ticks = 0
+
+    def _checkpoint(self, frame: DataFrame) -> DataFrame:
+        partitions = int(self.session.conf.get("spark.sql.shuffle.partitions") or 1)
+        return frame.repartition(partitions, "e").localCheckpoint(eager=True)
+
+
+def patched(sql: Sql, state: str, delta: str) -> str:
+    """``state + delta`` for a set ``state`` and a delta that keeps it a set: drop the
+    retracted datoms (anti-join, delta side broadcast), add the asserted ones."""
+    same = " AND ".join(f"s.{c} = r.{c}" for c in DATOM_COLUMNS)
+    columns = ", ".join(f"s.{c}" for c in (*DATOM_COLUMNS, WEIGHT))
+    return sql.add(f"SELECT /*+ BROADCAST(r) */ {columns} FROM {state} s LEFT ANTI JOIN "
+                   f"(SELECT * FROM {delta} WHERE {WEIGHT} < 0) r ON {same} "
+                   f"UNION ALL SELECT * FROM {delta} WHERE {WEIGHT} > 0")

@@ -1,0 +1,99 @@
+"""One SparkSession per process: embedded ``local[*]`` by default, a cluster by config.
+
+Defaults are tuned for the small, frequent jobs of a tick (FACTS.md): no UI, loopback
+addresses, Arrow on, adaptive execution off, one shuffle partition per core.  A cluster is
+``master="spark://host:7077"``; Spark Connect is ``remote="sc://host:15002"``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from workers.errors import ErrorCode, WorkersError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+SMALL_JOB_CONF: Mapping[str, str] = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.driver.memory": "2g",
+}
+LOOPBACK_CONF: Mapping[str, str] = {
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.driver.host": "127.0.0.1",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class SparkSettings:
+    """Where Spark runs; ``conf`` entries override the defaults above."""
+
+    master: str = "local[*]"
+    remote: str | None = None
+    conf: Mapping[str, str] = field(default_factory=dict)
+
+    def cores(self) -> int:
+        """Cores of an embedded master (``local[N]``/``local[*]``); 2 for a cluster."""
+        match = re.fullmatch(r"local(?:\[(\d+|\*)(?:,\d+)?\])?", self.master)
+        if match is None:
+            return 2
+        count = match.group(1) or "1"
+        return os.cpu_count() or 1 if count == "*" else int(count)
+
+
+def spark_session(settings: SparkSettings = SparkSettings()) -> SparkSession:
+    """The process's SparkSession, started on first use; a clear error if it cannot start."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as error:
+        raise WorkersError("the Spark executor needs PySpark: pip install 'deltalog[spark]' "
+                           "(or pyspark>=4.0), or use executor=local",
+                           code=ErrorCode.SPARK) from error
+    if settings.remote is not None:
+        return _connect(SparkSession, settings)
+    _require_java()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if settings.master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = SparkSession.builder.master(settings.master).appName("deltalog")
+    partitions = str(settings.cores())
+    conf = {**SMALL_JOB_CONF, "spark.sql.shuffle.partitions": partitions,
+            "spark.default.parallelism": partitions,
+            **(LOOPBACK_CONF if settings.master.startswith("local") else {}), **settings.conf}
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    try:
+        session = builder.getOrCreate()
+    except Exception as error:
+        raise WorkersError(f"Spark did not start on master {settings.master!r}: {error}. "
+                           "Check JAVA_HOME (Java 17+) and the master URL, or use "
+                           "executor=local", code=ErrorCode.SPARK) from error
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def _connect(session_class: type[SparkSession], settings: SparkSettings) -> SparkSession:
+    try:
+        return session_class.builder.remote(settings.remote).getOrCreate()  # type: ignore[arg-type]
+    except Exception as error:
+        raise WorkersError(f"cannot reach Spark Connect at {settings.remote!r}: {error} "
+                           "(the client needs pip install 'pyspark[connect]')",
+                           code=ErrorCode.SPARK) from error
+
+
+def _require_java() -> None:
+    home = os.environ.get("JAVA_HOME")
+    if home and os.access(os.path.join(home, "bin", "java"), os.X_OK):
+        return
+    if shutil.which("java") is None:
+        raise WorkersError("Spark needs a Java runtime (17 or newer) and none was found: "
+                           "install one (e.g. apt install openjdk-17-jre-headless) or set "
+                           "JAVA_HOME, or use executor=local", code=ErrorCode.SPARK)

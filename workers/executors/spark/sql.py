@@ -1,0 +1,74 @@
+"""One Spark SQL query per step, built as named subqueries (``WITH`` CTEs).
+
+PySpark analyses every DataFrame it builds, so a plan assembled from a few hundred
+DataFrame calls spends seconds in py4j and the analyser before Spark runs anything.  The
+executor writes the same relational algebra as SQL text instead: one ``spark.sql`` call,
+one analysis.  :class:`Sql` collects the subqueries; identical bodies get one name, so a
+relation read by several terms is written (and planned) once.
+
+Spark inlines every deterministic CTE at each reference, so a subquery read twice is
+planned and run twice — and BigJoin reads each level's counted rows once per proposer,
+which doubles the plan at every level.  :meth:`Sql.materialize` runs such a subquery once
+(``localCheckpoint``) and later references read the result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+WEIGHT = "w"
+INLINE_ROWS = 2_000  # a Z-set this small travels inside the SQL text, not as a DataFrame
+
+
+class Sql:
+    """A ``WITH`` query under construction, with the DataFrames it names as ``{name}``."""
+
+    def __init__(self, session: SparkSession) -> None:
+        self.session = session
+        self.frames: dict[str, DataFrame] = {}
+        self._bodies: dict[str, str] = {}
+
+    def add(self, body: str) -> str:
+        """Name the subquery ``body`` (the same body always gets the same name)."""
+        name = self._bodies.get(body)
+        if name is None:
+            name = self._bodies[body] = f"q{len(self._bodies)}"
+        return name
+
+    def frame(self, frame: DataFrame) -> str:
+        """A subquery reading ``frame``."""
+        name = f"f{len(self.frames)}"
+        self.frames[name] = frame
+        return self.add(f"SELECT * FROM {{{name}}}")
+
+    def materialize(self, name: str) -> str:
+        """Run subquery ``name`` now; the returned subquery reads its stored result."""
+        return self.frame(self.run(name).localCheckpoint(eager=True))
+
+    def run(self, final: str) -> DataFrame:
+        """The DataFrame of subquery ``final``."""
+        frames: dict[str, Any] = self.frames
+        return self.session.sql(self.text(final), **frames)
+
+    def text(self, final: str) -> str:
+        ctes = ",\n".join(f"{name} AS ({body})" for body, name in self._bodies.items())
+        return f"WITH {ctes}\nSELECT * FROM {final}" if ctes else f"SELECT * FROM {final}"
+
+
+def values(rows: Mapping[tuple[int, ...], int], names: Sequence[str]) -> str:
+    """A Z-set of id tuples as an inline ``VALUES`` table with a weight column."""
+    columns = ", ".join([*names, WEIGHT])
+    if not rows:
+        nulls = ", ".join(f"CAST(NULL AS BIGINT) AS {name}" for name in [*names, WEIGHT])
+        return f"SELECT {nulls} WHERE false"
+    tuples = ", ".join("(" + ", ".join(f"{x}L" for x in (*row, weight)) + ")"
+                       for row, weight in rows.items())
+    return f"SELECT * FROM VALUES {tuples} AS t({columns})"
+
+
+def conjunction(conditions: Iterable[str]) -> str:
+    return " AND ".join(conditions) or "true"

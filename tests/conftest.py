@@ -8,4 +8,4 @@ settings.register_profile("ci", max_examples=150, deadline=None, derandomize=Tru
                           suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", max_examples=30, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
-pytest_plugins = ["tests.fixtures.kafka"]
+pytest_plugins = ["tests.fixtures.kafka", "tests.fixtures.spark"]

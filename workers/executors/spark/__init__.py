@@ -9,6 +9,7 @@ PySpark is imported only when one of these modules is, so the local path never p
 """
 
 from workers.executors.spark.executor import SparkExecutor
+from workers.executors.spark.jobs import JobCount, JobGroups
 from workers.executors.spark.session import SparkSettings, spark_session
 
-__all__ = ["SparkExecutor", "SparkSettings", "spark_session"]
+__all__ = ["JobCount", "JobGroups", "SparkExecutor", "SparkSettings", "spark_session"]

@@ -18,16 +18,14 @@ scans the relations the plan reads: it pays off on large ticks and bootstraps (s
 
 from __future__ import annotations
 
-import logging
-import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from itertools import count
 from typing import TYPE_CHECKING, Any
 
 from workers.arrangements import MemoryArrangement
 from workers.executors.spark.frames import ValueIds, collect_rows
+from workers.executors.spark.jobs import JobGroups
 from workers.executors.spark.join import column, project, run, seed_rows, union
 from workers.executors.spark.mirror import Datom, SparkMirror, patched
 from workers.executors.spark.relations import Relation, relation
@@ -36,13 +34,9 @@ from workers.executors.work import Work
 from workers.plan.ir import BinaryTerm, DeltaTerm, ExtenderSpec, JoinProgram, Plan, Role, Term
 
 if TYPE_CHECKING:
-    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
 Row = tuple[Any, ...]
-Progress = Callable[[str], None]
-log = logging.getLogger("deltalog.spark")
-PROGRESS_INTERVAL_S = 5.0
 # A tick's step is many tiny stages: one shuffle partition, and no whole-stage code
 # generation (compiling each stage costs more than running it on a small delta).
 STEP_CONF = {"spark.sql.shuffle.partitions": "1", "spark.sql.codegen.wholeStage": "false"}
@@ -78,13 +72,11 @@ class SparkExecutor:
     name = "spark"
 
     def __init__(self, session: SparkSession, state: MemoryArrangement,
-                 progress: Progress = log.info,
-                 progress_interval_s: float = PROGRESS_INTERVAL_S) -> None:
+                 jobs: JobGroups | None = None) -> None:
         self.session = session
         self.ids = ValueIds()
         self.mirror = SparkMirror(session, self.ids, state)
-        self.progress, self.progress_interval_s = progress, progress_interval_s
-        self._groups = count()
+        self.jobs = jobs or JobGroups(session)
 
     def prepare(self, plan: Plan, old: MemoryArrangement, delta: MemoryArrangement) -> SparkPlan:
         if old is not self.mirror.state:
@@ -92,7 +84,7 @@ class SparkExecutor:
         return SparkPlan(plan, delta)
 
     def step(self, prepared: SparkPlan, work: Work) -> dict[Row, int]:
-        with self._conf(STEP_CONF):
+        with self.jobs.action(f"step of {prepared.plan.find}"), self._conf(STEP_CONF):
             return self._step(prepared, work)
 
     def _step(self, prepared: SparkPlan, work: Work) -> dict[Row, int]:
@@ -110,14 +102,15 @@ class SparkExecutor:
         changes = sql.add(f"SELECT {columns}{change} AS {WEIGHT} FROM {derivations} d "
                           f"LEFT JOIN {before} b ON {same}")
         out = sql.add(f"SELECT * FROM {changes} WHERE {WEIGHT} != 0")
-        return self._collect(sql, out, len(find), work, f"step of {plan.find}")
+        return self._collect(sql, out, len(find), work)
 
     def evaluate(self, prepared: SparkPlan, work: Work) -> dict[Row, int]:
-        views = self._views(prepared.delta)
-        full = prepared.plan.full
-        out = run(views.sql, full, seed_rows(views.sql, full, views.relation), views.relation)
-        rows = self._collect(views.sql, out, len(full.output), work,
-                             f"evaluation of {prepared.plan.find}")
+        with self.jobs.action(f"evaluation of {prepared.plan.find}"):
+            views = self._views(prepared.delta)
+            full = prepared.plan.full
+            out = run(views.sql, full, seed_rows(views.sql, full, views.relation),
+                      views.relation)
+            rows = self._collect(views.sql, out, len(full.output), work)
         return dict.fromkeys(rows, 1)
 
     def applied(self, delta: Mapping[Datom, int]) -> None:
@@ -135,10 +128,8 @@ class SparkExecutor:
         tables = {Role.OLD: old, Role.DELTA: d, Role.NEW: patched(sql, old, d)}
         return Views(sql, tables, self.ids, {})
 
-    def _collect(self, sql: Sql, final: str, width: int, work: Work,
-                 what: str) -> dict[Row, int]:
-        with self._reporting(what):
-            rows = collect_rows(self.ids, sql.run(final), width)
+    def _collect(self, sql: Sql, final: str, width: int, work: Work) -> dict[Row, int]:
+        rows = collect_rows(self.ids, sql.run(final), width)
         work.calls += 1
         work.elements += len(rows)
         return rows
@@ -158,40 +149,6 @@ class SparkExecutor:
                     conf.unset(key)
                 else:
                     conf.set(key, previous)
-
-    @contextmanager
-    def _reporting(self, what: str) -> Iterator[None]:
-        """Run the enclosed Spark action in its own job group, reporting its progress
-        every ``progress_interval_s`` until it ends (long bootstraps say how far they are)."""
-        if type(self.session).__module__.startswith("pyspark.sql.connect"):  # no tracker
-            yield
-            return
-        context = self.session.sparkContext
-        group = f"deltalog-{next(self._groups)}"
-        context.setJobGroup(group, what)
-        done = threading.Event()
-        reporter = threading.Thread(target=self._report, args=(context, group, what, done),
-                                    daemon=True)
-        reporter.start()
-        try:
-            yield
-        finally:
-            done.set()
-            reporter.join()
-
-    def _report(self, context: SparkContext, group: str, what: str,
-                done: threading.Event) -> None:
-        tracker = context.statusTracker()
-        while not done.wait(self.progress_interval_s):
-            tasks = total = 0
-            for job in tracker.getJobIdsForGroup(group):
-                info = tracker.getJobInfo(job)
-                for stage in (info.stageIds if info else ()):
-                    stage_info = tracker.getStageInfo(stage)
-                    if stage_info is not None:
-                        tasks += stage_info.numCompletedTasks
-                        total += stage_info.numTasks
-            self.progress(f"{what}: {tasks}/{total} Spark tasks done")
 
 
 def _terms(terms: tuple[Term, ...], views: Views) -> Iterator[str]:

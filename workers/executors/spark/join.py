@@ -104,5 +104,5 @@ def _joins(rows: str, width: int, relations: Sequence[Relation], proposer: int |
         if proposer is not None and i != proposer:
             on.append(f"t{i}.{bind(0)} = t{proposer}.{bind(0)}")
         joins.append(f" JOIN {rel.name} t{i} ON {conjunction(on)}")
-    return (f"SELECT {', '.join(columns)}, {weight} AS {WEIGHT} FROM {rows} r{''.join(joins)} "
-            f"WHERE {where}")
+    select = ", ".join([*columns, f"{weight} AS {WEIGHT}"])
+    return f"SELECT {select} FROM {rows} r{''.join(joins)} WHERE {where}"

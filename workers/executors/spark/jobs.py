@@ -1,0 +1,82 @@
+"""Each executor action in its own Spark job group: progress while it runs, counts after.
+
+A bootstrap over a large database can run for minutes; :class:`JobGroups` reports how many
+of the group's tasks are done every ``interval_s`` (to the log by default), and records the
+jobs and stages each action took (:class:`JobCount`) — what the lineage test compares and
+what metrics export.  Spark Connect has no status tracker: there, actions run unreported.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from itertools import count
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark import SparkContext, StatusTracker
+    from pyspark.sql import SparkSession
+
+Progress = Callable[[str], None]
+log = logging.getLogger("deltalog.spark")
+PROGRESS_INTERVAL_S = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class JobCount:
+    jobs: int = 0
+    stages: int = 0
+
+
+class JobGroups:
+    """Runs actions in numbered job groups of one session."""
+
+    def __init__(self, session: SparkSession, progress: Progress = log.info,
+                 interval_s: float = PROGRESS_INTERVAL_S) -> None:
+        connect = type(session).__module__.startswith("pyspark.sql.connect")
+        self._context: SparkContext | None = None if connect else session.sparkContext
+        self.progress, self.interval_s = progress, interval_s
+        self.last = JobCount()
+        self._numbers = count()
+
+    @contextmanager
+    def action(self, what: str) -> Iterator[None]:
+        """Run the enclosed Spark work as one group; report it while it runs."""
+        if self._context is None:
+            yield
+            return
+        group = f"deltalog-{next(self._numbers)}"
+        self._context.setJobGroup(group, what)
+        tracker = self._context.statusTracker()
+        done = threading.Event()
+        reporter = threading.Thread(target=self._report, args=(tracker, group, what, done),
+                                    daemon=True)
+        reporter.start()
+        try:
+            yield
+        finally:
+            done.set()
+            reporter.join()
+            self.last = _count(tracker, group)
+
+    def _report(self, tracker: StatusTracker, group: str, what: str,
+                done: threading.Event) -> None:
+        while not done.wait(self.interval_s):
+            finished = total = 0
+            for job in tracker.getJobIdsForGroup(group):
+                info = tracker.getJobInfo(job)
+                for stage in info.stageIds if info else ():
+                    stage_info = tracker.getStageInfo(stage)
+                    if stage_info is not None:
+                        finished += stage_info.numCompletedTasks
+                        total += stage_info.numTasks
+            self.progress(f"{what}: {finished}/{total} Spark tasks done")
+
+
+def _count(tracker: StatusTracker, group: str) -> JobCount:
+    jobs = tracker.getJobIdsForGroup(group)
+    infos = [tracker.getJobInfo(job) for job in jobs]
+    return JobCount(len(jobs), sum(len(info.stageIds) for info in infos if info))

@@ -37,9 +37,11 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 Row = tuple[Any, ...]
-# A tick's step is many tiny stages: one shuffle partition, and no whole-stage code
-# generation (compiling each stage costs more than running it on a small delta).
-STEP_CONF = {"spark.sql.shuffle.partitions": "1", "spark.sql.codegen.wholeStage": "false"}
+# A tick's step is many tiny stages: one shuffle partition, no whole-stage code generation
+# (compiling a stage costs more than running it on a small delta) and no adaptive execution
+# (it submits every stage as a job of its own).  Measured in docs/spark.md.
+STEP_CONF = {"spark.sql.shuffle.partitions": "1", "spark.sql.codegen.wholeStage": "false",
+             "spark.sql.adaptive.enabled": "false"}
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,55 @@
+"""Executor choice and honest failures: an engine asked for Spark that cannot start it says
+why and how to fix it; only ``auto`` may stay local, and it says so in the log."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from workers.engine import Engine
+from workers.errors import ErrorCode, WorkersError
+from workers.executors.dispatch import AutoPolicy
+from workers.executors.spark import SparkSettings
+
+
+@pytest.fixture
+def no_java(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", "/nonexistent")
+
+
+def test_unknown_executor_is_refused_with_the_choices() -> None:
+    with pytest.raises(WorkersError, match="unknown executor 'gpu'; one of local, spark, auto"):
+        Engine(executor="gpu")
+
+
+@pytest.mark.usefixtures("no_java")
+def test_spark_without_java_fails_at_start_and_says_how_to_fix_it() -> None:
+    with pytest.raises(WorkersError, match=r"Java runtime \(17 or newer\).*JAVA_HOME") as error:
+        Engine(executor="spark")
+    assert error.value.code is ErrorCode.SPARK
+
+
+@pytest.mark.usefixtures("no_java")
+def test_auto_without_java_stays_local_and_logs_why(caplog: pytest.LogCaptureFixture) -> None:
+    engine = Engine(executor="auto", auto=AutoPolicy(tick_datoms=1, bootstrap_datoms=1))
+    engine.register("q", "[:find ?a :where [?a :g/to ?b]]")
+    with caplog.at_level(logging.WARNING, "deltalog.dispatch"):
+        assert engine.transact("[[:db/add 1 :g/to 2]]") == {"q": {(1,): 1}}
+        engine.transact("[[:db/add 2 :g/to 3]]")
+    assert engine.dispatch.last == "local"
+    warnings = [r.getMessage() for r in caplog.records]
+    assert len(warnings) == 1 and "executor=auto stays local" in warnings[0]
+
+
+def test_local_engine_never_starts_spark() -> None:
+    engine = Engine(executor="local")
+    engine.transact("[[:db/add 1 :g/to 2]]")
+    assert engine.dispatch.spark is None
+
+
+@pytest.mark.parametrize(("master", "cores"), [("local", 1), ("local[3]", 3), ("local[2,4]", 2),
+                                                ("spark://host:7077", 2)])
+def test_cores_of_a_master(master: str, cores: int) -> None:
+    assert SparkSettings(master=master).cores() == cores

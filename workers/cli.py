@@ -21,6 +21,7 @@ from workers.config import WorkerConfig, from_env
 from workers.edn import dumps, read, read_all
 from workers.engine import Engine
 from workers.errors import WorkersError
+from workers.executors.dispatch import EXECUTORS
 from workers.plan import STRATEGIES
 
 Handler = Callable[[argparse.Namespace], int]
@@ -58,6 +59,10 @@ def _parser() -> argparse.ArgumentParser:
     _kafka_options(worker)
     worker.add_argument("--worker-id")
     worker.add_argument("--strategy", choices=STRATEGIES)
+    worker.add_argument("--executor", choices=EXECUTORS,
+                        help="where plans run: local (default), spark, or auto (large ticks "
+                             "and bootstraps on Spark)")
+    worker.add_argument("--spark-master", help="e.g. local[*] (default) or spark://host:7077")
     worker.add_argument("--tick-tx", type=int, help="transactions per tick at most")
     worker.add_argument("--tick-ms", type=float, help="longest wait for a tick to fill (ms)")
     worker.add_argument("--snapshot-dir", type=Path)
@@ -130,6 +135,7 @@ def _worker(args: argparse.Namespace) -> int:
     from workers.runtime.worker import Worker
 
     config = _config(args, worker_id=args.worker_id, strategy=args.strategy,
+                     executor=args.executor, spark_master=args.spark_master,
                      tick_max_tx=args.tick_tx, snapshot_dir=args.snapshot_dir,
                      snapshot_interval_s=args.snapshot_interval, metrics_port=args.metrics_port,
                      tick_max_wait_s=None if args.tick_ms is None else args.tick_ms / 1000)

@@ -1,5 +1,9 @@
 """Worker settings: one frozen object, from ``DELTALOG_*`` environment variables and flags.
 
+The executor settings (``executor``, ``spark_*``) say where plans run: ``local`` (default),
+``spark`` or ``auto``; ``spark_conf`` is ``key=value`` pairs separated by commas, passed to
+Spark as they are (``DELTALOG_SPARK_CONF=spark.driver.memory=4g,spark.executor.cores=2``).
+
 Kafka client settings pass through unchanged (librdkafka names) from ``kafka_extra`` and from
 ``DELTALOG_KAFKA__<KEY>`` variables (``DELTALOG_KAFKA__SECURITY_PROTOCOL=SASL_SSL`` →
 ``security.protocol``), so TLS and SASL work as in any confluent-kafka client.
@@ -13,6 +17,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
+
+from workers.errors import ErrorCode, WorkersError
+from workers.executors.dispatch import SPARK_BOOTSTRAP_DATOMS, SPARK_TICK_DATOMS, AutoPolicy
+from workers.executors.spark.session import SparkSettings
 
 ENV_PREFIX = "DELTALOG_"
 KAFKA_ENV_PREFIX = "DELTALOG_KAFKA__"
@@ -31,7 +39,25 @@ class WorkerConfig:
     snapshot_interval_s: float = 60.0
     registry_url: str | None = None
     metrics_port: int | None = None
+    executor: str = "local"  # local | spark | auto (workers.executors.dispatch)
+    spark_master: str = "local[*]"
+    spark_remote: str | None = None  # a Spark Connect URL (sc://host:15002) instead of a master
+    spark_conf: str = ""
+    spark_tick_datoms: int = SPARK_TICK_DATOMS  # auto: ticks this large run on Spark
+    spark_bootstrap_datoms: int = SPARK_BOOTSTRAP_DATOMS  # auto: bootstraps on a db this large
     kafka_extra: Mapping[str, str] = field(default_factory=dict)
+
+    def spark(self) -> SparkSettings:
+        """Where Spark runs, for ``executor`` spark or auto."""
+        try:
+            conf = dict(pair.split("=", 1) for pair in self.spark_conf.split(",") if pair)
+        except ValueError:
+            raise WorkersError(f"spark_conf must be key=value pairs separated by commas, not "
+                               f"{self.spark_conf!r}", code=ErrorCode.CONFIG) from None
+        return SparkSettings(self.spark_master, self.spark_remote, conf)
+
+    def auto(self) -> AutoPolicy:
+        return AutoPolicy(self.spark_tick_datoms, self.spark_bootstrap_datoms)
 
     def kafka(self, **overrides: Any) -> dict[str, Any]:
         """librdkafka settings for a client of this worker."""

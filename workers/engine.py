@@ -5,9 +5,11 @@ engine = Engine(strategy="delta")
 engine.register("tri", '{:find [?a ?b ?c] :where [...]}')   # -> current result {row: 1}
 engine.transact('[[:db/add 1 :g/to 2]]')                    # -> {name: {row: ±1}}
 ```
-One tick per transaction, in numbered steps:
+One tick per transaction (``transact``) or per batch of them (``transact_many``), in
+numbered steps:
 
-1. parse the ops and normalise them against the current state → effective delta;
+1. parse the ops and normalise them against the current state → effective delta (in a
+   batch, against the state plus the transactions before; the deltas are summed);
 2. arrange the delta (the tick's small EAV/AEV/AVE/VAE tries);
 3. route it to the queries whose patterns can match its attributes;
 4. step each of them (old state + delta → set changes) — all read the same ``old``;
@@ -16,18 +18,25 @@ One tick per transaction, in numbered steps:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from workers import edn
-from workers.arrangements import ArrangementRegistry, IndexOrder, MemoryArrangement, Trie
+from workers.arrangements import (
+    ArrangementRegistry,
+    IndexOrder,
+    MemoryArrangement,
+    PendingReader,
+    Trie,
+)
 from workers.datalog import compile_query
 from workers.db import BUILTIN_SCHEMA, Schema, normalise, parse_tx
-from workers.errors import ErrorCode, UnknownQueryError, WorkersError
+from workers.errors import ErrorCode, TransactionError, UnknownQueryError, WorkersError
 from workers.executors import Work
 from workers.executors.dispatch import DEFAULT_AUTO, AutoPolicy, Dispatch, Prepared
 from workers.plan import STRATEGIES, Plan, explain, plan_query
+from workers.zset import add_into
 
 if TYPE_CHECKING:
     from workers.executors.spark import SparkSettings
@@ -43,6 +52,14 @@ class EngineState:
     tries: Mapping[IndexOrder, Trie]
     schema: Schema
     tx: int
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """A transaction of a batch that was refused, and why."""
+
+    tx_id: int
+    error: TransactionError
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,8 +103,35 @@ class Engine:
         forms = edn.read(tx) if isinstance(tx, str) else tx
         # Step 1: normalise against the current state.
         normalised = normalise(parse_tx(forms), self.db, self.schema)
-        delta = normalised.delta
         self.schema = normalised.schema
+        return self._tick(normalised.delta)
+
+    def transact_many(self, txs: Iterable[tuple[Any, int]]) -> tuple[Changes, list[Refusal]]:
+        """Apply ``(forms, tx_id)`` transactions as one tick; return the consolidated changes
+        and the refused transactions (which changed nothing).
+
+        Step 1 normalises each transaction against the state plus the ones before it in the
+        tick (a :class:`PendingReader`); the queries then step once with the summed delta —
+        one Spark job for a whole catch-up batch instead of one per transaction.
+        """
+        pending = MemoryArrangement()
+        reader = PendingReader(self.db.state, pending)
+        total: dict[Any, int] = {}
+        refused: list[Refusal] = []
+        for forms, tx_id in txs:
+            self.tx = tx_id
+            try:
+                normalised = normalise(parse_tx(forms), reader, self.schema)
+            except TransactionError as error:
+                refused.append(Refusal(tx_id, error))
+                continue
+            self.schema = normalised.schema
+            pending.update(normalised.delta)
+            add_into(total, normalised.delta)
+        return self._tick(total), refused
+
+    def _tick(self, delta: dict[Any, int]) -> Changes:
+        """Steps 2-5 of a tick whose effective delta is ``delta``."""
         if not delta:
             return {}
         # Step 2: arrange the tick's delta.

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from workers.config import WorkerConfig, from_env
+from workers.errors import WorkersError
 
 
 def test_defaults() -> None:
@@ -38,6 +39,9 @@ ENV_CASES = [
     ("DELTALOG_TICK_MAX_WAIT_S", "0.5", "tick_max_wait_s", 0.5),
     ("DELTALOG_SNAPSHOT_INTERVAL_S", "2", "snapshot_interval_s", 2.0),
     ("DELTALOG_REGISTRY_URL", "http://registry:8081", "registry_url", "http://registry:8081"),
+    ("DELTALOG_EXECUTOR", "auto", "executor", "auto"),
+    ("DELTALOG_SPARK_MASTER", "spark://m:7077", "spark_master", "spark://m:7077"),
+    ("DELTALOG_SPARK_TICK_DATOMS", "500", "spark_tick_datoms", 500),
 ]
 
 
@@ -95,3 +99,18 @@ def test_config_is_frozen() -> None:
     config = from_env({})
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.tick_max_tx = 5  # type: ignore[misc]
+
+
+def test_spark_settings_from_env() -> None:
+    config = from_env({"DELTALOG_SPARK_MASTER": "spark://m:7077",
+                       "DELTALOG_SPARK_CONF": "spark.driver.memory=4g,spark.sql.x=a=b",
+                       "DELTALOG_SPARK_BOOTSTRAP_DATOMS": "10"})
+    settings = config.spark()
+    assert settings.master == "spark://m:7077" and settings.remote is None
+    assert settings.conf == {"spark.driver.memory": "4g", "spark.sql.x": "a=b"}
+    assert config.auto().bootstrap_datoms == 10
+
+
+def test_malformed_spark_conf_names_the_setting() -> None:
+    with pytest.raises(WorkersError, match="spark_conf must be key=value pairs"):
+        from_env({"DELTALOG_SPARK_CONF": "spark.driver.memory"}).spark()

@@ -6,6 +6,7 @@ way (a small :class:`MemoryArrangement`); the ``new`` state is the two read toge
 
 from workers.arrangements.keys import INDEX_ORDERS, IndexOrder
 from workers.arrangements.memory import Datom, MemoryArrangement, Trie
+from workers.arrangements.pending import PendingReader
 from workers.arrangements.registry import ArrangementRegistry
 
 __all__ = [
@@ -14,5 +15,6 @@ __all__ = [
     "Datom",
     "IndexOrder",
     "MemoryArrangement",
+    "PendingReader",
     "Trie",
 ]

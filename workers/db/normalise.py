@@ -11,15 +11,28 @@ transaction (Datomic's datoms-conflict), as does a value of the wrong declared t
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-from workers.arrangements import ArrangementRegistry
 from workers.db.schema import SCHEMA_ATTRIBUTES, Schema
 from workers.db.tx import Datom, TxOps
 from workers.db.values import VALUE_TYPES, type_name
 from workers.edn import dumps
 from workers.errors import ErrorCode, TransactionError
+
+
+class DatabaseReader(Protocol):
+    """The reads normalisation makes: the shared state, or the state plus a tick's
+    pending delta (:class:`~workers.arrangements.PendingReader`)."""
+
+    def has(self, datom: Datom) -> bool: ...
+
+    def values(self, e: Any, a: Any) -> Iterator[Any]: ...
+
+    def entity_datoms(self, e: Any) -> Iterator[Datom]: ...
+
+    def referrers(self, v: Any, a: Any) -> Iterator[Datom]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +43,7 @@ class Normalised:
     schema: Schema
 
 
-def normalise(ops: TxOps, db: ArrangementRegistry, schema: Schema) -> Normalised:
+def normalise(ops: TxOps, db: DatabaseReader, schema: Schema) -> Normalised:
     """Turn one transaction's ops into its effective delta against ``db``."""
     retracts = set(ops.retracts)
     for e, a in ops.retract_attributes:
@@ -69,7 +82,7 @@ def _check_types(adds: set[Datom], schema: Schema) -> None:
                 code=ErrorCode.TX_TYPE, form=datom)
 
 
-def _cardinality_one_retractions(adds: set[Datom], db: ArrangementRegistry,
+def _cardinality_one_retractions(adds: set[Datom], db: DatabaseReader,
                                  schema: Schema) -> set[Datom]:
     """The old values replaced by cardinality-one assertions; two new values conflict."""
     chosen: dict[tuple[Any, Any], Datom] = {}

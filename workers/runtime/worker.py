@@ -14,8 +14,9 @@ One tick:
 
 1. apply the registrations that arrived (new queries bootstrap, removed ones go);
 2. poll a batch of transactions (bounded by count, bytes and wait);
-3. decode and apply each in order, summing each query's changes; refused or undecodable
-   records become dead letters;
+3. decode them and apply them as one engine tick (each normalised after the ones before it,
+   the queries stepped once with the summed delta); refused or undecodable records become
+   dead letters;
 4. in one Kafka transaction: snapshot rows, change rows, dead letters, and the progress of
    every live query (``tx_last``) — and of each registration refused in this tick, so a
    restart does not dead-letter it again; commit;
@@ -30,6 +31,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,7 +40,7 @@ from confluent_kafka.admin import AdminClient
 from workers import metrics
 from workers.config import WorkerConfig
 from workers.engine import Engine
-from workers.errors import TransactionError, WorkersError
+from workers.errors import WorkersError
 from workers.kafka.avro import AvroCodec, DecodeError, registry_for
 from workers.kafka.compacted import CompactedReader, KeyedRecord, latest
 from workers.kafka.messages import Row, transaction_from_avro
@@ -70,7 +72,8 @@ class Worker:
     def __init__(self, config: WorkerConfig) -> None:
         self.config = config
         self.topics = Topics(config.topic_prefix)
-        self.engine = Engine(strategy=config.strategy)
+        self.engine = Engine(strategy=config.strategy, executor=config.executor,
+                             spark=config.spark(), auto=config.auto())
         self.snapshots = SnapshotStore(config.snapshot_dir)
         registry = registry_for(config.registry_url)
         self._tx_codec = AvroCodec("transaction", registry)
@@ -97,8 +100,9 @@ class Worker:
             resumed = progress.get(record.key, {}).get("registration") == record.offset
             self._register(record, resume=resumed)
         metrics.LAST_TX.set(self.committed)
-        log.info("worker %s started at tx %d with %d queries", self.config.worker_id,
-                 self.committed, len(self._registrations))
+        log.info("worker %s started at tx %d with %d queries (strategy %s, executor %s)",
+                 self.config.worker_id, self.committed, len(self._registrations),
+                 self.config.strategy, self.config.executor)
 
     def _read_progress(self) -> dict[str, dict[str, Any]]:
         codec = AvroCodec("progress")
@@ -119,9 +123,9 @@ class Worker:
         position = start - 1
         while position < committed:
             batch = self._source.next_batch(REPLAY_BATCH, 1 << 30, 1.0, until=committed)
-            for record in batch:
-                self._apply(record, None)
-                position = record.offset
+            self._apply(batch, None)
+            if batch:
+                position = batch[-1].offset
         self.engine.tx = committed
 
     # -- ticks ---------------------------------------------------------------------------
@@ -144,8 +148,7 @@ class Worker:
         config = self.config
         batch = self._source.next_batch(config.tick_max_tx, config.tick_max_bytes,  # Step 2
                                         config.tick_max_wait_s)
-        for record in batch:  # Step 3
-            self._apply(record, output)
+        self._apply(batch, output)  # Step 3
         if not batch and not output.snapshots and not output.dead_letters:
             return False
         tx_last = batch[-1].offset if batch else self.committed
@@ -157,22 +160,31 @@ class Worker:
         self._maybe_snapshot()  # Step 5
         return True
 
-    def _apply(self, record: TxRecord, output: TickOutput | None) -> None:
-        """Apply one transaction; ``output`` None while replaying (nothing is emitted)."""
-        try:
-            forms = transaction_from_avro(self._tx_codec.decode(record.value))
-            changes = self.engine.transact(forms, tx_id=record.offset)
-        except (DecodeError, TransactionError) as err:
-            self.engine.tx = record.offset
-            if output is not None:
-                metrics.TX_REFUSED.labels(err.code.value).inc()
-                output.dead_letters.append((self.topics.tx, record.offset, err.code.value,
-                                            str(err), record.value))
+    def _apply(self, batch: Sequence[TxRecord], output: TickOutput | None) -> None:
+        """Apply a batch of transactions as one tick; ``output`` None while replaying
+        (nothing is emitted).  Undecodable and refused ones become dead letters."""
+        decoded: list[tuple[Any, int]] = []
+        refused: list[tuple[TxRecord, WorkersError]] = []
+        for record in batch:
+            try:
+                decoded.append((transaction_from_avro(self._tx_codec.decode(record.value)),
+                                record.offset))
+            except DecodeError as error:
+                refused.append((record, error))
+        changes, refusals = self.engine.transact_many(decoded)
+        if batch:
+            self.engine.tx = batch[-1].offset
+        if output is None:
             return
-        if output is not None:
-            metrics.TX_CONSUMED.inc()
-            for query, rows in changes.items():
-                add_into(output.changes.setdefault(query, {}), rows)
+        by_offset = {record.offset: record for record in batch}
+        refused += [(by_offset[refusal.tx_id], refusal.error) for refusal in refusals]
+        metrics.TX_CONSUMED.inc(len(batch) - len(refused))
+        for record, err in sorted(refused, key=lambda pair: pair[0].offset):
+            metrics.TX_REFUSED.labels(err.code.value).inc()
+            output.dead_letters.append((self.topics.tx, record.offset, err.code.value, str(err),
+                                        record.value))
+        for query, rows in changes.items():
+            add_into(output.changes.setdefault(query, {}), rows)
 
     def _commit(self, output: TickOutput, tx_first: int, tx_last: int) -> None:
         sink = self._sink

@@ -1,11 +1,15 @@
 """The Spark executor: the same plans on PySpark DataFrames.
 
-``session`` starts (or reaches) Spark; ``frames`` turns values into ids and Z-sets into
-DataFrames and back; ``mirror`` keeps the database as a DataFrame next to the local tries;
-``relations`` reads one pattern through one extender spec; ``join`` runs a JoinProgram the
-BigJoin way; ``executor`` sums a strategy's terms and applies ``distinct``.
+- ``session``: starts (or reaches) Spark, with a clear error when it cannot;
+- ``frames``: values as ids, Z-sets as inline tables or DataFrames, results back;
+- ``mirror``: the database as a compacted DataFrame next to the local tries;
+- ``sql``: one Spark SQL query per step, as named subqueries;
+- ``relations``: one pattern read through one extender spec;
+- ``join``: a JoinProgram the BigJoin way (count, choose, propose, intersect);
+- ``jobs``: job groups — progress of long actions, jobs and stages per action;
+- ``executor``: a strategy's terms and ``distinct``, one query per step.
 
-PySpark is imported only when one of these modules is, so the local path never pays for it.
+The local engine imports none of this until an engine asks for Spark (``dispatch``).
 """
 
 from workers.executors.spark.executor import SparkExecutor

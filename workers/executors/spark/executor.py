@@ -1,15 +1,16 @@
-"""SparkExecutor: a strategy's terms and ``distinct`` as one DataFrame, one action per step.
+"""SparkExecutor: a strategy's terms and ``distinct`` as one Spark SQL query per step.
 
 Per step (DESIGN §3, the same algebra as the local executor):
 
-1. views: ``old = mirror.old()``, ``Δ`` = the tick's delta frame, ``new = old ∪ Δ``;
+1. views: ``old = mirror.old()``, ``Δ`` = the tick's delta, ``new`` = ``old`` patched by ``Δ``;
 2. derivation change ``D``: the union of the strategy's terms (``delta``: one GenericJoin
    per ΔR_i; ``binary``: left-deep chains; ``recursive``: each stage extends the running
    change), consolidated;
 3. ``distinct``: ``before`` = each changed row's derivation count in ``old`` (the support
    program seeded by the rows of ``D``); the set change is
    ``[before + d > 0] - [before > 0]`` — a join and a column expression, not a UDF;
-4. one ``toArrow`` collects the rows, decoded from ids on the driver.
+4. one ``toArrow`` collects the rows, decoded from ids on the driver; the rows BigJoin
+   materialised on the way are released.
 
 Spark has no index to look a prefix up in, so unlike the local executor its work per step
 scans the relations the plan reads: it pays off on large ticks and bootstraps (see
@@ -131,7 +132,10 @@ class SparkExecutor:
         return Views(sql, tables, self.ids, {})
 
     def _collect(self, sql: Sql, final: str, width: int, work: Work) -> dict[Row, int]:
-        rows = collect_rows(self.ids, sql.run(final), width)
+        try:
+            rows = collect_rows(self.ids, sql.run(final), width)
+        finally:
+            sql.release()
         work.calls += 1
         work.elements += len(rows)
         return rows

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from workers.arrangements import MemoryArrangement
 from workers.executors.spark.frames import DATOM_COLUMNS, ValueIds, id_frame, table
-from workers.executors.spark.sql import WEIGHT, Sql
+from workers.executors.spark.sql import WEIGHT, Sql, free
 from workers.zset import add_into
 
 if TYPE_CHECKING:
@@ -79,14 +79,14 @@ class SparkMirror:
             return
         sql = Sql(self.session)
         previous, self._base = self._base, self._checkpoint(sql.run(self.old(sql)))
-        previous.unpersist()
+        free(previous)
         self._pending.clear()
         self.compactions += 1
 
     def reset(self) -> None:
         """Forget everything (the tries were replaced by a snapshot); rebuilt on next use."""
         if self._base is not None:
-            self._base.unpersist()
+            free(self._base)
         self._base = None
         self._pending.clear()
         self._ticks = 0

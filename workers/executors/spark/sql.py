@@ -31,6 +31,7 @@ class Sql:
         self.session = session
         self.frames: dict[str, DataFrame] = {}
         self._bodies: dict[str, str] = {}
+        self._materialized: list[DataFrame] = []
 
     def add(self, body: str) -> str:
         """Name the subquery ``body`` (the same body always gets the same name)."""
@@ -46,8 +47,17 @@ class Sql:
         return self.add(f"SELECT * FROM {{{name}}}")
 
     def materialize(self, name: str) -> str:
-        """Run subquery ``name`` now; the returned subquery reads its stored result."""
-        return self.frame(self.run(name).localCheckpoint(eager=True))
+        """Run subquery ``name`` now; the returned subquery reads its stored result
+        (kept until :meth:`release`)."""
+        stored = self.run(name).localCheckpoint(eager=True)
+        self._materialized.append(stored)
+        return self.frame(stored)
+
+    def release(self) -> None:
+        """Drop the stored results once the query that reads them has run."""
+        for stored in self._materialized:
+            free(stored)
+        self._materialized.clear()
 
     def run(self, final: str) -> DataFrame:
         """The DataFrame of subquery ``final``."""
@@ -57,6 +67,16 @@ class Sql:
     def text(self, final: str) -> str:
         ctes = ",\n".join(f"{name} AS ({body})" for body, name in self._bodies.items())
         return f"WITH {ctes}\nSELECT * FROM {final}" if ctes else f"SELECT * FROM {final}"
+
+
+def free(stored: DataFrame) -> None:
+    """Drop the blocks of a ``localCheckpoint``ed frame now: ``unpersist`` does not touch them
+    and Spark's cleaner would only after a JVM garbage collection (Spark Connect: best effort)."""
+    jdf = getattr(stored, "_jdf", None)
+    if jdf is None:
+        stored.unpersist()
+        return
+    jdf.queryExecution().analyzed().rdd().unpersist(True)
 
 
 def values(rows: Mapping[tuple[int, ...], int], names: Sequence[str]) -> str:

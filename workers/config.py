@@ -16,11 +16,13 @@ import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workers.errors import ErrorCode, WorkersError
 from workers.executors.dispatch import SPARK_BOOTSTRAP_DATOMS, SPARK_TICK_DATOMS, AutoPolicy
-from workers.executors.spark.session import SparkSettings
+
+if TYPE_CHECKING:
+    from workers.executors.spark.session import SparkSettings
 
 ENV_PREFIX = "DELTALOG_"
 KAFKA_ENV_PREFIX = "DELTALOG_KAFKA__"
@@ -49,6 +51,8 @@ class WorkerConfig:
 
     def spark(self) -> SparkSettings:
         """Where Spark runs, for ``executor`` spark or auto."""
+        from workers.executors.spark.session import SparkSettings  # PySpark only when asked
+
         try:
             conf = dict(pair.split("=", 1) for pair in self.spark_conf.split(",") if pair)
         except ValueError:

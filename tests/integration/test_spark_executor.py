@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 
 import pytest
 
@@ -105,3 +107,27 @@ def test_steps_release_what_they_materialise(spark_settings: SparkSettings) -> N
         engine.transact([[keyword("db/add"), tick, TO, 20 + tick]])
         stored.append(len(context.getRDDStorageInfo()))
     assert stored[-1] == stored[0]
+
+
+CONNECT_SCRIPT = """
+import os
+from workers.engine import Engine
+from workers.executors.spark import SparkSettings
+engine = Engine(executor="spark", spark=SparkSettings(remote="local"))
+assert type(engine.dispatch.spark.session).__module__.startswith("pyspark.sql.connect")
+engine.transact("[[:db/add 1 :g/to 2] [:db/add 2 :g/to 3]]")
+assert engine.register("tri", "TRIANGLE") == {}
+assert engine.transact("[[:db/add 1 :g/to 3]]") == {"tri": {(1, 2, 3): 1}}
+assert engine.transact("[[:db/retract 2 :g/to 3]]") == {"tri": {(1, 2, 3): -1}}
+print("connect ok", flush=True)
+engine.dispatch.spark.session.stop()
+os._exit(0)  # the in-process Connect server's threads would keep the interpreter alive
+""".replace("TRIANGLE", TRIANGLE)
+
+
+def test_the_same_plans_run_through_spark_connect() -> None:
+    """``remote="local"`` starts a Spark Connect server in a fresh process: the client path
+    (no SparkContext, no status tracker) gives the same changes."""
+    done = subprocess.run([sys.executable, "-c", CONNECT_SCRIPT], capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0 and "connect ok" in done.stdout, done.stderr[-3000:]

@@ -81,11 +81,17 @@ def spark_session(settings: SparkSettings = SparkSettings()) -> SparkSession:
 
 
 def _connect(session_class: type[SparkSession], settings: SparkSettings) -> SparkSession:
+    """A Spark Connect session; the server owns its static settings, the session's runtime
+    ones (shuffle partitions, ``conf``) are set here."""
     try:
-        return session_class.builder.remote(settings.remote).getOrCreate()  # type: ignore[arg-type]
+        session = session_class.builder.remote(settings.remote).getOrCreate()  # type: ignore[arg-type]
+        for key, value in {"spark.sql.shuffle.partitions": str(settings.cores()),
+                           **settings.conf}.items():
+            session.conf.set(key, value)
+        return session
     except Exception as error:
         raise WorkersError(f"cannot reach Spark Connect at {settings.remote!r}: {error} "
-                           "(the client needs pip install 'pyspark[connect]')",
+                           "(is the server up, and the URL sc://host:port?)",
                            code=ErrorCode.SPARK) from error
 
 

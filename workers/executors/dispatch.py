@@ -6,16 +6,17 @@
 - ``auto``: ticks of at least ``tick_datoms`` datoms (replay, catch-up, bulk loads) and
   evaluations over at least ``bootstrap_datoms`` datoms (a new query's bootstrap) go to
   Spark, the rest run locally.  Spark starts on first need; if it cannot, the engine says so
-  in the log once and stays local.  The thresholds come from ``bench/crossover.py`` and
+  in the log once and stays local; a Spark job that fails is logged and its step redone
+  locally.  The thresholds come from ``bench/crossover.py`` and
   ``bench/bootstrap.py`` (``docs/spark.md``).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from workers.arrangements import MemoryArrangement
 from workers.errors import ErrorCode, WorkersError
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from workers.executors.spark import SparkExecutor, SparkSettings
 
 Row = tuple[Any, ...]
+T = TypeVar("T")
 EXECUTORS = ("local", "spark", "auto")
 # Measured on 2 cores (docs/spark.md): Spark never beat the local executor, per tick up to
 # 100,000 edges (4.8x slower there, the gap shrinking ~3.5x per decade) nor per bootstrap up
@@ -79,22 +81,30 @@ class Dispatch:
     def step(self, prepared: Prepared, delta_datoms: int, work: Work) -> dict[Row, int]:
         """The tick's set changes of one query, on the executor the tick's size calls for."""
         spark = self._spark_for(delta_datoms >= self.auto.tick_datoms)
-        if spark is None:
-            return self.local.step(prepared.local, work)
-        return spark.step(spark.prepare(prepared.plan, self._old, self._delta), work)
+        if spark is not None:
+            rows = self._on_spark(
+                lambda: spark.step(spark.prepare(prepared.plan, self._old, self._delta), work))
+            if rows is not None:
+                return rows
+        return self.local.step(prepared.local, work)
 
     def evaluate(self, prepared: Prepared, work: Work) -> dict[Row, int]:
         """The full result over the current state (a bootstrap when a query registers)."""
         large = self.mode == "auto" and len(self._old) >= self.auto.bootstrap_datoms
         spark = self._spark_for(large)
-        if spark is None:
-            return self.local.evaluate(prepared.local, work)
-        return spark.evaluate(spark.prepare(prepared.plan, self._old, self._delta), work)
+        if spark is not None:
+            rows = self._on_spark(
+                lambda: spark.evaluate(spark.prepare(prepared.plan, self._old, self._delta),
+                                       work))
+            if rows is not None:
+                return rows
+        return self.local.evaluate(prepared.local, work)
 
     def applied(self, delta: Mapping[Any, int]) -> None:
         """The shared arrangements took ``delta``; Spark's mirror follows."""
-        if self._spark is not None:
-            self._spark.applied(delta)
+        spark = self._spark
+        if spark is not None:
+            self._on_spark(lambda: spark.applied(delta))
 
     def restored(self) -> None:
         if self._spark is not None:
@@ -104,6 +114,21 @@ class Dispatch:
     def spark(self) -> SparkExecutor | None:
         """The Spark executor, once started."""
         return self._spark
+
+    def _on_spark(self, action: Callable[[], T]) -> T | None:
+        """Run ``action`` on Spark.  Under ``spark`` a failure propagates; under ``auto`` it is
+        logged, the mirror is dropped (rebuilt from the tries on next use) and None says
+        "do it locally" — safe because executors only read the arrangements.  Spark fails
+        with many exception types (Py4J, PySpark, Arrow), hence the broad catch."""
+        try:
+            return action()
+        except Exception as error:
+            if self.mode != "auto" or self._spark is None:
+                raise
+            log.warning("executor=auto: Spark failed, this step runs locally: %s", error)
+            self._spark.restored()
+            self.last = "local"
+            return None
 
     def _spark_for(self, large: bool) -> SparkExecutor | None:
         if self.mode == "local" or (self.mode == "auto" and not large):

@@ -9,7 +9,7 @@ import pytest
 
 from workers.engine import Engine
 from workers.errors import ErrorCode, WorkersError
-from workers.executors.dispatch import AutoPolicy
+from workers.executors.dispatch import AutoPolicy, Dispatch
 from workers.executors.spark import SparkSettings
 
 
@@ -53,3 +53,48 @@ def test_local_engine_never_starts_spark() -> None:
                                                 ("spark://host:7077", 2)])
 def test_cores_of_a_master(master: str, cores: int) -> None:
     assert SparkSettings(master=master).cores() == cores
+
+
+class FailingSpark:
+    """A Spark executor whose jobs all fail (a lost cluster, an out-of-memory executor)."""
+
+    def __init__(self) -> None:
+        self.restored_count = 0
+
+    def prepare(self, plan: object, old: object, delta: object) -> object:
+        return plan
+
+    def step(self, prepared: object, work: object) -> dict[object, int]:
+        raise RuntimeError("Py4JJavaError: Job aborted")
+
+    evaluate = step
+
+    def applied(self, delta: object) -> None:
+        raise RuntimeError("Py4JJavaError: Job aborted")
+
+    def restored(self) -> None:
+        self.restored_count += 1
+
+
+def _engine_on(mode: str, monkeypatch: pytest.MonkeyPatch) -> tuple[Engine, FailingSpark]:
+    spark = FailingSpark()
+    monkeypatch.setattr(Dispatch, "_start_spark", lambda self: spark)
+    return Engine(executor=mode, auto=AutoPolicy(tick_datoms=1, bootstrap_datoms=0)), spark
+
+
+def test_auto_redoes_a_failed_spark_step_locally(monkeypatch: pytest.MonkeyPatch,
+                                                caplog: pytest.LogCaptureFixture) -> None:
+    engine, spark = _engine_on("auto", monkeypatch)
+    with caplog.at_level(logging.WARNING, "deltalog.dispatch"):
+        assert engine.register("q", "[:find ?a :where [?a :g/to ?b]]") == {}
+        assert engine.transact("[[:db/add 1 :g/to 2]]") == {"q": {(1,): 1}}
+    assert engine.dispatch.last == "local"
+    assert spark.restored_count >= 2  # the mirror is dropped, to be rebuilt from the tries
+    assert any("Spark failed, this step runs locally" in r.getMessage() for r in caplog.records)
+
+
+def test_spark_mode_lets_a_failed_step_fail(monkeypatch: pytest.MonkeyPatch) -> None:
+    engine, _ = _engine_on("spark", monkeypatch)
+    engine.register("q", "[:find ?a :where [?a :g/to ?b]]", bootstrap=False)
+    with pytest.raises(RuntimeError, match="Job aborted"):
+        engine.transact("[[:db/add 1 :g/to 2]]")

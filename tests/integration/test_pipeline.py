@@ -65,12 +65,15 @@ def test_two_queries_share_the_log_and_match_the_oracle_at_every_tick(worker_fac
 
 def test_query_added_on_a_populated_db_starts_with_its_snapshot(worker_factory) -> None:
     worker, config = worker_factory()
+    admin = QueryAdmin(config)
+    admin.add("probe", TRIANGLE)  # its progress tells when the worker has taken the stream
     producer = TxProducer(config)
     stream = random_stream(seed=3, count=40)
     for tx in stream:
         producer.send(tx)
     producer.flush()
-    QueryAdmin(config).add("paths", TWO_PATH)
+    wait_committed(config, ["probe"], len(stream) - 1, worker)
+    admin.add("paths", TWO_PATH)
     wait_committed(config, ["paths"], len(stream) - 1, worker)
     changes = committed_changes(config, "paths")
     assert changes and all(c.snapshot for c in changes[:1])

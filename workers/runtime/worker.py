@@ -72,8 +72,9 @@ class Worker:
     def __init__(self, config: WorkerConfig) -> None:
         self.config = config
         self.topics = Topics(config.topic_prefix)
-        self.engine = Engine(strategy=config.strategy, executor=config.executor,
-                             spark=config.spark(), auto=config.auto())
+        spark = None if config.executor == "local" else config.spark()
+        self.engine = Engine(strategy=config.strategy, executor=config.executor, spark=spark,
+                             auto=config.auto())
         self.snapshots = SnapshotStore(config.snapshot_dir)
         registry = registry_for(config.registry_url)
         self._tx_codec = AvroCodec("transaction", registry)

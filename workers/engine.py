@@ -36,7 +36,6 @@ from workers.errors import ErrorCode, TransactionError, UnknownQueryError, Worke
 from workers.executors import Work
 from workers.executors.dispatch import DEFAULT_AUTO, AutoPolicy, Dispatch, Prepared
 from workers.plan import STRATEGIES, Plan, explain, plan_query
-from workers.zset import add_into
 
 if TYPE_CHECKING:
     from workers.executors.spark import SparkSettings
@@ -116,7 +115,6 @@ class Engine:
         """
         pending = MemoryArrangement()
         reader = PendingReader(self.db.state, pending)
-        total: dict[Any, int] = {}
         refused: list[Refusal] = []
         for forms, tx_id in txs:
             self.tx = tx_id
@@ -127,8 +125,7 @@ class Engine:
                 continue
             self.schema = normalised.schema
             pending.update(normalised.delta)
-            add_into(total, normalised.delta)
-        return self._tick(total), refused
+        return self._tick(dict(pending.datoms())), refused
 
     def _tick(self, delta: dict[Any, int]) -> Changes:
         """Steps 2-5 of a tick whose effective delta is ``delta``."""

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from workers.executors.spark.sql import INLINE_ROWS, WEIGHT, Sql, values
+from workers.executors.spark.sql import INLINE_ROWS, WEIGHT, Source, values
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -60,11 +60,13 @@ def id_frame(session: SparkSession, rows: Mapping[tuple[int, ...], int],
     return session.createDataFrame(table)
 
 
-def table(sql: Sql, rows: Mapping[tuple[int, ...], int], names: Sequence[str]) -> str:
-    """A subquery over ``rows``: inline ``VALUES`` when small, else a DataFrame."""
+def id_source(session: SparkSession, rows: Mapping[tuple[int, ...], int],
+              names: Sequence[str]) -> Source:
+    """``rows`` as an inline ``VALUES`` subquery when small, else as a DataFrame; built
+    once and read by every query of a tick (``Sql.source``)."""
     if len(rows) <= INLINE_ROWS:
-        return sql.add(values(rows, names))
-    return sql.frame(id_frame(sql.session, rows, names))
+        return values(rows, names)
+    return id_frame(session, rows, names)
 
 
 def collect_rows(ids: ValueIds, frame: DataFrame, width: int) -> dict[Row, int]:

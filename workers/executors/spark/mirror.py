@@ -22,8 +22,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from workers.arrangements import MemoryArrangement
-from workers.executors.spark.frames import DATOM_COLUMNS, ValueIds, id_frame, table
-from workers.executors.spark.sql import WEIGHT, Sql, free
+from workers.executors.spark.frames import DATOM_COLUMNS, ValueIds, id_frame, id_source
+from workers.executors.spark.sql import WEIGHT, Source, Sql, free
 from workers.zset import add_into
 
 if TYPE_CHECKING:
@@ -45,6 +45,8 @@ class SparkMirror:
         self.compactions = 0
         self._base: DataFrame | None = None
         self._pending: dict[Datom, int] = {}
+        self._pending_source: Source | None = None  # ``_pending`` as a table, once per change
+        self._delta_source: tuple[int, Source] | None = None  # (arrangement version, table)
         self._ticks = 0
 
     def old(self, sql: Sql) -> str:
@@ -52,22 +54,26 @@ class SparkMirror:
         if self._base is None:
             rows = self.ids.encode(dict(self.state.datoms()))
             self._base = self._checkpoint(id_frame(self.session, rows, DATOM_COLUMNS))
-            self._pending.clear()
         base = sql.frame(self._base)
         if not self._pending:
             return base
-        pending = table(sql, self.ids.encode(self._pending), DATOM_COLUMNS)
-        return patched(sql, base, pending)
+        if self._pending_source is None:
+            self._pending_source = self._source(self._pending)
+        return patched(sql, base, sql.source(self._pending_source))
 
     def delta(self, sql: Sql, arrangement: MemoryArrangement) -> str:
-        """The tick's delta arrangement as a table."""
-        return table(sql, self.ids.encode(dict(arrangement.datoms())), DATOM_COLUMNS)
+        """The tick's delta arrangement as a table, encoded once for all the tick's queries."""
+        if self._delta_source is None or self._delta_source[0] != arrangement.version:
+            self._delta_source = (arrangement.version,
+                                  self._source(dict(arrangement.datoms())))
+        return sql.source(self._delta_source[1])
 
     def apply(self, delta: Mapping[Datom, int]) -> None:
         """Follow the tries: remember ``delta``; compact when the schedule says so."""
         if self._base is None:
             return  # the base will be read from the tries, which already hold ``delta``
         add_into(self._pending, delta)
+        self._pending_source = None
         self._ticks += 1
         if self._ticks >= self.compact_ticks or len(self._pending) >= self.compact_datoms:
             self.compact()
@@ -81,6 +87,7 @@ class SparkMirror:
         previous, self._base = self._base, self._checkpoint(sql.run(self.old(sql)))
         free(previous)
         self._pending.clear()
+        self._pending_source = None
         self.compactions += 1
 
     def reset(self) -> None:
@@ -89,7 +96,11 @@ class SparkMirror:
             free(self._base)
         self._base = None
         self._pending.clear()
+        self._pending_source = self._delta_source = None
         self._ticks = 0
+
+    def _source(self, datoms: Mapping[Datom, int]) -> Source:
+        return id_source(self.session, self.ids.encode(datoms), DATOM_COLUMNS)
 
     def _checkpoint(self, frame: DataFrame) -> DataFrame:
         partitions = int(self.session.conf.get("spark.sql.shuffle.partitions") or 1)

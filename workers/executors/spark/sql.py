@@ -15,12 +15,13 @@ which doubles the plan at every level.  :meth:`Sql.materialize` runs such a subq
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 WEIGHT = "w"
+Source: TypeAlias = "str | DataFrame"  # a subquery's body text, or a DataFrame it reads
 INLINE_ROWS = 2_000  # a Z-set this small travels inside the SQL text, not as a DataFrame
 
 
@@ -39,6 +40,10 @@ class Sql:
         if name is None:
             name = self._bodies[body] = f"q{len(self._bodies)}"
         return name
+
+    def source(self, source: Source) -> str:
+        """A subquery over ``source`` (body text or a DataFrame)."""
+        return self.add(source) if isinstance(source, str) else self.frame(source)
 
     def frame(self, frame: DataFrame) -> str:
         """A subquery reading ``frame``."""

@@ -24,10 +24,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from bench.crossover import markdown_table, node_count, write_named_results
-from bench.data import Edge, cache_dir, power_law_edges, read_edges, write_edges
+from bench.data import Edge, cache_dir, node_count, power_law_edges, read_edges, write_edges
 from bench.queries import QUERIES
-from bench.run import CHUNK, load_graph, log, to_tx
+from bench.run import CHUNK, load_graph, log, markdown_table, to_tx, write_results
 
 QUERY = "triangle"
 PEGASE = "pegase"
@@ -295,7 +294,7 @@ def run(args: argparse.Namespace) -> None:
         "sql": TRIANGLE_SQL,
         "runs": {spec: results for spec, results in runs},
     }
-    print(f"results: {write_named_results('bootstrap', payload, started)}")
+    print(f"results: {write_results(payload, started, 'bootstrap')}")
 
 
 if __name__ == "__main__":

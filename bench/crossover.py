@@ -17,20 +17,26 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import math
 import random
 import statistics
 import sys
 import time
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
-from bench.data import Edge, power_law_edges
+from bench.data import Edge, endpoints, node_count, power_law_edges
 from bench.queries import QUERIES
-from bench.run import RESULTS_DIR, Tx, load_graph, load_ticks, log, sample, to_tx
+from bench.run import (
+    Tx,
+    load_graph,
+    load_ticks,
+    log,
+    markdown_table,
+    sample,
+    to_tx,
+    write_results,
+)
 from workers.engine import Engine
 from workers.executors.spark import SparkSettings
 
@@ -67,29 +73,6 @@ class Engines:
 
     local: Engine
     spark: Engine
-
-
-# --- shared helpers (also used by bench/bootstrap.py) ---------------------------------
-
-
-def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """A right-aligned markdown table, pasteable into docs as is."""
-    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---:" for _ in headers) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-def write_named_results(prefix: str, payload: dict[str, Any], started: time.struct_time) -> Path:
-    """Write to bench/results/<prefix>-<start>.json, so each script's runs are told apart."""
-    RESULTS_DIR.mkdir(exist_ok=True)
-    path = RESULTS_DIR / f"{prefix}-{time.strftime('%Y%m%dT%H%M%S', started)}.json"
-    path.write_text(json.dumps(payload, indent=2) + "\n")
-    return path
-
-
-def node_count(edges: list[Edge]) -> int:
-    """Distinct endpoints of an edge list."""
-    return len({x for edge in edges for x in edge})
 
 
 # --- graph and ticks --------------------------------------------------------------------
@@ -133,7 +116,7 @@ def make_ticks(edges: list[Edge], sizes: list[int], repeat: int, seed: int) -> l
     """Per size, `repeat` insert ticks; all drawn up front so the stream doesn't depend on
     which sizes are skipped. Ticks are independent: each is retracted before the next."""
     rng = random.Random(seed)
-    nodes = sorted({x for edge in edges for x in edge})
+    nodes = sorted(endpoints(edges))
     present = set(edges)
     return [new_edges(rng, nodes, present, size) for size in sizes for _ in range(repeat)]
 
@@ -353,7 +336,7 @@ def run(args: argparse.Namespace) -> None:
         "results": [asdict(r) | {"ratio": r.ratio} for r in results],
         "crossover": crossover(results),
     }
-    print(f"results: {write_named_results('crossover', payload, started)}")
+    print(f"results: {write_results(payload, started, 'crossover')}")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ import random
 import subprocess
 import sys
 import zipfile
+from collections.abc import Iterable
 from itertools import accumulate
 from pathlib import Path
 from typing import Any
@@ -139,3 +140,12 @@ if __name__ == "__main__":
         f"PEGASE 9241 (pandapower {PANDAPOWER_VERSION}): {len(pegase)} directed edges, "
         f"{len({x for e in pegase for x in e})} nodes; cache {cache_dir()}"
     )
+
+
+def endpoints(edges: Iterable[Edge]) -> set[int]:
+    """The nodes an edge list touches."""
+    return {x for edge in edges for x in edge}
+
+
+def node_count(edges: Iterable[Edge]) -> int:
+    return len(endpoints(edges))

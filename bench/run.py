@@ -31,7 +31,14 @@ from typing import Any, Protocol, TypeVar
 
 from edn_format import Keyword
 
-from bench.data import PANDAPOWER_VERSION, Edge, load_pegase_edges, power_law_edges
+from bench.data import (
+    PANDAPOWER_VERSION,
+    Edge,
+    endpoints,
+    load_pegase_edges,
+    node_count,
+    power_law_edges,
+)
 from bench.handwritten import TriangleMaintainer
 from bench.queries import QUERIES, variants
 
@@ -119,7 +126,7 @@ def make_stream(edges: list[Edge], plan: list[tuple[int, int]], seed: int) -> li
     between known nodes (50/50). No edge is touched twice within one tick.
     """
     rng = random.Random(seed)
-    nodes = sorted({x for edge in edges for x in edge})
+    nodes = sorted(endpoints(edges))
     present = list(edges)
     index = {edge: i for i, edge in enumerate(present)}
     phases = []
@@ -352,10 +359,18 @@ def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def write_results(payload: dict[str, Any], started: time.struct_time) -> Path:
-    """Write a run's results to bench/results/<start timestamp>.json."""
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A right-aligned markdown table, pasteable into docs as is."""
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---:" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def write_results(payload: dict[str, Any], started: time.struct_time, script: str = "") -> Path:
+    """Write a run's results to bench/results/[<script>-]<start timestamp>.json."""
     RESULTS_DIR.mkdir(exist_ok=True)
-    path = RESULTS_DIR / f"{time.strftime('%Y%m%dT%H%M%S', started)}.json"
+    stamp = time.strftime("%Y%m%dT%H%M%S", started)
+    path = RESULTS_DIR / f"{script}-{stamp}.json" if script else RESULTS_DIR / f"{stamp}.json"
     path.write_text(json.dumps(payload, indent=2) + "\n")
     return path
 
@@ -517,7 +532,7 @@ def run(args: argparse.Namespace) -> None:
     """Run the selected scenario, print tables and write the JSON results."""
     started = time.localtime()
     edges, graph = load_graph(args.graph, args.seed)
-    nodes = len({x for edge in edges for x in edge})
+    nodes = node_count(edges)
     print(f"graph: {graph}: {len(edges)} directed edges, {nodes} nodes")
     payload: dict[str, Any] = {
         "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z", started),

@@ -30,12 +30,15 @@ from workers.arrangements import (
     PendingReader,
     Trie,
 )
-from workers.datalog import compile_query
+from workers.datalog import Query, compile_query
 from workers.db import BUILTIN_SCHEMA, Schema, normalise, parse_tx
 from workers.errors import ErrorCode, TransactionError, UnknownQueryError, WorkersError
 from workers.executors import Work
 from workers.executors.dispatch import DEFAULT_AUTO, AutoPolicy, Dispatch, Prepared
 from workers.plan import STRATEGIES, Plan, explain, plan_query
+from workers.plan.ir import RulesPlan
+from workers.plan.rules import plan_rules
+from workers.zset.aggregate import Aggregation, as_maps
 
 if TYPE_CHECKING:
     from workers.executors.spark import SparkSettings
@@ -65,8 +68,9 @@ class Refusal:
 class RegisteredQuery:
     name: str
     text: Any
-    plan: Plan
+    plan: Plan | RulesPlan
     prepared: Prepared
+    aggregation: Aggregation | None
 
 
 class Engine:
@@ -138,12 +142,17 @@ class Engine:
         self.last_work = {}
         for name in self._affected({datom[1] for datom in delta}):
             work = self.last_work[name] = Work()
-            rows = self.dispatch.step(self._queries[name].prepared, len(delta), work)
+            registered = self._queries[name]
+            rows = self.dispatch.step(registered.prepared, len(delta), work)
+            if rows and registered.aggregation is not None:
+                rows = registered.aggregation.step(rows)
             if rows:
                 changes[name] = rows
-        # Step 5: the only write to the shared arrangements (Spark's mirror follows it).
+        # Step 5: the only write to the shared arrangements (Spark's mirror follows it);
+        # between ticks the delta is empty, so ``new`` reads the same as ``old``.
         self.db.apply(delta)
         self.dispatch.applied(delta)
+        self._delta.reset({})
         return changes
 
     def _affected(self, attributes: set[Any]) -> list[str]:
@@ -161,15 +170,19 @@ class Engine:
         if name in self._queries:
             raise WorkersError(f"query {name!r} is already registered",
                                code=ErrorCode.DUPLICATE_QUERY, form=name)
-        plan = self.plan(query, inputs)
-        registered = RegisteredQuery(name, query, plan, self._prepare(plan))
+        compiled = compile_query(query, inputs)
+        plan = self._plan(compiled)
+        registered = RegisteredQuery(name, query, plan, self._prepare(plan),
+                                     Aggregation.of(compiled))
         self._queries[name] = registered
         if plan.attributes is None:
             self._any_attribute.add(name)
         else:
             for attribute in plan.attributes:
                 self._by_attribute.setdefault(attribute, set()).add(name)
-        return self.dispatch.evaluate(registered.prepared, Work()) if bootstrap else {}
+        if not bootstrap and not isinstance(plan, RulesPlan):
+            return {}
+        return self._evaluate(registered)
 
     def unregister(self, name: str) -> None:
         registered = self._registered(name)
@@ -180,15 +193,34 @@ class Engine:
 
     def result(self, name: str) -> dict[Row, int]:
         """The current result of a registered query, evaluated over the shared arrangements."""
-        return self.dispatch.evaluate(self._registered(name).prepared, Work())
+        return self._evaluate(self._registered(name))
 
-    def query(self, query: Any, inputs: Sequence[Any] = ()) -> dict[Row, int]:
-        """One-shot: evaluate ``query`` on the current database without registering it."""
-        return self.dispatch.evaluate(self._prepare(self.plan(query, inputs)), Work())
+    def query(self, query: Any, inputs: Sequence[Any] = ()) -> dict[Row, int] | list[dict[Any,
+                                                                                           Any]]:
+        """One-shot: evaluate ``query`` on the current database without registering it.
 
-    def plan(self, query: Any, inputs: Sequence[Any] = ()) -> Plan:
+        The result is ``{row: 1}``, or a list of maps when the query names its columns with
+        ``:keys`` (keyword keys), ``:strs`` (strings) or ``:syms`` (symbols)."""
+        compiled = compile_query(query, inputs)
+        plan = self._plan(compiled)
+        rows = self._evaluate(RegisteredQuery("", query, plan, self._prepare(plan),
+                                              Aggregation.of(compiled)))
+        return rows if compiled.keys is None else as_maps(compiled.keys, rows)
+
+    def plan(self, query: Any, inputs: Sequence[Any] = ()) -> Plan | RulesPlan:
         """Parse, check, bind and plan a query with the current statistics."""
-        return plan_query(compile_query(query, inputs), self.strategy, self.db.attribute_stats)
+        return self._plan(compile_query(query, inputs))
+
+    def _plan(self, query: Query) -> Plan | RulesPlan:
+        """Data patterns only: delta terms of the engine's strategy; anything else: a
+        program of derived relations."""
+        if query.is_flat:
+            return plan_query(query, self.strategy, self.db.attribute_stats)
+        return plan_rules(query, self.strategy, self.db.attribute_stats)
+
+    def _evaluate(self, registered: RegisteredQuery) -> dict[Row, int]:
+        rows = self.dispatch.evaluate(registered.prepared, Work())
+        return rows if registered.aggregation is None else registered.aggregation.reset(rows)
 
     def explain(self, query: Any, inputs: Sequence[Any] = ()) -> str:
         return explain(self.plan(query, inputs))
@@ -201,6 +233,9 @@ class Engine:
         """Adopt a snapshot's database; registered queries keep reading the same tries."""
         self.db.state.load(state.tries)
         self.dispatch.restored()
+        for registered in self._queries.values():
+            if isinstance(registered.plan, RulesPlan) or registered.aggregation is not None:
+                self._evaluate(registered)  # their own state follows the restored database
         self.schema = state.schema
         self.tx = state.tx
 
@@ -208,7 +243,7 @@ class Engine:
     def queries(self) -> tuple[str, ...]:
         return tuple(self._queries)
 
-    def _prepare(self, plan: Plan) -> Prepared:
+    def _prepare(self, plan: Plan | RulesPlan) -> Prepared:
         return self.dispatch.prepare(plan)
 
     def _registered(self, name: str) -> RegisteredQuery:

@@ -1,47 +1,150 @@
 """Test helpers shipped with the package: an independent from-scratch oracle.
 
 Nothing here shares code with the planner, the tries or the executors: queries are
-evaluated by nested loops over a plain list of datoms, and transactions by a direct reading
-of Datomic's rules.  Incremental results are checked against these (integrating a query's
-changes must equal re-running it).
+evaluated by naive backtracking over a plain list of datoms (rules by bottom-up fixpoint
+iteration, stratum by stratum), and transactions by a direct reading of Datomic's rules.
+Incremental results are checked against these (integrating a query's changes must equal
+re-running it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from workers.datalog import Blank, Constant, Pattern, Variable, compile_query
+from workers.datalog import Blank, Constant, Pattern, Query, Variable, compile_query
+from workers.datalog.ast import (
+    Aggregate,
+    Binding,
+    BindRel,
+    BindScalar,
+    BindTuple,
+    Clause,
+    FnBinding,
+    Not,
+    Or,
+    Predicate,
+    Rule,
+    RuleCall,
+    binding_terms,
+)
+from workers.datalog.functions import FUNCTIONS, CallFailed, call, sort_key, truthy
 from workers.edn import keyword
 
 Datom = tuple[Any, Any, Any]
 Row = tuple[Any, ...]
+Bindings = dict[Variable, Any]
+Relations = dict[str, set[Row]]
+
+SEQUENCES = (tuple, list)
+COLLECTIONS = (tuple, list, set, frozenset)
 
 
 def evaluate_from_scratch(query: Any, datoms: Iterable[Datom],
                           inputs: Sequence[Any] = ()) -> dict[Row, int]:
-    """The query's result ``{row: 1}`` on a set of datoms, by backtracking over patterns."""
+    """The query's result ``{row: 1}`` on a set of datoms, by backtracking over clauses."""
     compiled = compile_query(query, inputs)
-    datoms = list(datoms)
-    rows: set[Row] = set()
-
-    def solve(i: int, binding: dict[Variable, Any]) -> None:
-        if i == len(compiled.where):
-            rows.add(tuple(binding[v] for v in compiled.find))
-            return
-        for datom in datoms:
-            extended = _unify(compiled.where[i], datom, binding)
-            if extended is not None:
-                solve(i + 1, extended)
-
-    solve(0, {})
-    return dict.fromkeys(rows, 1)
+    context = _Context(list(datoms), {})
+    _derive_rules(context, compiled.rules, compiled.where)
+    basis = {tuple(binding[v] for v in compiled.basis)
+             for binding in _solve(context, compiled.where, {})}
+    return dict.fromkeys(_find_rows(compiled, basis), 1)
 
 
-def _unify(pattern: Pattern, datom: Datom,
-           binding: dict[Variable, Any]) -> dict[Variable, Any] | None:
+@dataclass
+class _Context:
+    """What clauses are evaluated against: the datoms and the rule relations so far."""
+
+    datoms: list[Datom]
+    relations: Relations
+
+
+# --- conjunctions -------------------------------------------------------------------------
+
+def _solve(context: _Context, clauses: Sequence[Clause],
+           binding: Bindings) -> Iterator[Bindings]:
+    """Every extension of ``binding`` satisfying all ``clauses`` (in any order)."""
+    if not clauses:
+        yield binding
+        return
+    i = _next_clause(clauses, set(binding))
+    rest = [*clauses[:i], *clauses[i + 1:]]
+    for extended in _apply(context, clauses[i], binding):
+        yield from _solve(context, rest, extended)
+
+
+def _next_clause(clauses: Sequence[Clause], bound: set[Variable]) -> int:
+    """The clause to evaluate next: a ready filter or function, else a pattern or rule call,
+    else a ready ``or``."""
+    for kinds in ((Predicate, FnBinding, Not), (Pattern, RuleCall), (Or,)):
+        for i, clause in enumerate(clauses):
+            if isinstance(clause, kinds) and _ready(clause, bound):
+                return i
+    raise ValueError(f"no clause can be evaluated with {sorted(map(str, bound))} bound: "
+                     f"{clauses}")
+
+
+def _ready(clause: Clause, bound: set[Variable]) -> bool:
+    """Whether every variable the clause needs from its scope is bound."""
+    if isinstance(clause, Pattern | RuleCall):
+        return True
+    if isinstance(clause, Predicate | Not):
+        return set(clause.variables) <= bound
+    if isinstance(clause, FnBinding):
+        return set(clause.inputs) <= bound
+    shared = set(clause.variables)
+    return all(shared <= _binds(branch, bound & shared) for branch in clause.branches)
+
+
+def _binds(clauses: Sequence[Clause], bound: set[Variable]) -> set[Variable]:
+    """The variables bound after evaluating ``clauses`` from ``bound`` (statically)."""
+    bound, pending = set(bound), list(clauses)
+    while pending:
+        ready = [c for c in pending if _ready(c, bound)]
+        if not ready:
+            break
+        for clause in ready:
+            pending.remove(clause)
+            if isinstance(clause, FnBinding):
+                bound |= set(clause.outputs)
+            elif not isinstance(clause, Predicate | Not):
+                bound |= set(clause.variables)
+    return bound
+
+
+def _apply(context: _Context, clause: Clause, binding: Bindings) -> Iterator[Bindings]:
+    """The extensions of ``binding`` by one clause."""
+    if isinstance(clause, Pattern):
+        yield from _matches(clause.terms, context.datoms, binding)
+    elif isinstance(clause, RuleCall):
+        yield from _matches(clause.args, context.relations[clause.name], binding)
+    elif isinstance(clause, Predicate):
+        if _holds(clause, binding):
+            yield binding
+    elif isinstance(clause, FnBinding):
+        yield from _matches(binding_terms(clause.binding), _fn_rows(clause, binding), binding)
+    elif isinstance(clause, Not):
+        start = {v: binding[v] for v in clause.variables}
+        if next(_solve(context, clause.clauses, start), None) is None:
+            yield binding
+    else:
+        yield from _or(context, clause, binding)
+
+
+def _matches(terms: Sequence[Any], rows: Iterable[Sequence[Any]],
+             binding: Bindings) -> Iterator[Bindings]:
+    for row in rows:
+        extended = _unify(terms, row, binding)
+        if extended is not None:
+            yield extended
+
+
+def _unify(terms: Sequence[Any], values: Sequence[Any], binding: Bindings) -> Bindings | None:
+    """``binding`` extended so that ``terms`` (variables, constants, blanks) equal
+    ``values``, or None."""
     extended = dict(binding)
-    for term, value in zip(pattern.terms, datom, strict=True):
+    for term, value in zip(terms, values, strict=True):
         if isinstance(term, Blank):
             continue
         if isinstance(term, Constant):
@@ -57,6 +160,180 @@ def _unify(pattern: Pattern, datom: Datom,
 
 def _same(a: Any, b: Any) -> bool:
     return bool(a == b)
+
+
+# --- predicates, functions, or ------------------------------------------------------------
+
+def _arguments(args: Sequence[Any], binding: Bindings) -> list[Any]:
+    return [a.value if isinstance(a, Constant) else binding[a] for a in args]
+
+
+def _holds(clause: Predicate, binding: Bindings) -> bool:
+    """A predicate is true iff the call succeeds with a truthy value."""
+    try:
+        return truthy(call(FUNCTIONS, clause.fn, _arguments(clause.args, binding)))
+    except CallFailed:
+        return False
+
+
+def _fn_rows(clause: FnBinding, binding: Bindings) -> list[Row]:
+    """The rows a function binding produces, one value per binding target; none if the
+    call fails or its result has the wrong shape."""
+    try:
+        result = call(FUNCTIONS, clause.fn, _arguments(clause.args, binding))
+    except CallFailed:
+        return []
+    return _shape(clause.binding, result)
+
+
+def _shape(form: Binding, result: Any) -> list[Row]:
+    width = len(binding_terms(form))
+    if isinstance(form, BindScalar):
+        return [(result,)]
+    if isinstance(form, BindTuple):
+        return [tuple(result)] if _is_row(result, width) else []
+    if not isinstance(result, COLLECTIONS):
+        return []
+    if isinstance(form, BindRel):
+        return [tuple(row) for row in result if _is_row(row, width)]
+    return [(item,) for item in result]
+
+
+def _is_row(value: Any, width: int) -> bool:
+    return isinstance(value, SEQUENCES) and len(value) == width
+
+
+def _or(context: _Context, clause: Or, binding: Bindings) -> Iterator[Bindings]:
+    """The union of the branches' solutions, each projected on the ``or``'s variables."""
+    shared = clause.variables
+    start = {v: binding[v] for v in shared if v in binding}
+    seen: set[Row] = set()
+    for branch in clause.branches:
+        for solution in _solve(context, branch, start):
+            values = tuple(solution[v] for v in shared)
+            if values not in seen:
+                seen.add(values)
+                yield {**binding, **dict(zip(shared, values, strict=True))}
+
+
+# --- rules ----------------------------------------------------------------------------------
+
+def _derive_rules(context: _Context, rules: Sequence[Rule], where: Sequence[Clause]) -> None:
+    """Fill ``context.relations`` with every rule relation the query uses: strongly
+    connected components of the call graph in dependency order, each to its fixpoint."""
+    by_name: dict[str, list[Rule]] = {}
+    for rule in rules:
+        by_name.setdefault(rule.name, []).append(rule)
+    calls = {name: set(_calls(c for r in defs for c in r.body))
+             for name, defs in by_name.items()}
+    used = _reachable({name for name, _ in _calls(where)}, calls)
+    graph = {name: {callee for callee, _ in calls[name]} for name in used}
+    for component in _components(graph):
+        negated = [(n, callee) for n in component for callee, neg in calls[n]
+                   if neg and callee in component]
+        if negated:
+            raise ValueError(f"rules are not stratified: {negated[0][0]} negates "
+                             f"{negated[0][1]} recursively")
+        for name in component:
+            context.relations[name] = set()
+        _fixpoint(context, [r for name in component for r in by_name[name]])
+
+
+def _calls(clauses: Iterable[Clause], negated: bool = False) -> Iterator[tuple[str, bool]]:
+    """``(rule name, under a not)`` for every rule call, nested ones included."""
+    for clause in clauses:
+        if isinstance(clause, RuleCall):
+            yield clause.name, negated
+        elif isinstance(clause, Not):
+            yield from _calls(clause.clauses, True)
+        elif isinstance(clause, Or):
+            for branch in clause.branches:
+                yield from _calls(branch, negated)
+
+
+def _reachable(roots: set[str], calls: dict[str, set[tuple[str, bool]]]) -> set[str]:
+    seen, todo = set(), list(roots)
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo.extend(callee for callee, _ in calls[name])
+    return seen
+
+
+def _components(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's strongly connected components, each after every one it depends on."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for callee in sorted(graph[node]):
+            if callee not in index:
+                visit(callee)
+                low[node] = min(low[node], low[callee])
+            elif callee in stack:
+                low[node] = min(low[node], index[callee])
+        if low[node] == index[node]:
+            component = stack[stack.index(node):]
+            del stack[stack.index(node):]
+            found.append(component)
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def _fixpoint(context: _Context, rules: Sequence[Rule]) -> None:
+    """Naive iteration: apply every rule to the current relations until none grows."""
+    changed = True
+    while changed:
+        changed = False
+        for rule in rules:
+            heads = {tuple(b[p] for p in rule.params) for b in _solve(context, rule.body, {})}
+            relation = context.relations[rule.name]
+            if not heads <= relation:
+                relation |= heads
+                changed = True
+
+
+# --- :find ----------------------------------------------------------------------------------
+
+AGGREGATE_FUNCTIONS: dict[str, Callable[[list[Any]], Any]] = {
+    "count": len,
+    "count-distinct": lambda values: len(set(values)),
+    "sum": sum,
+    "min": lambda values: min(values, key=sort_key),
+    "max": lambda values: max(values, key=sort_key),
+    "avg": lambda values: float(sum(values) / len(values)),
+    "distinct": frozenset,
+}
+
+
+def _find_rows(query: Query, basis: set[Row]) -> set[Row]:
+    """The :find rows from the distinct basis tuples (find variables, then :with)."""
+    column = {v: i for i, v in enumerate(query.basis)}
+    if not query.aggregates:
+        return {tuple(row[column[v]] for v in query.find_variables) for row in basis}
+    keys = [e for e in query.find if isinstance(e, Variable)]
+    groups: dict[Row, list[Row]] = {}
+    for row in basis:
+        groups.setdefault(tuple(row[column[v]] for v in keys), []).append(row)
+    found = set()
+    for key, rows in groups.items():
+        group = dict(zip(keys, key, strict=True))
+        found.add(tuple(_aggregate(e, [r[column[e.var]] for r in rows])
+                        if isinstance(e, Aggregate) else group[e] for e in query.find))
+    return found
+
+
+def _aggregate(element: Aggregate, values: list[Any]) -> Any:
+    """One aggregate over the bag of its variable's values in a group."""
+    return AGGREGATE_FUNCTIONS[element.fn](values)
 
 
 class ReferenceDb:

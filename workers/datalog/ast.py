@@ -6,7 +6,8 @@ take part in equality, so two queries that mean the same compare equal.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 
@@ -35,6 +36,11 @@ class Blank:
 Term = Variable | Constant | Blank
 
 
+def variables_of(terms: tuple[Term, ...]) -> tuple[Variable, ...]:
+    """The distinct variables among ``terms``, in order."""
+    return tuple(dict.fromkeys(t for t in terms if isinstance(t, Variable)))
+
+
 @dataclass(frozen=True, slots=True)
 class Pattern:
     """A data pattern ``[e a v]``; missing trailing positions are blanks."""
@@ -51,19 +57,265 @@ class Pattern:
     @property
     def variables(self) -> tuple[Variable, ...]:
         """The distinct variables, in position order."""
-        return tuple(dict.fromkeys(t for t in self.terms if isinstance(t, Variable)))
+        return variables_of(self.terms)
+
+
+@dataclass(frozen=True, slots=True)
+class Predicate:
+    """``[(fn arg*)]``: keeps the bindings for which the built-in ``fn`` is truthy."""
+
+    fn: str
+    args: tuple[Term, ...]
+    source: Any = field(default=None, compare=False, hash=False)
+
+    @property
+    def variables(self) -> tuple[Variable, ...]:
+        return variables_of(self.args)
+
+
+@dataclass(frozen=True, slots=True)
+class BindScalar:
+    """``?x``: the function's value."""
+
+    var: Variable | Blank
+
+
+@dataclass(frozen=True, slots=True)
+class BindTuple:
+    """``[?a ?b]``: the elements of the returned sequence, by position."""
+
+    vars: tuple[Variable | Blank, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class BindColl:
+    """``[?x ...]``: one binding per element of the returned collection."""
+
+    var: Variable | Blank
+
+
+@dataclass(frozen=True, slots=True)
+class BindRel:
+    """``[[?a ?b]]``: one binding per tuple of the returned relation."""
+
+    vars: tuple[Variable | Blank, ...]
+
+
+Binding = BindScalar | BindTuple | BindColl | BindRel
+
+
+def binding_terms(binding: Binding) -> tuple[Variable | Blank, ...]:
+    """The positions a binding form fills, scalar forms as one."""
+    if isinstance(binding, BindScalar | BindColl):
+        return (binding.var,)
+    return binding.vars
+
+
+@dataclass(frozen=True, slots=True)
+class FnBinding:
+    """``[(fn arg*) binding]``: binds the built-in function's result."""
+
+    fn: str
+    args: tuple[Term, ...]
+    binding: Binding
+    source: Any = field(default=None, compare=False, hash=False)
+
+    @property
+    def inputs(self) -> tuple[Variable, ...]:
+        return variables_of(self.args)
+
+    @property
+    def outputs(self) -> tuple[Variable, ...]:
+        return variables_of(binding_terms(self.binding))
+
+    @property
+    def variables(self) -> tuple[Variable, ...]:
+        return tuple(dict.fromkeys(self.inputs + self.outputs))
+
+
+@dataclass(frozen=True, slots=True)
+class RuleCall:
+    """``(name arg*)``: the rule's relation, unified with ``args``."""
+
+    name: str
+    args: tuple[Term, ...]
+    source: Any = field(default=None, compare=False, hash=False)
+
+    @property
+    def variables(self) -> tuple[Variable, ...]:
+        return variables_of(self.args)
+
+
+@dataclass(frozen=True, slots=True)
+class Not:
+    """``(not clause+)`` (``join`` None: every variable unifies with the enclosing clauses)
+    or ``(not-join [?x ...] clause+)``."""
+
+    join: tuple[Variable, ...] | None
+    clauses: tuple[Clause, ...]
+    source: Any = field(default=None, compare=False, hash=False)
+
+    @property
+    def variables(self) -> tuple[Variable, ...]:
+        """The variables shared with the enclosing clauses."""
+        return self.join if self.join is not None else clause_variables(self.clauses)
+
+
+@dataclass(frozen=True, slots=True)
+class Or:
+    """``(or branch+)`` or ``(or-join [?x ...] branch+)``; a branch is one clause or an
+    ``(and clause+)``, kept here as a tuple of clauses."""
+
+    join: tuple[Variable, ...] | None
+    branches: tuple[tuple[Clause, ...], ...]
+    source: Any = field(default=None, compare=False, hash=False)
+
+    @property
+    def variables(self) -> tuple[Variable, ...]:
+        """The variables shared with the enclosing clauses."""
+        if self.join is not None:
+            return self.join
+        return clause_variables(self.branches[0])
+
+
+Clause = Pattern | Predicate | FnBinding | RuleCall | Not | Or
+
+
+def clause_variables(clauses: tuple[Clause, ...]) -> tuple[Variable, ...]:
+    """Every variable the clauses share with their scope, in order of appearance."""
+    return tuple(dict.fromkeys(v for c in clauses for v in c.variables))
+
+
+def walk(clauses: tuple[Clause, ...]) -> Iterator[Clause]:
+    """Every clause, nested ones (inside ``not``/``or``) included, depth first."""
+    for clause in clauses:
+        yield clause
+        if isinstance(clause, Not):
+            yield from walk(clause.clauses)
+        elif isinstance(clause, Or):
+            for branch in clause.branches:
+                yield from walk(branch)
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One definition ``[(name ?param*) clause+]``; a rule may have several."""
+
+    name: str
+    params: tuple[Variable, ...]
+    body: tuple[Clause, ...]
+    source: Any = field(default=None, compare=False, hash=False)
+
+
+AGGREGATES = ("count", "count-distinct", "sum", "min", "max", "avg", "distinct")
+
+
+@dataclass(frozen=True, slots=True)
+class Aggregate:
+    """``(fn ?x)`` in ``:find``: one value per group of the other find variables."""
+
+    fn: str
+    var: Variable
+    source: Any = field(default=None, compare=False, hash=False)
+
+    @property
+    def name(self) -> str:
+        return f"({self.fn} {self.var})"
+
+
+FindElement = Variable | Aggregate
+
+
+@dataclass(frozen=True, slots=True)
+class InScalar:
+    var: Variable
+
+
+@dataclass(frozen=True, slots=True)
+class InTuple:
+    vars: tuple[Variable | Blank, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class InColl:
+    var: Variable
+
+
+@dataclass(frozen=True, slots=True)
+class InRel:
+    vars: tuple[Variable | Blank, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class InRules:
+    """``%``: the rule set is passed as an input."""
+
+
+InBinding = InScalar | InTuple | InColl | InRel | InRules
 
 
 @dataclass(frozen=True, slots=True)
 class Query:
-    """A conjunctive query: ``:find`` variables over ``:where`` patterns, ``:in`` scalars."""
+    """A parsed query.  After :func:`~workers.datalog.check.bind_inputs`, ``inputs`` is
+    empty: scalars became constants, collections ``ground`` clauses, rules ``rules``."""
 
-    find: tuple[Variable, ...]
-    where: tuple[Pattern, ...]
-    inputs: tuple[Variable, ...] = ()
+    find: tuple[FindElement, ...]
+    where: tuple[Clause, ...]
+    inputs: tuple[InBinding, ...] = ()
+    with_: tuple[Variable, ...] = ()
+    rules: tuple[Rule, ...] = ()
+    keys: tuple[str, tuple[str, ...]] | None = None  # (":keys" | ":strs" | ":syms", names)
     source: Any = field(default=None, compare=False, hash=False)
 
     @property
     def variables(self) -> tuple[Variable, ...]:
         """Every distinct variable of the ``:where`` clause, in order of appearance."""
-        return tuple(dict.fromkeys(v for p in self.where for v in p.variables))
+        return clause_variables(self.where)
+
+    @property
+    def find_variables(self) -> tuple[Variable, ...]:
+        """The variables ``:find`` returns or aggregates, in order."""
+        return tuple(e.var if isinstance(e, Aggregate) else e for e in self.find)
+
+    @property
+    def aggregates(self) -> tuple[Aggregate, ...]:
+        return tuple(e for e in self.find if isinstance(e, Aggregate))
+
+    @property
+    def basis(self) -> tuple[Variable, ...]:
+        """The columns of the set the result is built from: find variables, then ``:with``."""
+        return tuple(dict.fromkeys(self.find_variables + self.with_))
+
+    @property
+    def is_flat(self) -> bool:
+        """Data patterns only: planned by delta terms, stateless, on every executor.  Any
+        other clause makes the query a program of derived relations."""
+        return all(isinstance(c, Pattern) for c in self.where)
+
+
+def renamed(clause: Clause, renames: dict[Variable, Variable]) -> Clause:
+    """``clause`` with variables replaced by ``renames`` (nested clauses included)."""
+    def term(t: Any) -> Any:
+        return renames.get(t, t) if isinstance(t, Variable) else t
+
+    def terms(ts: tuple[Any, ...]) -> tuple[Any, ...]:
+        return tuple(term(t) for t in ts)
+
+    def clauses(cs: tuple[Clause, ...]) -> tuple[Clause, ...]:
+        return tuple(renamed(c, renames) for c in cs)
+
+    if isinstance(clause, Pattern):
+        return Pattern(term(clause.e), term(clause.a), term(clause.v), source=clause.source)
+    if isinstance(clause, Predicate | RuleCall):
+        return replace(clause, args=terms(clause.args))
+    if isinstance(clause, FnBinding):
+        binding = clause.binding
+        if isinstance(binding, BindScalar | BindColl):
+            binding = type(binding)(term(binding.var))
+        else:
+            binding = type(binding)(terms(binding.vars))
+        return replace(clause, args=terms(clause.args), binding=binding)
+    join = None if clause.join is None else terms(clause.join)
+    if isinstance(clause, Not):
+        return replace(clause, join=join, clauses=clauses(clause.clauses))
+    return replace(clause, join=join, branches=tuple(clauses(b) for b in clause.branches))

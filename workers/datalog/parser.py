@@ -1,8 +1,9 @@
 """EDN forms → query AST.  The grammar production sits above each parse function.
 
 Parse functions raise :class:`QueryError` naming the form and where it stands (``:where``
-clause 2, ``:find`` element 1, ...).  Forms of the Datalog language that deltalog does not
-evaluate yet are refused with ``ErrorCode.QUERY_UNSUPPORTED`` and the form's name.
+clause 2, ``:find`` element 1, ...).  Forms of Datomic's query language that deltalog does
+not evaluate (``pull``, find-scalar, nested queries, other sources, ...) are refused with
+``ErrorCode.QUERY_UNSUPPORTED`` and the form's name.
 """
 
 from __future__ import annotations
@@ -13,29 +14,65 @@ from typing import Any
 import edn_format
 from edn_format import Symbol
 
-from workers.datalog.ast import Blank, Constant, Pattern, Query, Term, Variable
+from workers.datalog.ast import (
+    AGGREGATES,
+    Aggregate,
+    BindColl,
+    Binding,
+    BindRel,
+    BindScalar,
+    BindTuple,
+    Blank,
+    Clause,
+    Constant,
+    FindElement,
+    FnBinding,
+    InBinding,
+    InColl,
+    InRel,
+    InRules,
+    InScalar,
+    InTuple,
+    Not,
+    Or,
+    Pattern,
+    Predicate,
+    Query,
+    Rule,
+    RuleCall,
+    Term,
+    Variable,
+)
+from workers.datalog.functions import FUNCTIONS, canonical
 from workers.edn import Keyword, intern, keyword, read
 from workers.edn import show as _show
 from workers.errors import ErrorCode, QueryError
 
-FIND, IN, WHERE = keyword("find"), keyword("in"), keyword("where")
-KNOWN_LATER = {keyword(k): f":{k}" for k in ("with", "keys", "strs", "syms", "rules",
-                                               "timeout", "limit", "offset", "order-by")}
-CLAUSE_NAMES = {"not": "negation (not ...)", "not-join": "negation (not-join ...)",
-                "or": "disjunction (or ...)", "or-join": "disjunction (or-join ...)",
-                "and": "(and ...)"}
+FIND, IN, WHERE, WITH, RULES = (keyword(k) for k in ("find", "in", "where", "with", "rules"))
+KEY_SECTIONS = {keyword(k): f":{k}" for k in ("keys", "strs", "syms")}
+UNSUPPORTED_SECTIONS = {keyword(k): f":{k}" for k in ("timeout", "limit", "offset",
+                                                     "order-by")}
+SECTIONS = (FIND, IN, WHERE, WITH, RULES, *KEY_SECTIONS)
+DOTS, SOURCE, RULES_INPUT = Symbol("..."), Symbol("$"), Symbol("%")
+DB_FUNCTIONS = ("get-else", "missing?", "get-some", "fulltext")
 
 
 def parse_query(query: Any) -> Query:
     """Parse EDN text or an already-read form (map or vector) into a :class:`Query`."""
     form = read(query) if isinstance(query, str) else intern(query)
-    # query = {:find [find-elem+] :in [in-binding*]? :where [clause+]}
-    #       | [:find find-elem+ (:in in-binding*)? :where clause+]
+    # query = {:find [find-elem+] :with [var+]? :in [in-binding*]? :where [clause+]
+    #          :rules [rule+]? (:keys|:strs|:syms) [name+]?}
+    #       | [:find find-elem+ (:with var+)? (:in in-binding*)? :where clause+ ...]
     sections = _sections(form)
     find = _parse_find(sections.get(FIND))
-    inputs = _parse_inputs(sections.get(IN, [Symbol("$")]))
-    where = _parse_where(sections.get(WHERE))
-    return Query(find=find, where=where, inputs=inputs, source=query)
+    return Query(find=find,
+                 where=_parse_where(sections.get(WHERE)),
+                 inputs=_parse_inputs(sections.get(IN, [SOURCE])),
+                 with_=_parse_with(sections.get(WITH, [])),
+                 rules=parse_rules(_rules_section(sections[RULES])) if RULES in sections
+                 else (),
+                 keys=_parse_keys(sections, len(find)),
+                 source=query)
 
 
 def _sections(form: Any) -> dict[Any, list[Any]]:
@@ -47,15 +84,23 @@ def _sections(form: Any) -> dict[Any, list[Any]]:
         raise QueryError(f"a query is a map {{:find [...] :where [...]}} or a vector "
                          f"[:find ... :where ...], got {_show(form)}", form=form)
     for key, value in sections.items():
-        if key in KNOWN_LATER:
-            raise QueryError(f"{KNOWN_LATER[key]} is not supported yet (in {_show(value)})",
+        if key in UNSUPPORTED_SECTIONS:
+            raise QueryError(f"{UNSUPPORTED_SECTIONS[key]} is not supported (in {_show(value)})",
                              code=ErrorCode.QUERY_UNSUPPORTED, form=value)
-        if key not in (FIND, IN, WHERE):
-            raise QueryError(f"unknown query section {_show(key)}; expected :find, :in, :where",
-                             form=key)
+        if key not in SECTIONS:
+            raise QueryError(f"unknown query section {_show(key)}; expected :find, :with, :in, "
+                             ":where, :rules, :keys, :strs or :syms", form=key)
         if not isinstance(value, list):
             raise QueryError(f"{_show(key)} takes a vector, got {_show(value)}", form=value)
     return sections
+
+
+def _rules_section(rules: list[Any]) -> list[Any]:
+    """``:rules [[...] ...]`` in a vector query reads as one element: the rule set."""
+    if len(rules) == 1 and isinstance(rules[0], list) and rules[0] \
+            and all(isinstance(r, list) for r in rules[0]):
+        return rules[0]  # type: ignore[no-any-return]
+    return rules
 
 
 def _split_vector_form(form: list[Any]) -> dict[Any, list[Any]]:
@@ -74,94 +119,304 @@ def _split_vector_form(form: list[Any]) -> dict[Any, list[Any]]:
     return sections
 
 
-# find-spec = [ variable+ ]          (aggregates, pull and find-scalar/coll come later)
-def _parse_find(elements: list[Any] | None) -> tuple[Variable, ...]:
+# find-spec = [ (variable | aggregate)+ ];  aggregate = (aggregate-fn variable)
+def _parse_find(elements: list[Any] | None) -> tuple[FindElement, ...]:
     if not elements:
         raise QueryError(":find needs at least one variable", form=elements)
+    found: list[FindElement] = []
+    for i, element in enumerate(elements, 1):
+        parsed: FindElement | None = _parse_variable(element)
+        if parsed is None:
+            parsed = _parse_aggregate(element, i)
+        if parsed in found:
+            raise QueryError(f":find element {i}: {_show(element)} appears twice", form=element)
+        found.append(parsed)
+    return tuple(found)
+
+
+def _parse_aggregate(element: Any, position: int) -> Aggregate:
+    where = f":find element {position}"
+    if isinstance(element, tuple) and element and isinstance(element[0], Symbol):
+        name = element[0].name
+        if name == "pull":
+            raise QueryError(f"{where}: pull is not supported: {_show(element)}",
+                             code=ErrorCode.QUERY_UNSUPPORTED, form=element)
+        if name not in AGGREGATES:
+            raise QueryError(f"{where}: aggregate ({name} ...) is not supported: "
+                             f"{_show(element)}; supported: {', '.join(AGGREGATES)}",
+                             code=ErrorCode.QUERY_UNSUPPORTED, form=element)
+        variable = _parse_variable(element[1]) if len(element) == 2 else None
+        if variable is None:
+            raise QueryError(f"{where}: ({name} ?x) takes one variable, got {_show(element)}",
+                             form=element)
+        return Aggregate(name, variable, source=element)
+    if isinstance(element, list):
+        what = "find-coll [?x ...]" if DOTS in element else "find-tuple [?x ?y]"
+        raise QueryError(f"{where}: {what} is not supported: {_show(element)}",
+                         code=ErrorCode.QUERY_UNSUPPORTED, form=element)
+    if isinstance(element, Symbol) and element.name in (".", "..."):
+        raise QueryError(f"{where}: find-scalar/find-coll {element.name!r} is not supported",
+                         code=ErrorCode.QUERY_UNSUPPORTED, form=element)
+    raise QueryError(f"{where}: expected a variable or an aggregate, got {_show(element)}",
+                     form=element)
+
+
+# with-clause = [ variable+ ]
+def _parse_with(elements: list[Any]) -> tuple[Variable, ...]:
     found: list[Variable] = []
     for i, element in enumerate(elements, 1):
         variable = _parse_variable(element)
-        if variable is None:
-            raise _unsupported_find(element, i)
-        if variable in found:
-            raise QueryError(f":find element {i}: {variable} appears twice", form=element)
+        if variable is None or variable in found:
+            raise QueryError(f":with element {i}: expected a new variable, got "
+                             f"{_show(element)}", form=element)
         found.append(variable)
     return tuple(found)
 
 
-def _unsupported_find(element: Any, position: int) -> QueryError:
-    if isinstance(element, tuple) and element and isinstance(element[0], Symbol):
-        name = element[0].name
-        what = "pull" if name == "pull" else f"aggregate ({name} ...)"
-        return QueryError(f":find element {position}: {what} is not supported yet: "
-                          f"{_show(element)}", code=ErrorCode.QUERY_UNSUPPORTED, form=element)
-    if isinstance(element, list):
-        what = "find-coll [?x ...]" if Symbol("...") in element else "find-tuple [?x ?y]"
-        return QueryError(f":find element {position}: {what} is not supported yet: "
-                          f"{_show(element)}", code=ErrorCode.QUERY_UNSUPPORTED, form=element)
-    if isinstance(element, Symbol) and element.name in (".", "..."):
-        return QueryError(f":find element {position}: find-scalar/find-coll {element.name!r} "
-                          "is not supported yet", code=ErrorCode.QUERY_UNSUPPORTED, form=element)
-    return QueryError(f":find element {position}: expected a variable, got {_show(element)}",
-                      form=element)
+# keys = (:keys | :strs | :syms) [ symbol+ ]   (one name per :find element)
+def _parse_keys(sections: dict[Any, list[Any]], width: int) -> tuple[str, tuple[str, ...]] | None:
+    given = [key for key in KEY_SECTIONS if key in sections]
+    if not given:
+        return None
+    if len(given) > 1:
+        raise QueryError("use one of :keys, :strs or :syms, not several", form=given)
+    kind, names = KEY_SECTIONS[given[0]], sections[given[0]]
+    if len(names) != width:
+        raise QueryError(f"{kind} names {len(names)} key(s) for {width} :find element(s)",
+                         form=names)
+    if not all(isinstance(n, Symbol) and not isinstance(n, edn_format.Keyword) for n in names):
+        raise QueryError(f"{kind} takes symbols, got {_show(names)}", form=names)
+    return kind, tuple(n.name for n in names)
 
 
-# in-binding = src-var ('$') | variable           (tuple/coll/relation bindings, rules later)
-def _parse_inputs(elements: list[Any]) -> tuple[Variable, ...]:
-    inputs: list[Variable] = []
+# in-binding = '$' | '%' | variable | [variable+] | [variable '...'] | [[variable+]]
+def _parse_inputs(elements: list[Any]) -> tuple[InBinding, ...]:
+    inputs: list[InBinding] = []
     for i, element in enumerate(elements, 1):
-        if element == Symbol("$"):
+        if element == SOURCE:
+            continue
+        if element == RULES_INPUT:
+            inputs.append(InRules())
             continue
         variable = _parse_variable(element)
-        if variable in inputs:
-            raise QueryError(f":in element {i}: {variable} appears twice", form=element)
         if variable is not None:
-            inputs.append(variable)
-        elif element == Symbol("%"):
-            raise QueryError(f":in element {i}: rules (%) are not supported yet",
-                             code=ErrorCode.QUERY_UNSUPPORTED, form=element)
+            inputs.append(InScalar(variable))
         elif isinstance(element, list):
-            raise QueryError(f":in element {i}: tuple/collection/relation binding "
-                             f"{_show(element)} is not supported yet",
-                             code=ErrorCode.QUERY_UNSUPPORTED, form=element)
+            inputs.append(_parse_in_collection(element, f":in element {i}"))
         else:
-            raise QueryError(f":in element {i}: expected $ or a variable, got {_show(element)}",
-                             form=element)
+            raise QueryError(f":in element {i}: expected $, %, a variable or a binding form, "
+                             f"got {_show(element)}", form=element)
     return tuple(inputs)
 
 
-# where = [ clause+ ];  clause = data-pattern            (predicates, not, or, rules later)
-def _parse_where(clauses: list[Any] | None) -> tuple[Pattern, ...]:
+def _parse_in_collection(element: list[Any], where: str) -> InBinding:
+    binding = _parse_binding(element, where)
+    if isinstance(binding, BindColl) and isinstance(binding.var, Variable):
+        return InColl(binding.var)
+    if isinstance(binding, BindTuple):
+        return InTuple(binding.vars)
+    if isinstance(binding, BindRel):
+        return InRel(binding.vars)
+    raise QueryError(f"{where}: expected a binding form, got {_show(element)}", form=element)
+
+
+# where = [ clause+ ]
+def _parse_where(clauses: list[Any] | None) -> tuple[Clause, ...]:
     if not clauses:
         raise QueryError(":where needs at least one clause", form=clauses)
-    return tuple(_parse_clause(clause, i) for i, clause in enumerate(clauses, 1))
+    return _parse_clauses(clauses, ":where clause ")
 
 
-def _parse_clause(clause: Any, position: int) -> Pattern:
-    where = f":where clause {position} {_show(clause)}"
-    if isinstance(clause, tuple) and clause and _parse_variable(clause[0]) is not None \
-            and clause[0].name.startswith("?"):
-        raise QueryError(f"{where}: a data pattern is a vector [e a v], not a list", form=clause)
+def _parse_clauses(clauses: list[Any] | tuple[Any, ...], prefix: str) -> tuple[Clause, ...]:
+    return tuple(_parse_clause(clause, f"{prefix}{i} {_show(clause)}")
+                 for i, clause in enumerate(clauses, 1))
+
+
+# clause = data-pattern | pred-expr | fn-expr | rule-expr | not-clause | not-join-clause
+#        | or-clause | or-join-clause
+def _parse_clause(clause: Any, where: str) -> Clause:
     if isinstance(clause, tuple) and clause and isinstance(clause[0], Symbol):
-        name = clause[0].name
-        what = CLAUSE_NAMES.get(name, f"rule call ({name} ...)")
-        raise QueryError(f"{where}: {what} is not supported yet",
-                         code=ErrorCode.QUERY_UNSUPPORTED, form=clause)
+        return _parse_list_clause(clause, where)
     if not isinstance(clause, list):
         raise QueryError(f"{where}: expected a data pattern [e a v]", form=clause)
     if clause and isinstance(clause[0], tuple):
-        what = "predicate" if len(clause) == 1 else "function binding"
-        raise QueryError(f"{where}: {what} {_show(clause[0])} is not supported yet",
-                         code=ErrorCode.QUERY_UNSUPPORTED, form=clause)
+        return _parse_expression(clause, where)
     pattern = _parse_pattern(clause, where)
     if pattern is None:
         raise QueryError(f"{where}: a data pattern has 1 to 3 elements [e a v]", form=clause)
     return pattern
 
 
+def _parse_list_clause(clause: tuple[Any, ...], where: str) -> Clause:
+    head, body = clause[0], list(clause[1:])
+    if head.name.startswith("?"):
+        raise QueryError(f"{where}: a data pattern is a vector [e a v], not a list", form=clause)
+    if head == SOURCE or head.name.startswith("$"):
+        raise QueryError(f"{where}: a source before a clause is not supported (only the "
+                         "default source $)", code=ErrorCode.QUERY_UNSUPPORTED, form=clause)
+    if head.name in ("not", "not-join"):
+        return _parse_not(head.name, body, clause, where)
+    if head.name in ("or", "or-join"):
+        return _parse_or(head.name, body, clause, where)
+    if head.name == "and":
+        raise QueryError(f"{where}: (and ...) is only allowed as a branch of or/or-join",
+                         form=clause)
+    return RuleCall(head.name, tuple(_parse_term(a, where) for a in body), source=clause)
+
+
+# not-clause = (not clause+);  not-join-clause = (not-join [variable+] clause+)
+def _parse_not(name: str, body: list[Any], clause: Any, where: str) -> Not:
+    join = None
+    if name == "not-join":
+        join, body = _parse_join_vars(body, name, where), body[1:]
+    if not body:
+        raise QueryError(f"{where}: ({name} ...) needs at least one clause", form=clause)
+    return Not(join, _parse_clauses(body, f"{where}, inner clause "), source=clause)
+
+
+# or-clause = (or (clause | and-clause)+);  or-join-clause = (or-join rule-vars branch+)
+# and-clause = (and clause+)
+def _parse_or(name: str, body: list[Any], clause: Any, where: str) -> Or:
+    join = None
+    if name == "or-join":
+        join, body = _parse_join_vars(body, name, where), body[1:]
+    if not body:
+        raise QueryError(f"{where}: ({name} ...) needs at least one branch", form=clause)
+    branches = []
+    for i, branch in enumerate(body, 1):
+        inner = f"{where}, branch {i}"
+        if isinstance(branch, tuple) and branch and branch[0] == Symbol("and"):
+            if len(branch) < 2:
+                raise QueryError(f"{inner}: (and ...) needs at least one clause", form=branch)
+            branches.append(_parse_clauses(list(branch[1:]), f"{inner}, clause "))
+        else:
+            branches.append((_parse_clause(branch, f"{inner} {_show(branch)}"),))
+    return Or(join, tuple(branches), source=clause)
+
+
+def _parse_join_vars(body: list[Any], name: str, where: str) -> tuple[Variable, ...]:
+    """``[?x ?y]``, or ``[[?x] ?y]`` (the required-binding form; deltalog binds bottom-up,
+    so required and optional variables are treated alike)."""
+    given = body[0] if body else None
+    if not isinstance(given, list):
+        raise QueryError(f"{where}: {name} starts with a vector of variables, got "
+                         f"{_show(given)}", form=given)
+    flat = [*given[0], *given[1:]] if given and isinstance(given[0], list) else given
+    variables = [_parse_variable(v) for v in flat]
+    if not variables or any(v is None for v in variables):
+        raise QueryError(f"{where}: {name} joins on variables, got {_show(given)}", form=given)
+    return tuple(v for v in variables if v is not None)
+
+
+# pred-expr = [ (pred fn-arg+) ];  fn-expr = [ (fn fn-arg*) binding ]
+def _parse_expression(clause: list[Any], where: str) -> Clause:
+    call = clause[0]
+    if not call or not isinstance(call[0], Symbol):
+        raise QueryError(f"{where}: a function call starts with a symbol, got "
+                         f"{_show(call)}", form=clause)
+    name = canonical(call[0].name)
+    if name in DB_FUNCTIONS:
+        return _parse_db_function(name, clause, where)
+    args = tuple(_parse_argument(a, where) for a in call[1:])
+    if len(clause) == 1:
+        if name not in FUNCTIONS:
+            raise _unknown_function(call[0].name, where, "predicate", FUNCTIONS, clause)
+        return Predicate(name, args, source=clause)
+    if len(clause) != 2:
+        raise QueryError(f"{where}: a function binding is [(fn arg*) binding]", form=clause)
+    if name not in FUNCTIONS:
+        raise _unknown_function(call[0].name, where, "function", FUNCTIONS, clause)
+    return FnBinding(name, args, _parse_binding(clause[1], where), source=clause)
+
+
+def _unknown_function(name: str, where: str, kind: str, known: Mapping[str, Any],
+                      clause: Any) -> QueryError:
+    return QueryError(f"{where}: unknown {kind} {name}; deltalog evaluates only built-in "
+                      f"{kind}s: {', '.join(sorted(known))}",
+                      code=ErrorCode.QUERY_UNSUPPORTED, form=clause)
+
+
+def _parse_db_function(name: str, clause: list[Any], where: str) -> Clause:
+    """``get-else`` and ``missing?`` read the database: they are rewritten into the clauses
+    that mean the same, so they are maintained like any other."""
+    call = clause[0]
+    if name not in ("get-else", "missing?"):
+        raise QueryError(f"{where}: {name} is not supported", code=ErrorCode.QUERY_UNSUPPORTED,
+                         form=clause)
+    arity = 4 if name == "get-else" else 3
+    if len(call) != 1 + arity or call[1] != SOURCE:
+        shape = "(get-else $ ?e :attr default) ?v" if name == "get-else" else \
+            "(missing? $ ?e :attr)"
+        raise QueryError(f"{where}: expected [{shape}]", form=clause)
+    entity, attribute = _parse_term(call[2], where), _parse_term(call[3], where)
+    if name == "missing?":
+        return Not(None, (Pattern(entity, attribute, Blank(), source=clause),), source=clause)
+    if len(clause) != 2 or not isinstance(value := _parse_variable(clause[1]), Variable) \
+            or not isinstance(entity, Variable):
+        raise QueryError(f"{where}: expected [(get-else $ ?e :attr default) ?v]", form=clause)
+    default = _parse_argument(call[4], where)
+    return Or((entity, value), (
+        (Pattern(entity, attribute, value, source=clause),),
+        (Not(None, (Pattern(entity, attribute, Blank(), source=clause),), source=clause),
+         FnBinding("ground", (default,), BindScalar(value), source=clause)),
+    ), source=clause)
+
+
+# binding = variable | [variable+] | [variable '...'] | [[variable+]]   ('_' anywhere)
+def _parse_binding(form: Any, where: str) -> Binding:
+    if not isinstance(form, list):
+        target = _parse_target(form, where)
+        return BindScalar(target)
+    if len(form) == 2 and form[1] == DOTS:
+        return BindColl(_parse_target(form[0], where))
+    if len(form) == 1 and isinstance(form[0], list):
+        return BindRel(tuple(_parse_target(t, where) for t in form[0]))
+    if form and all(not isinstance(t, list) for t in form):
+        return BindTuple(tuple(_parse_target(t, where) for t in form))
+    raise QueryError(f"{where}: {_show(form)} is not a binding form (?x, [?a ?b], [?x ...], "
+                     "[[?a ?b]])", form=form)
+
+
+def _parse_target(form: Any, where: str) -> Variable | Blank:
+    if form == Symbol("_"):
+        return Blank()
+    variable = _parse_variable(form)
+    if variable is None:
+        raise QueryError(f"{where}: a binding names variables or _, got {_show(form)}",
+                         form=form)
+    return variable
+
+
+# rules = [ [ (rule-name rule-vars) clause+ ]+ ]
+def parse_rules(form: Any) -> tuple[Rule, ...]:
+    """A rule set: given as the ``:rules`` section, or as the ``%`` input (EDN or forms)."""
+    form = read(form) if isinstance(form, str) else intern(form)
+    if not isinstance(form, list):
+        raise QueryError(f"rules are a vector of rules [[(name ?x ...) clause+] ...], got "
+                         f"{_show(form)}", form=form)
+    return tuple(_parse_rule(rule, i) for i, rule in enumerate(form, 1))
+
+
+def _parse_rule(rule: Any, position: int) -> Rule:
+    where = f"rule {position} {_show(rule)}"
+    head = rule[0] if isinstance(rule, list) and rule else None
+    if not isinstance(head, tuple) or not head or not isinstance(head[0], Symbol) \
+            or head[0].name.startswith("?"):
+        raise QueryError(f"{where}: a rule is [(name ?var ...) clause+]", form=rule)
+    params = [*head[1][0:], *head[2:]] if len(head) > 1 and isinstance(head[1], list) \
+        else list(head[1:])
+    variables = [_parse_variable(p) for p in params]
+    if any(v is None for v in variables):
+        raise QueryError(f"{where}: a rule head names variables, got {_show(head)}", form=head)
+    if len(rule) < 2:
+        raise QueryError(f"{where}: a rule needs at least one clause", form=rule)
+    return Rule(head[0].name, tuple(v for v in variables if v is not None),
+                _parse_clauses(rule[1:], f"{where}, clause "), source=rule)
+
+
 # data-pattern = [ src-var? (variable | constant | '_'){1,3} ]
 def _parse_pattern(clause: list[Any], where: str) -> Pattern | None:
-    elements = clause[1:] if clause and clause[0] == Symbol("$") else clause
+    elements = clause[1:] if clause and clause[0] == SOURCE else clause
     if len(elements) == 4:
         raise QueryError(f"{where}: the transaction position (4th element) is not supported",
                          code=ErrorCode.QUERY_UNSUPPORTED, form=clause)
@@ -185,6 +440,30 @@ def _parse_term(element: Any, where: str) -> Term:
         raise QueryError(f"{where}: {_show(element)} is not a valid pattern constant",
                          form=element)
     return Constant(element)
+
+
+def _parse_argument(element: Any, where: str) -> Term:
+    """A function argument: a variable or any constant, collections included."""
+    variable = _parse_variable(element)
+    if variable is not None:
+        return variable
+    if isinstance(element, Symbol):
+        raise QueryError(f"{where}: {_show(element)} is not a variable or a constant "
+                         "(only the default source $ is supported)", form=element)
+    if isinstance(element, tuple):
+        raise QueryError(f"{where}: nested calls such as {_show(element)} are not supported; "
+                         "bind the inner call to a variable first",
+                         code=ErrorCode.QUERY_UNSUPPORTED, form=element)
+    return Constant(_frozen(element))
+
+
+def _frozen(value: Any) -> Any:
+    """Collection constants become tuples/frozensets so plans can hash them."""
+    if isinstance(value, list):
+        return tuple(_frozen(x) for x in value)
+    if isinstance(value, Mapping):
+        return tuple((k, _frozen(v)) for k, v in value.items())
+    return value
 
 
 def _parse_variable(element: Any) -> Variable | None:

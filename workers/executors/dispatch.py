@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from workers.arrangements import MemoryArrangement
 from workers.errors import ErrorCode, WorkersError
 from workers.executors.local import LocalExecutor, PreparedPlan
+from workers.executors.rules import PreparedRules
 from workers.executors.work import Work
-from workers.plan.ir import Plan
+from workers.plan.ir import Plan, RulesPlan
 
 if TYPE_CHECKING:
     from workers.executors.spark import SparkExecutor, SparkSettings
@@ -54,8 +55,18 @@ DEFAULT_AUTO = AutoPolicy()
 class Prepared:
     """A plan bound to the local tries; Spark binds it on demand (that costs nothing)."""
 
-    plan: Plan
-    local: PreparedPlan
+    plan: Plan | RulesPlan
+    local: PreparedPlan | PreparedRules
+
+    @property
+    def local_only(self) -> bool:
+        """Derived relations, predicates and functions run on the local executor only (the
+        query keeps its derived relations in process)."""
+        return isinstance(self.plan, RulesPlan)
+
+def _plain(prepared: Prepared) -> Plan:
+    assert isinstance(prepared.plan, Plan), "derived relations run locally"
+    return prepared.plan
 
 
 class Dispatch:
@@ -75,15 +86,15 @@ class Dispatch:
         if mode == "spark":
             self._spark = self._start_spark()
 
-    def prepare(self, plan: Plan) -> Prepared:
+    def prepare(self, plan: Plan | RulesPlan) -> Prepared:
         return Prepared(plan, self.local.prepare(plan, self._old, self._delta))
 
     def step(self, prepared: Prepared, delta_datoms: int, work: Work) -> dict[Row, int]:
         """The tick's set changes of one query, on the executor the tick's size calls for."""
-        spark = self._spark_for(delta_datoms >= self.auto.tick_datoms)
+        spark = self._spark_for(delta_datoms >= self.auto.tick_datoms, prepared)
         if spark is not None:
             rows = self._on_spark(
-                lambda: spark.step(spark.prepare(prepared.plan, self._old, self._delta), work))
+                lambda: spark.step(spark.prepare(_plain(prepared), self._old, self._delta), work))
             if rows is not None:
                 return rows
         return self.local.step(prepared.local, work)
@@ -91,10 +102,10 @@ class Dispatch:
     def evaluate(self, prepared: Prepared, work: Work) -> dict[Row, int]:
         """The full result over the current state (a bootstrap when a query registers)."""
         large = self.mode == "auto" and len(self._old) >= self.auto.bootstrap_datoms
-        spark = self._spark_for(large)
+        spark = self._spark_for(large, prepared)
         if spark is not None:
             rows = self._on_spark(
-                lambda: spark.evaluate(spark.prepare(prepared.plan, self._old, self._delta),
+                lambda: spark.evaluate(spark.prepare(_plain(prepared), self._old, self._delta),
                                        work))
             if rows is not None:
                 return rows
@@ -130,8 +141,9 @@ class Dispatch:
             self.last = "local"
             return None
 
-    def _spark_for(self, large: bool) -> SparkExecutor | None:
-        if self.mode == "local" or (self.mode == "auto" and not large):
+    def _spark_for(self, large: bool, prepared: Prepared) -> SparkExecutor | None:
+        """The Spark executor if this step goes there (then ``prepared.plan`` is a Plan)."""
+        if self.mode == "local" or (self.mode == "auto" and not large) or prepared.local_only:
             self.last = "local"
             return None
         if self._spark is None and not self._spark_failed:

@@ -16,11 +16,14 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from workers.arrangements import MemoryArrangement
-from workers.plan.ir import ExtenderSpec, Role, Step, StepKind
+from workers.arrangements.relation import RelationArrangement
+from workers.plan.ir import DATOMS, ExtenderSpec, Role, Step, StepKind
 from workers.zset import add_into
 
 Row = tuple[Any, ...]
 Candidates = Mapping[Any, int]
+Arrangement = MemoryArrangement | RelationArrangement
+Relations = Mapping[str, tuple[RelationArrangement, RelationArrangement]]
 
 _LOOKUP = (StepKind.CONST, StepKind.BOUND)
 
@@ -30,10 +33,12 @@ class TrieExtender:
 
     __slots__ = ("_shape", "_tail", "_weighted", "node")
 
-    def __init__(self, spec: ExtenderSpec, arrangement: MemoryArrangement) -> None:
-        depth = next((d for d, s in enumerate(spec.steps) if s.kind not in _LOOKUP), 3)
+    def __init__(self, spec: ExtenderSpec, arrangement: Arrangement) -> None:
+        depth = next((d for d, s in enumerate(spec.steps) if s.kind not in _LOOKUP),
+                     len(spec.steps))
         # The trie is mutated in place and never replaced, so the lookup can hold it.
-        self.node = _prefix_lookup(arrangement.index(spec.order), spec.steps[:depth])
+        trie = arrangement.index(spec.order)  # type: ignore[arg-type]  # order fits its relation
+        self.node = _prefix_lookup(trie, spec.steps[:depth])
         self._tail: tuple[Step, ...] = spec.steps[depth:]
         self._weighted = spec.weighted
         kinds = tuple(s.kind for s in self._tail)
@@ -142,9 +147,13 @@ class OverlayExtender:
 Extender = TrieExtender | OverlayExtender
 
 
-def compile_extender(spec: ExtenderSpec, old: MemoryArrangement,
-                     delta: MemoryArrangement) -> Extender:
-    """Bind a spec to the arrangements its role reads."""
+def compile_extender(spec: ExtenderSpec, old: MemoryArrangement, delta: MemoryArrangement,
+                     relations: Relations | None = None) -> Extender:
+    """Bind a spec to the arrangements its role reads: the shared datoms', or a derived
+    relation's from ``relations`` (name → (state, change))."""
+    if spec.relation != DATOMS:
+        assert relations is not None, f"no arrangements for relation {spec.relation}"
+        old, delta = relations[spec.relation]  # type: ignore[assignment]
     if spec.role is Role.OLD:
         return TrieExtender(spec, old)
     if spec.role is Role.DELTA:

@@ -11,11 +11,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from workers.arrangements import MemoryArrangement
-from workers.executors.extenders import Candidates, Extender, Row, TrieExtender, compile_extender
+from workers.executors.extenders import (
+    Candidates,
+    Extender,
+    Relations,
+    Row,
+    TrieExtender,
+    compile_extender,
+)
+from workers.executors.ops import AbsentOp, CheckOp, CompiledOp, ComputeOp, FilterOp
 from workers.executors.work import Work
-from workers.plan.ir import JoinProgram
+from workers.plan.ir import Absent, ExtenderSpec, Filter, JoinProgram, Level, Op
 
 EMPTY_ROW: Row = ()
+
+
+Stage = tuple[Extender, ...] | CompiledOp  # a GenericJoin level (its extenders), or an op
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,22 +35,31 @@ class CompiledProgram:
 
     seed: TrieExtender | None
     checks: tuple[Extender, ...]
-    levels: tuple[tuple[Extender, ...], ...]
+    levels: tuple[Stage, ...]
     output: tuple[int, ...]
     identity: bool
 
 
-def compile_program(program: JoinProgram, old: MemoryArrangement,
-                    delta: MemoryArrangement) -> CompiledProgram:
+def compile_program(program: JoinProgram, old: MemoryArrangement, delta: MemoryArrangement,
+                    relations: Relations | None = None) -> CompiledProgram:
     def bind(spec: Any) -> Extender:
-        return compile_extender(spec, old, delta)
+        return compile_extender(spec, old, delta, relations)
+
+    def stage(op: Op) -> Stage:
+        if isinstance(op, Level):
+            return tuple(bind(e) for e in op.extenders)
+        if isinstance(op, ExtenderSpec):
+            return CheckOp(bind(op))
+        if isinstance(op, Absent):
+            return AbsentOp(bind(op.spec))
+        return FilterOp(op) if isinstance(op, Filter) else ComputeOp(op)
 
     seed = bind(program.seed) if program.seed is not None else None
     assert seed is None or isinstance(seed, TrieExtender)
     return CompiledProgram(
         seed=seed,
         checks=tuple(bind(c) for c in program.checks),
-        levels=tuple(tuple(bind(e) for e in level.extenders) for level in program.levels),
+        levels=tuple(stage(op) for op in program.levels),
         output=program.output,
         identity=program.output == tuple(range(len(program.layout))),
     )
@@ -61,11 +81,22 @@ def run(program: CompiledProgram, rows: dict[Row, int], work: Work) -> dict[Row,
         work.calls += len(rows)
         work.elements += len(rows)
         rows = {row: w * cw for row, w in rows.items() if (cw := check.weight(row))}
-    for extenders in program.levels:
-        rows = _extend(rows, extenders, work)
+    for stage in program.levels:
+        rows = _extend(rows, stage, work) if isinstance(stage, tuple) else \
+            _expand(rows, stage, work)
         if not rows:
             return {}
     return project(program, rows)
+
+
+def _expand(rows: dict[Row, int], op: CompiledOp, work: Work) -> dict[Row, int]:
+    work.calls += len(rows)
+    out: dict[Row, int] = {}
+    for row, weight in rows.items():
+        for new_row, new_weight in op.expand(row, weight):
+            out[new_row] = out.get(new_row, 0) + new_weight
+    work.elements += len(out)
+    return {row: w for row, w in out.items() if w}
 
 
 def _extend(rows: dict[Row, int], extenders: tuple[Extender, ...], work: Work) -> dict[Row, int]:
@@ -121,13 +152,20 @@ def count_support(program: CompiledProgram, row: Row, cap: int, work: Work) -> i
     return _count_from(program.levels, 0, row, weight, cap, work)
 
 
-def _count_from(levels: tuple[tuple[Extender, ...], ...], depth: int, row: Row, weight: int,
+def _count_from(levels: tuple[Stage, ...], depth: int, row: Row, weight: int,
                 cap: int, work: Work) -> int:
     if depth == len(levels):
         return weight
+    stage = levels[depth]
+    if isinstance(stage, tuple):
+        following = [(row + (value,), weight * value_weight)
+                     for value, value_weight in extend_one(row, stage, work).items()]
+    else:
+        work.calls += 1
+        following = stage.expand(row, weight)
     total = 0
-    for value, value_weight in extend_one(row, levels[depth], work).items():
-        total += _count_from(levels, depth + 1, row + (value,), weight * value_weight, cap, work)
+    for next_row, next_weight in following:
+        total += _count_from(levels, depth + 1, next_row, next_weight, cap, work)
         if total >= cap:
             break
     return total

@@ -9,9 +9,10 @@ from workers.arrangements import MemoryArrangement
 from workers.executors.distinct import set_changes
 from workers.executors.extenders import Row
 from workers.executors.generic_join import CompiledProgram, compile_program, run, seed_rows
+from workers.executors.rules import PreparedRules
 from workers.executors.terms import CompiledTerm, compile_term, derivation_change
 from workers.executors.work import Work
-from workers.plan.ir import Plan
+from workers.plan.ir import Plan, RulesPlan
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,20 +23,27 @@ class PreparedPlan:
 
 
 class LocalExecutor:
-    """Executes every strategy's terms with GenericJoin over in-memory tries."""
+    """Executes every strategy's terms with GenericJoin over in-memory tries; a query with
+    derived relations keeps them itself (:class:`PreparedRules`)."""
 
     name = "local"
 
-    def prepare(self, plan: Plan, old: MemoryArrangement,
-                delta: MemoryArrangement) -> PreparedPlan:
+    def prepare(self, plan: Plan | RulesPlan, old: MemoryArrangement,
+                delta: MemoryArrangement) -> PreparedPlan | PreparedRules:
+        if isinstance(plan, RulesPlan):
+            return PreparedRules(plan, old, delta)
         return PreparedPlan(compile_program(plan.full, old, delta),
                             compile_program(plan.support, old, delta),
                             tuple(compile_term(term, old, delta) for term in plan.terms))
 
-    def step(self, prepared: PreparedPlan, work: Work) -> dict[Row, int]:
+    def step(self, prepared: PreparedPlan | PreparedRules, work: Work) -> dict[Row, int]:
+        if isinstance(prepared, PreparedRules):
+            return prepared.step(work)
         derivations = derivation_change(prepared.terms, work)
         return set_changes(prepared.support, derivations, work) if derivations else {}
 
-    def evaluate(self, prepared: PreparedPlan, work: Work) -> dict[Row, int]:
+    def evaluate(self, prepared: PreparedPlan | PreparedRules, work: Work) -> dict[Row, int]:
+        if isinstance(prepared, PreparedRules):
+            return prepared.evaluate(work)
         rows = run(prepared.full, seed_rows(prepared.full, work), work)
         return dict.fromkeys(rows, 1)

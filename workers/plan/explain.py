@@ -7,19 +7,27 @@ it (``=?c``) or a scan (``_``); ``*`` marks the extender whose weight is applied
 
 from __future__ import annotations
 
+from workers.arrangements.keys import IndexOrder
 from workers.edn import show
 from workers.plan.ir import (
+    Absent,
     BinaryTerm,
     DeltaTerm,
     ExtenderSpec,
+    Filter,
     JoinProgram,
+    Level,
+    Op,
     Plan,
     RecursiveStage,
+    RulesPlan,
     StepKind,
 )
 
 
-def explain(plan: Plan) -> str:
+def explain(plan: Plan | RulesPlan) -> str:
+    if isinstance(plan, RulesPlan):
+        return _explain_rules(plan)
     lines = [f"find     {' '.join(plan.find)}", f"strategy {plan.strategy}", "patterns"]
     lines += [f"  p{i} {text}" for i, text in enumerate(plan.patterns)]
     lines += ["full", *_program(plan.full), "support (distinct)", *_program(plan.support)]
@@ -38,6 +46,23 @@ def explain(plan: Plan) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _explain_rules(plan: RulesPlan) -> str:
+    """Strata in evaluation order; each rule's full program and its seeded ones."""
+    lines = [f"find     {' '.join(plan.find)}", f"derived relations (root {plan.root})"]
+    for k, stratum in enumerate(plan.strata):
+        kind = "recursive" if stratum.recursive else "non-recursive"
+        lines.append(f"stratum {k} ({kind})")
+        for relation in stratum.relations:
+            for rule in relation.rules:
+                lines += [f"  {relation.name}/{relation.arity} <- {rule.source}",
+                          *_program(rule.full, "    ")]
+                for seeded in rule.seeded:
+                    what = "not " if seeded.negated else ""
+                    lines += [f"    seeded by changes of {what}{seeded.relation} "
+                              f"(literal {seeded.literal})", *_program(seeded.new, "      ")]
+    return "\n".join(lines) + "\n"
+
+
 def _program(program: JoinProgram, indent: str = "  ") -> list[str]:
     layout = program.layout
     lines = []
@@ -46,11 +71,24 @@ def _program(program: JoinProgram, indent: str = "  ") -> list[str]:
     else:
         lines.append(f"rows   [{' '.join(program.seed_vars)}]")
     lines += [f"check  {_extender(c, layout, ())}" for c in program.checks]
-    for level in program.levels:
-        extenders = " ∩ ".join(_extender(e, layout, (level.var,)) for e in level.extenders)
-        lines.append(f"level  {level.var}: {extenders}")
+    for op in program.levels:
+        lines.append(_op(op, layout))
     lines.append(f"output [{' '.join(layout[i] for i in program.output)}]")
     return [indent + line for line in lines]
+
+
+def _op(op: Op, layout: tuple[str, ...]) -> str:
+    if isinstance(op, Level):
+        extenders = " ∩ ".join(_extender(e, layout, (op.var,)) for e in op.extenders)
+        return f"level  {op.var}: {extenders}"
+    if isinstance(op, ExtenderSpec):
+        return f"check  {_extender(op, layout, ())}"
+    if isinstance(op, Absent):
+        return f"absent {_extender(op.spec, layout, ())}"
+    args = " ".join(show(s.arg) if s.kind is StepKind.CONST else layout[s.arg] for s in op.args)
+    if isinstance(op, Filter):
+        return f"filter ({op.fn} {args})"
+    return f"bind   ({op.fn} {args}) -> {op.shape} +{' +'.join(op.outputs) or '_'}"
 
 
 def _extender(spec: ExtenderSpec, layout: tuple[str, ...], binds: tuple[str, ...]) -> str:
@@ -67,4 +105,6 @@ def _extender(spec: ExtenderSpec, layout: tuple[str, ...], binds: tuple[str, ...
         else:
             items.append("_")
     weight = "*" if spec.weighted else ""
-    return f"p{spec.pattern} {spec.role.value} {spec.order.name}[{' '.join(items)}]{weight}"
+    order = spec.order.name if isinstance(spec.order, IndexOrder) else \
+        spec.relation + "".join(str(i) for i in spec.order)
+    return f"p{spec.pattern} {spec.role.value} {order}[{' '.join(items)}]{weight}"

@@ -47,15 +47,24 @@ class Step:
     arg: Any = None
 
 
+DATOMS = "$"  # the relation of the shared arrangements; other names are derived relations
+
+
 @dataclass(frozen=True, slots=True)
 class ExtenderSpec:
-    """One pattern read through one index: its steps bind zero, one or several columns."""
+    """One literal read through one index: its steps bind zero, one or several columns.
+
+    ``relation`` is ``$`` for a data pattern (``order`` an :class:`IndexOrder`) or the name
+    of a derived relation of the query (``order`` a permutation of its columns).  Among a
+    program's ops, an ExtenderSpec is a *check*: a literal whose variables are all bound.
+    """
 
     pattern: int
     role: Role
-    order: IndexOrder
-    steps: tuple[Step, Step, Step]
+    order: IndexOrder | tuple[int, ...]
+    steps: tuple[Step, ...]
     weighted: bool = True
+    relation: str = DATOMS
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,19 +76,62 @@ class Level:
 
 
 @dataclass(frozen=True, slots=True)
+class Compute:
+    """A function binding: ``fn`` of ``args`` (CONST or BOUND steps) through a binding
+    ``shape`` (scalar, tuple, coll, rel) whose ``targets`` BIND new columns (``outputs``),
+    compare with BOUND ones, or are FREE (``_``)."""
+
+    fn: str
+    args: tuple[Step, ...]
+    shape: str
+    targets: tuple[Step, ...]
+    outputs: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Filter:
+    """A predicate: rows for which ``fn`` of ``args`` is not truthy are dropped."""
+
+    fn: str
+    args: tuple[Step, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Absent:
+    """A negation: rows whose tuple (every step a lookup) is in the relation are dropped."""
+
+    spec: ExtenderSpec
+
+
+Op = Level | ExtenderSpec | Compute | Filter | Absent
+
+
+def columns_added(op: Op) -> tuple[str, ...]:
+    """The variables an op appends to the row."""
+    if isinstance(op, Level):
+        return (op.var,)
+    if isinstance(op, Compute):
+        return op.outputs
+    return ()
+
+
+@dataclass(frozen=True, slots=True)
 class JoinProgram:
-    """Seed → checks → levels → output projection (indices into the row layout)."""
+    """Seed → checks → ops → output projection (indices into the row layout).
+
+    ``levels`` is the sequence of ops: GenericJoin levels, and function bindings, predicates,
+    negations and late checks placed as soon as their variables are bound."""
 
     seed: ExtenderSpec | None
     seed_vars: tuple[str, ...]
     checks: tuple[ExtenderSpec, ...]
-    levels: tuple[Level, ...]
+    levels: tuple[Op, ...]
     output: tuple[int, ...]
 
     @property
     def layout(self) -> tuple[str, ...]:
-        """The row's columns: seed variables, then one per level."""
-        return self.seed_vars + tuple(level.var for level in self.levels)
+        """The row's columns: seed variables, then those each op adds."""
+        return self.seed_vars + tuple(v for op in self.levels for v in columns_added(op))
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +163,66 @@ Term = DeltaTerm | BinaryTerm | RecursiveStage
 
 
 @dataclass(frozen=True, slots=True)
+class SeededProgram:
+    """A rule body run from the changed tuples of one of its literals (the seed).
+
+    ``unify`` turns a tuple of the literal's relation into a row over the literal's
+    variables (CONST: must equal, BIND: new column, SAME: must equal that column, FREE).
+    ``old`` reads every other literal before the tick (DRed's over-deletion), ``new`` after
+    it (insertion).  ``negated``: the literal is a negation, so a tuple entering its
+    relation removes derivations.  ``recursive``: the relation is in the rule's own stratum.
+    """
+
+    literal: int
+    relation: str
+    unify: tuple[Step, ...]
+    negated: bool
+    recursive: bool
+    old: JoinProgram
+    new: JoinProgram
+
+
+@dataclass(frozen=True, slots=True)
+class RulePlan:
+    """One rule of a derived relation: its programs output the head's columns."""
+
+    source: str
+    full: JoinProgram
+    support: JoinProgram
+    seeded: tuple[SeededProgram, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RelationPlan:
+    name: str
+    arity: int
+    rules: tuple[RulePlan, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Stratum:
+    """Relations computed together: recursive when they depend on each other."""
+
+    relations: tuple[RelationPlan, ...]
+    recursive: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RulesPlan:
+    """A query with derived relations (``or``, ``not``, rules): strata in dependency
+    order, the last one holding the query's own relation ``root``."""
+
+    find: tuple[str, ...]
+    attributes: tuple[Any, ...] | None
+    strategy: str
+    strata: tuple[Stratum, ...]
+    root: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return _encode(self)  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True, slots=True)
 class Plan:
     """Everything an executor needs for one query; names no arrangement object."""
 
@@ -133,7 +245,9 @@ class Plan:
 
 
 _NODES = {cls.__name__: cls for cls in (Step, ExtenderSpec, Level, JoinProgram, DeltaTerm,
-                                        BinaryTerm, RecursiveStage, Plan)}
+                                        BinaryTerm, RecursiveStage, Plan, Compute, Filter,
+                                        Absent, SeededProgram, RulePlan, RelationPlan,
+                                        Stratum, RulesPlan)}
 _ENUMS = {cls.__name__: cls for cls in (Role, StepKind, IndexOrder)}
 
 

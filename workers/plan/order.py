@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from workers.datalog.ast import Constant, Pattern, Variable
@@ -26,29 +26,26 @@ def estimate(pattern: Pattern, variable: Variable, stats: AttributeStats) -> int
     return entities if pattern.e == variable else values
 
 
-def variable_order(patterns: Sequence[Pattern], bound: Iterable[Variable],
-                   stats: AttributeStats) -> tuple[Variable, ...]:
-    """Greedy order of the unbound variables of ``patterns``.
+def next_variable(literals: Sequence[Any], bound: Collection[Variable],
+                  stats: AttributeStats) -> Variable | None:
+    """The next unbound variable of ``literals`` (generators with ``.variables``) to bind.
 
-    Next is the variable constrained by the most patterns that already have a bound variable
-    (so it is intersected, not enumerated), then the smallest estimate, then first mention.
+    The one constrained by the most literals that already have a bound variable (so it is
+    intersected, not enumerated), then the smallest estimate, then first mention.
     """
-    bound = set(bound)
-    pending = [v for v in dict.fromkeys(v for p in patterns for v in p.variables)
+    pending = [v for v in dict.fromkeys(v for g in literals for v in g.variables)
                if v not in bound]
-    order: list[Variable] = []
-    while pending:
-        def score(variable: Variable) -> tuple[int, int, int]:
-            touching = [p for p in patterns if variable in p.variables]
-            connected = sum(any(v in bound for v in p.variables) for p in touching)
-            smallest = min(estimate(p, variable, stats) for p in touching)
-            return (-connected, smallest, pending.index(variable))
+    if not pending:
+        return None
 
-        best = min(pending, key=score)
-        order.append(best)
-        bound.add(best)
-        pending.remove(best)
-    return tuple(order)
+    def score(variable: Variable) -> tuple[int, int, int]:
+        touching = [g for g in literals if variable in g.variables]
+        connected = sum(any(v in bound for v in g.variables) for g in touching)
+        smallest = min(estimate(g, variable, stats) if isinstance(g, Pattern) else UNKNOWN_SIZE
+                       for g in touching)
+        return (-connected, smallest, pending.index(variable))
+
+    return min(pending, key=score)
 
 
 def connected_pattern_order(patterns: Sequence[Pattern], first: int) -> tuple[int, ...]:

@@ -8,6 +8,7 @@ import pytest
 
 from workers import edn
 from workers.datalog import Blank, Constant, Pattern, Query, Variable, parse_query
+from workers.datalog.ast import InScalar
 from workers.edn import Keyword, Symbol, keyword
 
 V, C, P, _ = Variable, Constant, Pattern, Blank()
@@ -33,8 +34,10 @@ def row(text: str, *rest: Any) -> Any:
     row("[:find ?e ?a :where [?e ?a ?e]]", Query((E, A), (P(E, A, E),))),
     row("[:find ?e :where [?e :name] [?e :age]]",
         Query((E,), (P(E, C(NAME), _), P(E, C(keyword("age")), _)))),
-    row("[:find ?e :in $ ?x :where [?e :name ?x]]", Query((E,), (P(E, C(NAME), X),), (X,))),
-    row("[:find ?e :in ?x :where [?e :name ?x]]", Query((E,), (P(E, C(NAME), X),), (X,))),
+    row("[:find ?e :in $ ?x :where [?e :name ?x]]",
+        Query((E,), (P(E, C(NAME), X),), (InScalar(X),))),
+    row("[:find ?e :in ?x :where [?e :name ?x]]",
+        Query((E,), (P(E, C(NAME), X),), (InScalar(X),))),
     row("[:where [?e :name] :find ?e]", Query((E,), (P(E, C(NAME), _),))),
 ])
 def test_parse_query_builds_the_ast(text, query):

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 
 from workers.executors.spark.relations import Relation, bind, key
 from workers.executors.spark.sql import WEIGHT, Sql, conjunction
-from workers.plan.ir import ExtenderSpec, JoinProgram
+from workers.plan.ir import ExtenderSpec, JoinProgram, Level
 
 RelationOf = Callable[[ExtenderSpec], Relation]
 ONE = f"SELECT 1L AS {WEIGHT}"  # the single empty row
@@ -46,6 +46,7 @@ def run(sql: Sql, program: JoinProgram, rows: str, relation_of: RelationOf,
     for check in program.checks:
         rows = sql.add(_joins(rows, width, [relation_of(check)], proposer=None))
     for level in program.levels:
+        assert isinstance(level, Level), "Spark runs data-pattern levels only"
         rows = _extend(sql, rows, [relation_of(spec) for spec in level.extenders], width)
         width += 1
     return project(sql, rows, program.output if output is None else output)

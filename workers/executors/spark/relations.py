@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from workers.arrangements.keys import IndexOrder
 from workers.executors.spark.frames import DATOM_COLUMNS, ValueIds
 from workers.executors.spark.sql import WEIGHT, Sql, conjunction
 from workers.plan.ir import ExtenderSpec, StepKind
@@ -48,6 +49,7 @@ def relation(sql: Sql, spec: ExtenderSpec, table: str, ids: ValueIds) -> Relatio
     binds: dict[int, str] = {}
     filters: list[str] = []
     free = False
+    assert isinstance(spec.order, IndexOrder), "Spark reads the shared datoms only"
     for depth, step in enumerate(spec.steps):
         datom_column = DATOM_COLUMNS[spec.order.positions[depth]]
         if step.kind is StepKind.CONST:

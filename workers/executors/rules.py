@@ -1,0 +1,238 @@
+"""Derived relations kept up to date by DRed (delete and rederive), stratum by stratum.
+
+Why DRed and not counting or DBSP's nested fixpoint: derivation counts are infinite on
+cyclic recursive data (a path around a cycle), and the nested fixpoint keeps a trace per
+iteration (memory grows with the recursion depth times the relation).  DRed keeps one set
+per derived relation and does work proportional to the derivations that touch the change.
+Each stratum, after the ones it reads (whose ``change`` is final, so their ``old`` is the
+state and their ``new`` the state plus the change):
+
+1. **over-delete**: every head derivable in the *old* state through a removed tuple (a
+   removed datom or lower tuple, or a tuple that *entered* a negated relation) is marked,
+   transitively through the stratum's own relations;
+2. **rederive**: a marked head still derivable in the *new* state (its support program,
+   seeded by the head, finds one derivation) is put back;
+3. **insert**: heads derivable in the new state through an added tuple (or one that left a
+   negated relation), then semi-naively through the stratum's own new tuples.
+
+The tick's change of the query is the root relation's change; then every relation's change
+is folded into its state.  Only the shared datoms are read through ``old``/``delta``; the
+derived relations belong to the query.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from workers.arrangements import IndexOrder, MemoryArrangement
+from workers.arrangements.relation import RelationArrangement
+from workers.executors.extenders import Row
+from workers.executors.generic_join import CompiledProgram, compile_program, count_support, run
+from workers.executors.work import Work
+from workers.plan.ir import DATOMS, RulesPlan, SeededProgram, Step, StepKind
+
+Heads = dict[str, set[Row]]
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledSeeded:
+    spec: SeededProgram
+    old: CompiledProgram
+    new: CompiledProgram
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledRule:
+    full: CompiledProgram
+    support: CompiledProgram
+    seeded: tuple[CompiledSeeded, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DerivedRelation:
+    name: str
+    rules: tuple[CompiledRule, ...]
+    state: RelationArrangement
+    change: RelationArrangement
+
+    def present(self, row: Row) -> bool:
+        return self.state.weight(row) + self.change.weight(row) > 0
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledStratum:
+    relations: tuple[DerivedRelation, ...]
+    recursive: bool
+
+
+class PreparedRules:
+    """A rules plan bound to the shared arrangements and to the query's own relations."""
+
+    def __init__(self, plan: RulesPlan, old: MemoryArrangement,
+                 delta: MemoryArrangement) -> None:
+        self.plan = plan
+        self._delta = delta
+        stores = {r.name: (RelationArrangement(), RelationArrangement())
+                  for stratum in plan.strata for r in stratum.relations}
+
+        def bind(program: object) -> CompiledProgram:
+            return compile_program(program, old, delta, stores)  # type: ignore[arg-type]
+
+        self.strata = tuple(
+            CompiledStratum(tuple(
+                DerivedRelation(r.name, tuple(
+                    CompiledRule(bind(rule.full), bind(rule.support),
+                                 tuple(CompiledSeeded(s, bind(s.old), bind(s.new))
+                                       for s in rule.seeded))
+                    for rule in r.rules), *stores[r.name])
+                for r in stratum.relations), stratum.recursive)
+            for stratum in plan.strata)
+        self._relations = {r.name: r for s in self.strata for r in s.relations}
+        self.root = self._relations[plan.root]
+
+    # -- the two entry points ------------------------------------------------------------
+
+    def step(self, work: Work) -> dict[Row, int]:
+        """The tick's change of the query's relation (the shared datoms' delta is read
+        through the plan's ``delta`` arrangement)."""
+        for stratum in self.strata:
+            self._maintain(stratum, work)
+        changes = dict(self.root.change.rows)
+        self._commit()
+        return changes
+
+    def evaluate(self, work: Work) -> dict[Row, int]:
+        """Recompute every derived relation from the current datoms."""
+        for relation in self._relations.values():
+            relation.state.reset()
+            relation.change.reset()
+        for stratum in self.strata:
+            found: Heads = {r.name: set() for r in stratum.relations}
+            for relation in stratum.relations:
+                for rule in relation.rules:
+                    self._add(relation, run(rule.full, {(): 1}, work), found)
+            self._insert_recursively(stratum, found, work)
+        self._commit()
+        return dict(self.root.state.rows)
+
+    # -- DRed ------------------------------------------------------------------------------
+
+    def _maintain(self, stratum: CompiledStratum, work: Work) -> None:
+        doomed = self._over_delete(stratum, work)
+        for relation in stratum.relations:
+            relation.change.update((row, -1) for row in doomed[relation.name])
+        found: Heads = {r.name: set() for r in stratum.relations}
+        for relation in stratum.relations:  # rederive
+            for row in doomed[relation.name]:
+                if any(count_support(rule.support, row, 1, work) for rule in relation.rules):
+                    relation.change.update(((row, 1),))
+                    found[relation.name].add(row)
+        for relation in stratum.relations:  # insert through the lower changes
+            for rule in relation.rules:
+                for seeded in rule.seeded:
+                    if not seeded.spec.recursive:
+                        tuples = self._changed(seeded.spec, removed=False)
+                        self._add(relation, _derive(seeded.new, seeded.spec, tuples, work),
+                                  found)
+        self._insert_recursively(stratum, found, work)
+
+    def _over_delete(self, stratum: CompiledStratum, work: Work) -> Heads:
+        doomed: Heads = {r.name: set() for r in stratum.relations}
+        frontier: Heads = {r.name: set() for r in stratum.relations}
+        for relation in stratum.relations:
+            for rule in relation.rules:
+                for seeded in rule.seeded:
+                    if not seeded.spec.recursive:
+                        tuples = self._changed(seeded.spec, removed=True)
+                        self._doom(relation, _derive(seeded.old, seeded.spec, tuples, work),
+                                   doomed, frontier)
+        while stratum.recursive and any(frontier.values()):
+            current, frontier = frontier, {r.name: set() for r in stratum.relations}
+            for relation, seeded in self._recursive_seeds(stratum):
+                tuples = ((row, 1) for row in current[seeded.spec.relation])
+                self._doom(relation, _derive(seeded.old, seeded.spec, tuples, work),
+                           doomed, frontier)
+        return doomed
+
+    def _insert_recursively(self, stratum: CompiledStratum, found: Heads, work: Work) -> None:
+        """Semi-naive: derive from the stratum's newest tuples until nothing is new."""
+        while stratum.recursive and any(found.values()):
+            current, found = found, {r.name: set() for r in stratum.relations}
+            for relation, seeded in self._recursive_seeds(stratum):
+                tuples = ((row, 1) for row in current[seeded.spec.relation])
+                self._add(relation, _derive(seeded.new, seeded.spec, tuples, work), found)
+
+    @staticmethod
+    def _recursive_seeds(stratum: CompiledStratum) -> Iterator[tuple[DerivedRelation,
+                                                                     CompiledSeeded]]:
+        for relation in stratum.relations:
+            for rule in relation.rules:
+                for seeded in rule.seeded:
+                    if seeded.spec.recursive:
+                        yield relation, seeded
+
+    @staticmethod
+    def _doom(relation: DerivedRelation, heads: Iterable[Row], doomed: Heads,
+              frontier: Heads) -> None:
+        for row in heads:
+            if relation.state.weight(row) and row not in doomed[relation.name]:
+                doomed[relation.name].add(row)
+                frontier[relation.name].add(row)
+
+    @staticmethod
+    def _add(relation: DerivedRelation, heads: Iterable[Row], found: Heads) -> None:
+        for row in heads:
+            if not relation.present(row):
+                relation.change.update(((row, 1),))
+                found[relation.name].add(row)
+
+    def _changed(self, spec: SeededProgram, removed: bool) -> Iterator[tuple[Row, int]]:
+        """The tuples of the literal's relation that left (``removed``) or entered it this
+        tick — for a negation, the other way round."""
+        sign = -1 if removed != spec.negated else 1
+        for row, weight in self._tuples(spec):
+            if (weight > 0) == (sign > 0):
+                yield row, 1
+
+    def _tuples(self, spec: SeededProgram) -> Iterable[tuple[Row, int]]:
+        if spec.relation != DATOMS:
+            return self._relations[spec.relation].change
+        attribute = spec.unify[1]
+        if attribute.kind is StepKind.CONST:  # only the datoms of that attribute
+            by_entity = self._delta.index(IndexOrder.AEV).get(attribute.arg, {})
+            return [((e, attribute.arg, v), w) for e, values in by_entity.items()
+                    for v, w in values.items()]
+        return list(self._delta.datoms())
+
+    def _commit(self) -> None:
+        for relation in self._relations.values():
+            relation.state.update(relation.change.rows)
+            relation.change.reset()
+
+
+def _derive(program: CompiledProgram, spec: SeededProgram,
+            tuples: Iterable[tuple[Row, int]], work: Work) -> list[Row]:
+    """The heads the program derives from the literal's tuples."""
+    width = sum(s.kind is StepKind.BIND for s in spec.unify)
+    rows = {}
+    for values, _ in tuples:
+        row = _unify(spec.unify, values, width)
+        if row is not None:
+            rows[row] = 1
+    if not rows:
+        return []
+    return [head for head, weight in run(program, rows, work).items() if weight > 0]
+
+
+def _unify(steps: tuple[Step, ...], values: Row, width: int) -> Row | None:
+    row: list[object] = [None] * width
+    for step, value in zip(steps, values, strict=True):
+        if step.kind is StepKind.CONST:
+            if value != step.arg:
+                return None
+        elif step.kind is StepKind.BIND:
+            row[step.arg] = value
+        elif step.kind is StepKind.SAME and row[step.arg] != value:
+            return None
+    return tuple(row)

@@ -1,0 +1,208 @@
+"""A query with ``or``, ``not`` and rules → a stratified program of derived relations.
+
+Each rule name becomes a relation (one rule per definition); each ``or`` a relation over
+its join variables with one rule per branch; each ``not`` a relation over its join
+variables, read through a negation; the query itself the relation ``query`` over its basis
+(find variables, then ``:with``).  A sub-body (a branch, a negated body) that does not bind
+its join variables by itself — ``(not [(> ?age 30)])`` — gets the positive clauses around it
+prepended, so every relation is range-restricted and can be kept bottom-up (a magic-set
+style rewrite, done only where needed).  Variables local to an ``or-join``/``not-join`` are
+renamed apart.
+
+Relations are grouped into strata (strongly connected components of the dependency graph,
+dependencies first); a negation inside a component — a relation that depends on its own
+negation — is refused: the rules are not stratifiable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from itertools import count
+
+from workers.datalog.ast import (
+    BindScalar,
+    Clause,
+    Constant,
+    FnBinding,
+    Not,
+    Or,
+    Pattern,
+    Predicate,
+    Query,
+    Rule,
+    RuleCall,
+    Term,
+    Variable,
+    renamed,
+)
+from workers.datalog.check import bound_by
+from workers.edn import show
+from workers.errors import ErrorCode, QueryError
+from workers.plan.body import Atom, Literal, Negation
+
+ROOT = "query"
+# A relation over no variable holds the one tuple (true,): its rules bind a unit column.
+ZERO_ARITY = (Constant(True),)
+UNIT = Variable("?#unit")
+
+
+@dataclass(frozen=True, slots=True)
+class DerivedRule:
+    head: tuple[Term, ...]
+    body: tuple[Literal, ...]
+    source: str
+
+
+@dataclass(slots=True)
+class Program:
+    """Derived relations by name (rules in definition order) and their strata."""
+
+    relations: dict[str, list[DerivedRule]] = field(default_factory=dict)
+    strata: list[tuple[str, ...]] = field(default_factory=list)
+
+
+def lower(query: Query) -> Program:
+    """The stratified program of a (bound, checked) query."""
+    lowering = _Lowering(query.rules)
+    lowering.define(ROOT, query.basis, query.where, (), "the query")
+    program = Program(lowering.relations)
+    program.strata = _strata(lowering.relations)
+    return program
+
+
+class _Lowering:
+    def __init__(self, rules: Sequence[Rule]) -> None:
+        self.rules = rules
+        self.relations: dict[str, list[DerivedRule]] = {}
+        self._fresh = count(1)
+
+    def define(self, name: str, head: Sequence[Term], clauses: Sequence[Clause],
+               context: Sequence[Literal], source: str) -> None:
+        """Add one rule ``name(head) :- context, clauses`` (context only when needed)."""
+        head_vars = {t for t in head if isinstance(t, Variable)}
+        body = self.body(clauses)
+        if not head_vars <= bound_by(clauses, set()):
+            body = tuple(context) + body
+        if not head:
+            head, body = (UNIT,), body + (FnBinding("ground", ZERO_ARITY, BindScalar(UNIT)),)
+        self.relations.setdefault(name, []).append(DerivedRule(tuple(head), body, source))
+
+    def body(self, clauses: Sequence[Clause]) -> tuple[Literal, ...]:
+        positive = [self._positive(c) for c in clauses if not isinstance(c, Not | Or)]
+        literals: list[Literal] = [lit for lit in positive if lit is not None]
+        context = tuple(literals)
+        for clause in clauses:
+            if isinstance(clause, Or):
+                literals.append(self._or(clause, context))
+            elif isinstance(clause, Not):
+                literals.append(self._not(clause, context))
+        return tuple(literals)
+
+    def _positive(self, clause: Clause) -> Literal | None:
+        if isinstance(clause, RuleCall):
+            self._rule(clause.name)
+            return Atom(_rule_relation(clause.name), clause.args)
+        assert isinstance(clause, Pattern | Predicate | FnBinding)
+        return clause
+
+    def _rule(self, name: str) -> None:
+        relation = _rule_relation(name)
+        if relation in self.relations:
+            return
+        self.relations[relation] = []  # defined before its body, so recursion stops here
+        for rule in self.rules:
+            if rule.name == name:
+                self.define(relation, rule.params, rule.body, (), show(rule.source))
+
+    def _or(self, clause: Or, context: tuple[Literal, ...]) -> Atom:
+        name = f"or{next(self._fresh)}"
+        join = clause.variables
+        for branch in clause.branches:
+            self.define(name, join, _rename_locals(branch, join, self._fresh), context,
+                        show(clause.source))
+        return Atom(name, tuple(join) or ZERO_ARITY)
+
+    def _not(self, clause: Not, context: tuple[Literal, ...]) -> Negation:
+        name = f"not{next(self._fresh)}"
+        join = clause.variables
+        self.define(name, join, _rename_locals(clause.clauses, join, self._fresh), context,
+                    show(clause.source))
+        return Negation(name, tuple(join) or ZERO_ARITY)
+
+
+def _rule_relation(name: str) -> str:
+    return f"rule:{name}"
+
+
+def _rename_locals(clauses: Sequence[Clause], join: Sequence[Variable],
+                   fresh: Iterator[int]) -> tuple[Clause, ...]:
+    """Rename the variables of a sub-body that are not joined with its scope."""
+    suffix = next(fresh)
+    used = {v for c in clauses for v in _all_variables(c)}
+    renames = {v: Variable(f"{v.name}#{suffix}") for v in used if v not in join}
+    return tuple(renamed(c, renames) for c in clauses) if renames else tuple(clauses)
+
+
+def _all_variables(clause: Clause) -> set[Variable]:
+    if isinstance(clause, Not):
+        return set(clause.join or ()) | {v for c in clause.clauses for v in _all_variables(c)}
+    if isinstance(clause, Or):
+        return set(clause.join or ()) | {v for b in clause.branches for c in b
+                                         for v in _all_variables(c)}
+    return set(clause.variables)
+
+
+def _strata(relations: dict[str, list[DerivedRule]]) -> list[tuple[str, ...]]:
+    """Strongly connected components in dependency order; refuse negative cycles."""
+    edges = {name: [(lit.relation, isinstance(lit, Negation)) for rule in rules
+                    for lit in rule.body if isinstance(lit, Atom | Negation)]
+             for name, rules in relations.items()}
+    components = _components({n: [d for d, _ in deps] for n, deps in edges.items()})
+    for component in components:
+        for name in component:
+            for dependency, negated in edges[name]:
+                if negated and dependency in component:
+                    raise QueryError(f"the rules are not stratifiable: {_shown(name)} depends "
+                                     f"on the negation of {_shown(dependency)}, which "
+                                     f"depends on {_shown(name)}",
+                                     code=ErrorCode.QUERY_UNSAFE, form=name)
+    return components
+
+
+def _shown(relation: str) -> str:
+    return relation.removeprefix("rule:")
+
+
+def _components(graph: dict[str, list[str]]) -> list[tuple[str, ...]]:
+    """Tarjan's algorithm; components come out dependencies first."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[tuple[str, ...]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph[node]:
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            out.append(tuple(sorted(component)))
+
+    for node in graph:
+        if node not in index:
+            visit(node)
+    return out

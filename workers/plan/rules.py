@@ -1,0 +1,99 @@
+"""A lowered program → :class:`RulesPlan`: the join programs of every rule.
+
+Each rule gets a ``full`` program (bootstrap), a ``support`` program seeded by a head tuple
+(DRed's rederivation: is it still derivable?) and, for every literal whose relation can
+change, a program seeded by that literal's changed tuples, in an ``old`` and a ``new``
+version (see :mod:`workers.executors.rules` for how DRed uses them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from workers.datalog.ast import Blank, Constant, Pattern, Query, Variable
+from workers.plan.body import Atom, Literal, Negation, program, relation_of
+from workers.plan.ir import (
+    RelationPlan,
+    Role,
+    RulePlan,
+    RulesPlan,
+    SeededProgram,
+    Step,
+    StepKind,
+    Stratum,
+)
+from workers.plan.lower import ROOT, DerivedRule, Program, lower
+from workers.plan.order import AttributeStats, no_stats
+
+
+def plan_rules(query: Query, strategy: str = "delta",
+               stats: AttributeStats = no_stats) -> RulesPlan:
+    """Plan a query that needs derived relations (``query.is_flat`` is false)."""
+    lowered = lower(query)
+    strata = tuple(_stratum(lowered, names, stats) for names in lowered.strata)
+    return RulesPlan(find=tuple(v.name for v in query.basis),
+                     attributes=_routing_attributes(lowered), strategy=strategy,
+                     strata=strata, root=ROOT)
+
+
+def _stratum(lowered: Program, names: tuple[str, ...], stats: AttributeStats) -> Stratum:
+    relations = tuple(RelationPlan(name, len(lowered.relations[name][0].head),
+                                   tuple(_rule(rule, set(names), stats)
+                                         for rule in lowered.relations[name]))
+                      for name in names)
+    recursive = len(names) > 1 or any(
+        isinstance(lit, Atom) and lit.relation in names
+        for rule in lowered.relations[names[0]] for lit in rule.body)
+    return Stratum(relations, recursive)
+
+
+def _rule(rule: DerivedRule, stratum: set[str], stats: AttributeStats) -> RulePlan:
+    body = rule.body
+    head = tuple(t for t in rule.head if isinstance(t, Variable))
+    readers = [j for j, lit in enumerate(body) if isinstance(lit, Pattern | Atom | Negation)]
+
+    def roles(role: Role, without: int | None = None) -> dict[int, Role]:
+        return {j: role for j in readers if j != without}
+
+    seeded = []
+    for j in readers:
+        relation, terms = relation_of(body[j])
+        seed_vars = body[j].variables
+        seeded.append(SeededProgram(
+            literal=j, relation=relation, unify=_unify(terms, seed_vars),
+            negated=isinstance(body[j], Negation), recursive=relation in stratum,
+            old=program(body, roles(Role.OLD, j), None, seed_vars, head, stats),
+            new=program(body, roles(Role.NEW, j), None, seed_vars, head, stats)))
+    return RulePlan(source=rule.source,
+                    full=program(body, roles(Role.NEW), None, (), head, stats),
+                    support=program(body, roles(Role.NEW), None, head, head, stats),
+                    seeded=tuple(seeded))
+
+
+def _unify(terms: Sequence[Any], columns: Sequence[Variable]) -> tuple[Step, ...]:
+    """Steps that turn a tuple of the relation into a row over ``columns``."""
+    steps: list[Step] = []
+    seen: set[Variable] = set()
+    for term in terms:
+        if isinstance(term, Constant):
+            steps.append(Step(StepKind.CONST, term.value))
+        elif isinstance(term, Blank):
+            steps.append(Step(StepKind.FREE))
+        elif term in seen:
+            steps.append(Step(StepKind.SAME, list(columns).index(term)))
+        else:
+            seen.add(term)
+            steps.append(Step(StepKind.BIND, list(columns).index(term)))
+    return tuple(steps)
+
+
+def _routing_attributes(lowered: Program) -> tuple[Any, ...] | None:
+    patterns = [lit for rules in lowered.relations.values() for rule in rules
+                for lit in rule.body if isinstance(lit, Pattern)]
+    if any(not isinstance(p.a, Constant) for p in patterns):
+        return None
+    return tuple(dict.fromkeys(p.a.value for p in patterns))  # type: ignore[union-attr]
+
+
+__all__ = ["Literal", "plan_rules"]

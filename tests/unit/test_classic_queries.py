@@ -1,0 +1,104 @@
+"""Classic queries as Datascript's and Datomic's documentation write them, with results
+checked by hand (people, ages, friends, ancestors)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from workers.edn import keyword
+from workers.engine import Engine
+
+PEOPLE = """[{:db/id 1 :name "Ivan" :age 15 :sex :male :friend [2 3]}
+             {:db/id 2 :name "Petr" :age 37 :sex :male :friend 3}
+             {:db/id 3 :name "Ivan" :age 37 :sex :male}
+             {:db/id 4 :name "Oleg" :age 15 :sex :male :parent 2}
+             {:db/id 5 :name "Anna" :age 40 :sex :female :parent 4}
+             {:db/id 6 :name "Kate" :age 8 :sex :female :parent 5}]"""
+ANCESTOR = """[[(ancestor ?a ?d) [?d :parent ?a]]
+               [(ancestor ?a ?d) [?m :parent ?a] (ancestor ?m ?d)]]"""
+
+
+@pytest.fixture
+def engine() -> Engine:
+    engine = Engine()
+    engine.transact(PEOPLE)
+    return engine
+
+
+CLASSICS: list[tuple[str, list[Any], set[tuple[Any, ...]]]] = [
+    # Datascript README: names of people of age 37 (set semantics: one "Ivan")
+    ('[:find ?n :where [?e :age 37] [?e :name ?n]]', [], {("Petr",), ("Ivan",)}),
+    # pairs of people with the same name
+    ("[:find ?e1 ?e2 :where [?e1 :name ?n] [?e2 :name ?n] [(< ?e1 ?e2)]]", [], {(1, 3)}),
+    # :in scalar and collection
+    ("[:find ?e :in $ ?n :where [?e :name ?n]]", ["Ivan"], {(1,), (3,)}),
+    ("[:find ?e :in $ [?n ...] :where [?e :name ?n]]", [["Petr", "Oleg"]], {(2,), (4,)}),
+    ("[:find ?n ?a :in $ [[?n ?a]] :where [?e :name ?n] [?e :age ?a]]",
+     [[["Ivan", 15], ["Anna", 40], ["Kate", 9]]], {("Ivan", 15), ("Anna", 40)}),
+    # predicates and a function binding
+    ("[:find ?n :where [?e :name ?n] [?e :age ?a] [(>= ?a 18)] [(< ?a 40)]]", [],
+     {("Petr",), ("Ivan",)}),
+    ("[:find ?n ?next :where [?e :name ?n] [?e :age ?a] [(inc ?a) ?next] [(< ?a 10)]]", [],
+     {("Kate", 9)}),
+    ('[:find ?label :where [?e :name ?n] [?e :age 8] [(str ?n " is " 8) ?label]]', [],
+     {("Kate is 8",)}),
+    # not / not-join: people without friends; people nobody names as a friend
+    ("[:find ?n :where [?e :name ?n] [?e :sex :male] (not [?e :friend _])]", [],
+     {("Ivan",), ("Oleg",)}),
+    ("[:find ?e :where [?e :name] (not-join [?e] [?x :friend ?e])]", [],
+     {(1,), (4,), (5,), (6,)}),
+    # or / or-join
+    ("[:find ?n :where [?e :name ?n] (or [?e :age 8] [?e :age 40])]", [],
+     {("Kate",), ("Anna",)}),
+    ("[:find ?e :where [?e :name] (or-join [?e] [?e :friend 3] (and [?e :parent ?p] "
+     "[?p :age 37]))]", [], {(1,), (2,), (4,)}),
+    # get-else / missing?
+    ("[:find ?n ?p :where [?e :name ?n] [?e :age 15] [(get-else $ ?e :parent :none) ?p]]", [],
+     {("Ivan", keyword("none")), ("Oleg", 2)}),
+    ("[:find ?e :where [?e :name] [(missing? $ ?e :parent)] [(missing? $ ?e :friend)]]", [],
+     {(3,)}),
+    # rules: Datomic's ancestor example (Petr's descendants)
+    ("[:find ?n :in $ % :where [?a :name \"Petr\"] (ancestor ?a ?d) [?d :name ?n]]",
+     [ANCESTOR], {("Oleg",), ("Anna",), ("Kate",)}),
+    # aggregates (Datomic: grouped by the other find variables; :with keeps duplicates)
+    ("[:find ?s (count ?e) :where [?e :sex ?s]]", [],
+     {(keyword("male"), 4), (keyword("female"), 2)}),
+    ("[:find (sum ?a) :where [?e :age ?a]]", [], {(15 + 37 + 40 + 8,)}),
+    ("[:find (sum ?a) :with ?e :where [?e :age ?a]]", [], {(15 + 37 + 37 + 15 + 40 + 8,)}),
+    ("[:find (min ?a) (max ?a) (count-distinct ?a) :where [?e :age ?a]]", [], {(8, 40, 4)}),
+    ("[:find ?s (avg ?a) :with ?e :where [?e :sex ?s] [?e :age ?a]]", [],
+     {(keyword("male"), 26.0), (keyword("female"), 24.0)}),
+    ("[:find ?n (distinct ?a) :where [?e :name ?n] [?e :age ?a]]", [],
+     {("Ivan", frozenset({15, 37})), ("Petr", frozenset({37})), ("Oleg", frozenset({15})),
+      ("Anna", frozenset({40})), ("Kate", frozenset({8}))}),
+]
+
+
+@pytest.mark.parametrize(("query", "inputs", "expected"),
+                         [pytest.param(q, i, e, id=q) for q, i, e in CLASSICS])
+def test_classic_query_gives_the_documented_result(engine: Engine, query: str,
+                                                   inputs: list[Any], expected: set[Any]) -> None:
+    assert set(engine.query(query, inputs)) == expected
+    assert set(engine.register("q", query, inputs)) == expected
+
+
+def test_keys_return_maps_in_the_one_shot_api(engine: Engine) -> None:
+    rows = engine.query("[:find ?n ?a :keys name age :where [?e :name ?n] [?e :age ?a] "
+                        "[(> ?a 37)]]")
+    assert rows == [{keyword("name"): "Anna", keyword("age"): 40}]
+    strs = engine.query("[:find ?n :strs name :where [?e :age 8] [?e :name ?n]]")
+    assert strs == [{"name": "Kate"}]
+
+
+def test_max_survives_the_retraction_of_the_current_extreme(engine: Engine) -> None:
+    engine.register("oldest", "[:find (max ?a) :where [?e :age ?a]]")
+    assert engine.transact("[[:db/retractEntity 5]]") == {"oldest": {(40,): -1, (37,): 1}}
+
+
+def test_ancestors_follow_a_broken_and_a_restored_link(engine: Engine) -> None:
+    query = "[:find ?d :in $ % :where [?a :name \"Petr\"] (ancestor ?a ?d)]"
+    assert set(engine.register("d", query, [ANCESTOR])) == {(4,), (5,), (6,)}
+    assert engine.transact("[[:db/retract 5 :parent 4]]") == {"d": {(5,): -1, (6,): -1}}
+    assert engine.transact("[[:db/add 5 :parent 2]]") == {"d": {(5,): 1, (6,): 1}}

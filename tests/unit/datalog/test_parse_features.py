@@ -42,7 +42,7 @@ def row(text: str, expected: Any) -> Any:
     row('[(str ?a "-" ?b) ?x]', FnBinding("str", (A, C("-"), B), BindScalar(X))),
     row("[(vector ?a ?b) [?x _]]", FnBinding("vector", (A, B), BindTuple((X, _)))),
     row("[(ground [1 2]) [?x ...]]", FnBinding("ground", (C((1, 2)),), BindColl(X))),
-    row("[(ground [[1 2]]) [[?a ?b]]]", FnBinding("ground", (C(((1, 2),),), BindRel((A, B)))),
+    row("[(ground [[1 2]]) [[?a ?b]]]", FnBinding("ground", (C(((1, 2),)),), BindRel((A, B)))),
     row("(not [?e :age 30])", Not(None, (Pattern(E, C(AGE), C(30)),))),
     row("(not-join [?e] [?e :age ?a])", Not((E,), (Pattern(E, C(AGE), A),))),
     row("(or [?e :age 1] [?e :age 2])",
@@ -54,7 +54,7 @@ def row(text: str, expected: Any) -> Any:
     row("[(get-else $ ?e :age 0) ?a]",
         Or((E, A), ((Pattern(E, C(AGE), A),),
                     (Not(None, (Pattern(E, C(AGE), _),)),
-                     FnBinding("ground", (C(0),), BindScalar(A))))))),
+                     FnBinding("ground", (C(0),), BindScalar(A)))))),
 ])
 def test_clause_parses_into_its_node(clause, expected):
     assert parse_query(f"[:find ?e :where [?e :name] {clause}]").where[1] == expected

@@ -9,6 +9,7 @@ from workers.arrangements import MemoryArrangement
 from workers.executors.distinct import set_changes
 from workers.executors.extenders import Row
 from workers.executors.generic_join import CompiledProgram, compile_program, run, seed_rows
+from workers.executors.joins import LocalJoins
 from workers.executors.rules import PreparedRules
 from workers.executors.terms import CompiledTerm, compile_term, derivation_change
 from workers.executors.work import Work
@@ -31,7 +32,7 @@ class LocalExecutor:
     def prepare(self, plan: Plan | RulesPlan, old: MemoryArrangement,
                 delta: MemoryArrangement) -> PreparedPlan | PreparedRules:
         if isinstance(plan, RulesPlan):
-            return PreparedRules(plan, old, delta)
+            return PreparedRules(plan, delta, lambda relations: LocalJoins(old, delta, relations))
         return PreparedPlan(compile_program(plan.full, old, delta),
                             compile_program(plan.support, old, delta),
                             tuple(compile_term(term, old, delta) for term in plan.terms))

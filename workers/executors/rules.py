@@ -22,37 +22,23 @@ derived relations belong to the query.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from workers.arrangements import IndexOrder, MemoryArrangement
 from workers.arrangements.relation import RelationArrangement
-from workers.executors.extenders import Row
-from workers.executors.generic_join import CompiledProgram, compile_program, count_support, run
+from workers.executors.extenders import Relations, Row
+from workers.executors.joins import Joins
 from workers.executors.work import Work
-from workers.plan.ir import DATOMS, RulesPlan, SeededProgram, Step, StepKind
+from workers.plan.ir import DATOMS, JoinProgram, RulePlan, RulesPlan, SeededProgram, Step, StepKind
 
 Heads = dict[str, set[Row]]
 
 
 @dataclass(frozen=True, slots=True)
-class CompiledSeeded:
-    spec: SeededProgram
-    old: CompiledProgram
-    new: CompiledProgram
-
-
-@dataclass(frozen=True, slots=True)
-class CompiledRule:
-    full: CompiledProgram
-    support: CompiledProgram
-    seeded: tuple[CompiledSeeded, ...]
-
-
-@dataclass(frozen=True, slots=True)
 class DerivedRelation:
     name: str
-    rules: tuple[CompiledRule, ...]
+    rules: tuple[RulePlan, ...]
     state: RelationArrangement
     change: RelationArrangement
 
@@ -61,32 +47,28 @@ class DerivedRelation:
 
 
 @dataclass(frozen=True, slots=True)
-class CompiledStratum:
+class DerivedStratum:
     relations: tuple[DerivedRelation, ...]
     recursive: bool
 
 
-class PreparedRules:
-    """A rules plan bound to the shared arrangements and to the query's own relations."""
+MakeJoins = Callable[[Relations], Joins]
 
-    def __init__(self, plan: RulesPlan, old: MemoryArrangement,
-                 delta: MemoryArrangement) -> None:
+
+class PreparedRules:
+    """A rules plan with the query's own relations; ``make_joins`` says where the join
+    programs run (:class:`~workers.executors.joins.LocalJoins` or Spark's)."""
+
+    def __init__(self, plan: RulesPlan, delta: MemoryArrangement,
+                 make_joins: MakeJoins) -> None:
         self.plan = plan
         self._delta = delta
         stores = {r.name: (RelationArrangement(), RelationArrangement())
                   for stratum in plan.strata for r in stratum.relations}
-
-        def bind(program: object) -> CompiledProgram:
-            return compile_program(program, old, delta, stores)  # type: ignore[arg-type]
-
+        self.joins = make_joins(stores)
         self.strata = tuple(
-            CompiledStratum(tuple(
-                DerivedRelation(r.name, tuple(
-                    CompiledRule(bind(rule.full), bind(rule.support),
-                                 tuple(CompiledSeeded(s, bind(s.old), bind(s.new))
-                                       for s in rule.seeded))
-                    for rule in r.rules), *stores[r.name])
-                for r in stratum.relations), stratum.recursive)
+            DerivedStratum(tuple(DerivedRelation(r.name, r.rules, *stores[r.name])
+                                 for r in stratum.relations), stratum.recursive)
             for stratum in plan.strata)
         self._relations = {r.name: r for s in self.strata for r in s.relations}
         self.root = self._relations[plan.root]
@@ -111,65 +93,68 @@ class PreparedRules:
             found: Heads = {r.name: set() for r in stratum.relations}
             for relation in stratum.relations:
                 for rule in relation.rules:
-                    self._add(relation, run(rule.full, {(): 1}, work), found)
+                    self._add(relation, self.joins.run(rule.full, {(): 1}, work), found)
             self._insert_recursively(stratum, found, work)
         self._commit()
         return dict(self.root.state.rows)
 
     # -- DRed ------------------------------------------------------------------------------
 
-    def _maintain(self, stratum: CompiledStratum, work: Work) -> None:
+    def _maintain(self, stratum: DerivedStratum, work: Work) -> None:
         doomed = self._over_delete(stratum, work)
         for relation in stratum.relations:
             relation.change.update((row, -1) for row in doomed[relation.name])
         found: Heads = {r.name: set() for r in stratum.relations}
         for relation in stratum.relations:  # rederive
-            for row in doomed[relation.name]:
-                if any(count_support(rule.support, row, 1, work) for rule in relation.rules):
-                    relation.change.update(((row, 1),))
-                    found[relation.name].add(row)
+            left = doomed[relation.name]
+            for rule in relation.rules:
+                if left:
+                    back = self.joins.derivable(rule.support, left, work)
+                    relation.change.update((row, 1) for row in back)
+                    found[relation.name] |= back
+                    left = left - back
         for relation in stratum.relations:  # insert through the lower changes
             for rule in relation.rules:
                 for seeded in rule.seeded:
-                    if not seeded.spec.recursive:
-                        tuples = self._changed(seeded.spec, removed=False)
-                        self._add(relation, _derive(seeded.new, seeded.spec, tuples, work),
+                    if not seeded.recursive:
+                        tuples = self._changed(seeded, removed=False)
+                        self._add(relation, self._derive(seeded, seeded.new, tuples, work),
                                   found)
         self._insert_recursively(stratum, found, work)
 
-    def _over_delete(self, stratum: CompiledStratum, work: Work) -> Heads:
+    def _over_delete(self, stratum: DerivedStratum, work: Work) -> Heads:
         doomed: Heads = {r.name: set() for r in stratum.relations}
         frontier: Heads = {r.name: set() for r in stratum.relations}
         for relation in stratum.relations:
             for rule in relation.rules:
                 for seeded in rule.seeded:
-                    if not seeded.spec.recursive:
-                        tuples = self._changed(seeded.spec, removed=True)
-                        self._doom(relation, _derive(seeded.old, seeded.spec, tuples, work),
+                    if not seeded.recursive:
+                        tuples = self._changed(seeded, removed=True)
+                        self._doom(relation, self._derive(seeded, seeded.old, tuples, work),
                                    doomed, frontier)
         while stratum.recursive and any(frontier.values()):
             current, frontier = frontier, {r.name: set() for r in stratum.relations}
             for relation, seeded in self._recursive_seeds(stratum):
-                tuples = ((row, 1) for row in current[seeded.spec.relation])
-                self._doom(relation, _derive(seeded.old, seeded.spec, tuples, work),
+                tuples = ((row, 1) for row in current[seeded.relation])
+                self._doom(relation, self._derive(seeded, seeded.old, tuples, work),
                            doomed, frontier)
         return doomed
 
-    def _insert_recursively(self, stratum: CompiledStratum, found: Heads, work: Work) -> None:
+    def _insert_recursively(self, stratum: DerivedStratum, found: Heads, work: Work) -> None:
         """Semi-naive: derive from the stratum's newest tuples until nothing is new."""
         while stratum.recursive and any(found.values()):
             current, found = found, {r.name: set() for r in stratum.relations}
             for relation, seeded in self._recursive_seeds(stratum):
-                tuples = ((row, 1) for row in current[seeded.spec.relation])
-                self._add(relation, _derive(seeded.new, seeded.spec, tuples, work), found)
+                tuples = ((row, 1) for row in current[seeded.relation])
+                self._add(relation, self._derive(seeded, seeded.new, tuples, work), found)
 
     @staticmethod
-    def _recursive_seeds(stratum: CompiledStratum) -> Iterator[tuple[DerivedRelation,
-                                                                     CompiledSeeded]]:
+    def _recursive_seeds(stratum: DerivedStratum) -> Iterator[tuple[DerivedRelation,
+                                                                     SeededProgram]]:
         for relation in stratum.relations:
             for rule in relation.rules:
                 for seeded in rule.seeded:
-                    if seeded.spec.recursive:
+                    if seeded.recursive:
                         yield relation, seeded
 
     @staticmethod
@@ -205,24 +190,24 @@ class PreparedRules:
                     for v, w in values.items()]
         return list(self._delta.datoms())
 
+    def _derive(self, seeded: SeededProgram, program: JoinProgram,
+                tuples: Iterable[tuple[Row, int]], work: Work) -> list[Row]:
+        """The heads ``program`` derives from the literal's tuples."""
+        width = sum(s.kind is StepKind.BIND for s in seeded.unify)
+        rows = {}
+        for values, _ in tuples:
+            row = _unify(seeded.unify, values, width)
+            if row is not None:
+                rows[row] = 1
+        if not rows:
+            return []
+        return [head for head, weight in self.joins.run(program, rows, work).items()
+                if weight > 0]
+
     def _commit(self) -> None:
         for relation in self._relations.values():
             relation.state.update(relation.change.rows)
             relation.change.reset()
-
-
-def _derive(program: CompiledProgram, spec: SeededProgram,
-            tuples: Iterable[tuple[Row, int]], work: Work) -> list[Row]:
-    """The heads the program derives from the literal's tuples."""
-    width = sum(s.kind is StepKind.BIND for s in spec.unify)
-    rows = {}
-    for values, _ in tuples:
-        row = _unify(spec.unify, values, width)
-        if row is not None:
-            rows[row] = 1
-    if not rows:
-        return []
-    return [head for head, weight in run(program, rows, work).items() if weight > 0]
 
 
 def _unify(steps: tuple[Step, ...], values: Row, width: int) -> Row | None:

@@ -1,0 +1,50 @@
+"""Where the join programs of derived relations run: the two questions DRed asks.
+
+``run``: the rows a join program derives from rows handed in over its seed variables;
+``derivable``: which of the given head rows the (support) program can still derive.
+:class:`LocalJoins` answers with GenericJoin over the in-memory tries;
+:class:`~workers.executors.spark.rules.SparkJoins` with Spark SQL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Protocol
+
+from workers.arrangements import MemoryArrangement
+from workers.executors.extenders import Relations, Row
+from workers.executors.generic_join import CompiledProgram, compile_program, count_support, run
+from workers.executors.work import Work
+from workers.plan.ir import JoinProgram
+
+
+class Joins(Protocol):
+    def run(self, program: JoinProgram, rows: Mapping[Row, int],
+            work: Work) -> dict[Row, int]: ...
+
+    def derivable(self, program: JoinProgram, rows: Iterable[Row], work: Work) -> set[Row]: ...
+
+
+class LocalJoins:
+    """GenericJoin in process; each program is compiled once (the tries are updated in
+    place, so a compiled program stays valid)."""
+
+    def __init__(self, old: MemoryArrangement, delta: MemoryArrangement,
+                 relations: Relations) -> None:
+        self._old, self._delta, self._relations = old, delta, relations
+        self._compiled: dict[int, CompiledProgram] = {}
+
+    def compiled(self, program: JoinProgram) -> CompiledProgram:
+        found = self._compiled.get(id(program))
+        if found is None:
+            found = compile_program(program, self._old, self._delta, self._relations)
+            self._compiled[id(program)] = found
+        return found
+
+    def run(self, program: JoinProgram, rows: Mapping[Row, int], work: Work) -> dict[Row, int]:
+        return run(self.compiled(program), dict(rows), work)
+
+    def derivable(self, program: JoinProgram, rows: Iterable[Row], work: Work) -> set[Row]:
+        """Depth first, stopping at each row's first derivation."""
+        compiled = self.compiled(program)
+        return {row for row in rows if count_support(compiled, row, 1, work)}

@@ -60,8 +60,8 @@ class Prepared:
 
     @property
     def local_only(self) -> bool:
-        """Derived relations, predicates and functions run on the local executor only (the
-        query keeps its derived relations in process)."""
+        """A query with derived relations keeps them in process (``local`` holds them, and
+        the joins they run, on Spark or not, were chosen when it was prepared)."""
         return isinstance(self.plan, RulesPlan)
 
 def _plain(prepared: Prepared) -> Plan:
@@ -87,10 +87,24 @@ class Dispatch:
             self._spark = self._start_spark()
 
     def prepare(self, plan: Plan | RulesPlan) -> Prepared:
+        if isinstance(plan, RulesPlan) and self.mode == "spark":
+            return Prepared(plan, self._spark_rules(plan))
         return Prepared(plan, self.local.prepare(plan, self._old, self._delta))
 
+    def _spark_rules(self, plan: RulesPlan) -> PreparedRules:
+        """Derived relations whose join programs run on Spark (``executor=spark``; under
+        ``auto`` a query's derived relations are kept locally: its ticks are small)."""
+        from workers.executors.spark.rules import SparkJoins
+
+        spark = self._spark
+        assert spark is not None
+        return PreparedRules(plan, self._delta,
+                             lambda relations: SparkJoins(spark, self._old, self._delta,
+                                                          relations))
+
     def step(self, prepared: Prepared, delta_datoms: int, work: Work) -> dict[Row, int]:
-        """The tick's set changes of one query, on the executor the tick's size calls for."""
+        """The tick's set changes of one query, on the executor the tick's size calls for
+        (a query with derived relations: where its prepared joins run)."""
         spark = self._spark_for(delta_datoms >= self.auto.tick_datoms, prepared)
         if spark is not None:
             rows = self._on_spark(
@@ -143,7 +157,10 @@ class Dispatch:
 
     def _spark_for(self, large: bool, prepared: Prepared) -> SparkExecutor | None:
         """The Spark executor if this step goes there (then ``prepared.plan`` is a Plan)."""
-        if self.mode == "local" or (self.mode == "auto" and not large) or prepared.local_only:
+        if prepared.local_only:  # its derived relations say where its joins run
+            self.last = "spark" if self.mode == "spark" else "local"
+            return None
+        if self.mode == "local" or (self.mode == "auto" and not large):
             self.last = "local"
             return None
         if self._spark is None and not self._spark_failed:

@@ -25,14 +25,24 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from workers.arrangements import MemoryArrangement
-from workers.executors.spark.frames import ValueIds, collect_rows
+from workers.executors.extenders import Relations
+from workers.executors.spark.frames import ValueIds, collect_rows, id_source
 from workers.executors.spark.jobs import JobGroups
 from workers.executors.spark.join import column, project, run, seed_rows, union
 from workers.executors.spark.mirror import Datom, SparkMirror, patched
-from workers.executors.spark.relations import Relation, relation
+from workers.executors.spark.relations import Relation, relation, relation_column
 from workers.executors.spark.sql import WEIGHT, Sql, conjunction
 from workers.executors.work import Work
-from workers.plan.ir import BinaryTerm, DeltaTerm, ExtenderSpec, JoinProgram, Plan, Role, Term
+from workers.plan.ir import (
+    DATOMS,
+    BinaryTerm,
+    DeltaTerm,
+    ExtenderSpec,
+    JoinProgram,
+    Plan,
+    Role,
+    Term,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -60,13 +70,27 @@ class Views:
     tables: Mapping[Role, str]
     ids: ValueIds
     relations: dict[ExtenderSpec, Relation]
+    derived: Relations | None = None
 
     def relation(self, spec: ExtenderSpec) -> Relation:
         found = self.relations.get(spec)
         if found is None:
-            found = relation(self.sql, spec, self.tables[spec.role], self.ids)
+            table = self.tables[spec.role] if spec.relation == DATOMS else \
+                self._derived(spec.relation, spec.role, len(spec.steps))
+            found = relation(self.sql, spec, table, self.ids)
             self.relations[spec] = found
         return found
+
+    def _derived(self, name: str, role: Role, arity: int) -> str:
+        """A derived relation's tuples as a table (the driver holds them): ``old`` is its
+        state, ``new`` the state with this tick's change so far."""
+        assert self.derived is not None, f"no tuples for relation {name}"
+        state, change = self.derived[name]
+        rows = state.rows if role is Role.OLD else {
+            row: 1 for row in {*state.rows, *change.rows}
+            if state.weight(row) + change.weight(row) > 0}
+        names = [relation_column(i) for i in range(arity)]
+        return self.sql.source(id_source(self.sql.session, self.ids.encode(rows), names))
 
 
 class SparkExecutor:
@@ -116,6 +140,17 @@ class SparkExecutor:
             rows = self._collect(views.sql, out, len(full.output), work)
         return dict.fromkeys(rows, 1)
 
+    def run_rows(self, program: JoinProgram, rows: Mapping[Row, int], delta: MemoryArrangement,
+                 derived: Relations, work: Work) -> dict[Row, int]:
+        """Rows over the program's seed variables through its checks and levels (GenericJoin
+        levels only: the caller runs the other ops), reading derived relations too."""
+        with self.jobs.action(f"join from {program.seed_vars}"), self._conf(STEP_CONF):
+            views = self._views(delta, derived)
+            names = [column(i) for i in range(len(program.seed_vars))]
+            source = views.sql.source(id_source(self.session, self.ids.encode(rows), names))
+            out = run(views.sql, program, source, views.relation)
+            return self._collect(views.sql, out, len(program.output), work)
+
     def applied(self, delta: Mapping[Datom, int]) -> None:
         """The shared arrangements took ``delta``: keep the mirror in step."""
         self.mirror.apply(delta)
@@ -124,12 +159,12 @@ class SparkExecutor:
         """The shared arrangements were replaced by a snapshot."""
         self.mirror.reset()
 
-    def _views(self, delta: MemoryArrangement) -> Views:
+    def _views(self, delta: MemoryArrangement, derived: Relations | None = None) -> Views:
         sql = Sql(self.session)
         old = self.mirror.old(sql)
         d = self.mirror.delta(sql, delta)
         tables = {Role.OLD: old, Role.DELTA: d, Role.NEW: patched(sql, old, d)}
-        return Views(sql, tables, self.ids, {})
+        return Views(sql, tables, self.ids, {}, derived)
 
     def _collect(self, sql: Sql, final: str, width: int, work: Work) -> dict[Row, int]:
         try:

@@ -1,7 +1,7 @@
 """One pattern read through one :class:`ExtenderSpec`, as a SQL subquery.
 
 The local executor walks a trie depth by depth; on Spark the same steps become clauses
-over a datom table ``(e, a, v, w)``:
+over a datom table ``(e, a, v, w)`` (or a derived relation's ``(r0, r1, ..., w)``):
 
 - ``CONST c``  → ``WHERE col = id(c)``
 - ``BOUND i``  → key column ``k{i}``, joined to row column ``c{i}``
@@ -43,15 +43,27 @@ def bind(j: int) -> str:
     return f"x{j}"
 
 
+def relation_column(position: int) -> str:
+    """Column ``position`` of a derived relation's table."""
+    return f"r{position}"
+
+
+def column_at(spec: ExtenderSpec, depth: int) -> str:
+    """The table column the spec's trie depth ``depth`` reads: ``e``/``a``/``v`` of the
+    datoms, or ``r{i}`` of a derived relation."""
+    if isinstance(spec.order, IndexOrder):
+        return DATOM_COLUMNS[spec.order.positions[depth]]
+    return relation_column(spec.order[depth])
+
+
 def relation(sql: Sql, spec: ExtenderSpec, table: str, ids: ValueIds) -> Relation:
     """Add the Z-set ``spec`` reads from ``table`` to ``sql``, keyed by its lookups."""
     keys: dict[int, str] = {}
     binds: dict[int, str] = {}
     filters: list[str] = []
     free = False
-    assert isinstance(spec.order, IndexOrder), "Spark reads the shared datoms only"
     for depth, step in enumerate(spec.steps):
-        datom_column = DATOM_COLUMNS[spec.order.positions[depth]]
+        datom_column = column_at(spec, depth)
         if step.kind is StepKind.CONST:
             filters.append(f"{datom_column} = {ids.id(step.arg)}L")
         elif step.kind is StepKind.BOUND and step.arg in keys:

@@ -2,7 +2,7 @@
 
 EDN values map onto the Avro ``Value`` union: long, double, string, boolean as themselves;
 keywords as ``Keyword {name}``, instants as ``Instant {micros}`` (UTC), uuids as the 16-byte
-``Uuid``.  A transaction travels as its ops (entity maps expanded to ``:db/add``s) so the
+``Uuid``; the set a ``(distinct ?x)`` aggregate returns as ``Set {items}``.  A transaction travels as its ops (entity maps expanded to ``:db/add``s) so the
 worker never parses EDN text.
 """
 
@@ -24,6 +24,8 @@ Row = tuple[Any, ...]
 
 
 def value_to_avro(value: Any) -> Any:
+    if isinstance(value, frozenset):
+        return {"items": [value_to_avro(x) for x in value]}
     if isinstance(value, edn_format.Keyword):
         return {"name": value.name}
     if isinstance(value, datetime.datetime | datetime.date):
@@ -35,6 +37,8 @@ def value_to_avro(value: Any) -> Any:
 
 def value_from_avro(value: Any) -> Any:
     if isinstance(value, dict):
+        if "items" in value:
+            return frozenset(value_from_avro(x) for x in value["items"])
         if "name" in value:
             return keyword(value["name"])
         return EPOCH + datetime.timedelta(microseconds=value["micros"])

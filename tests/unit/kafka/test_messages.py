@@ -81,6 +81,15 @@ def test_row_round_trip_through_result_key_codec() -> None:
     assert back[4] is keyword("k/w")
 
 
+def test_a_set_of_values_round_trips_through_both_result_codecs() -> None:
+    row = (keyword("k"), frozenset({1, "x", keyword("k/w"), INSTANT, UUID, 2.5}))
+    for schema, record in (("result_key", {}), ("result_change", {
+            "query": "q", "weight": 1, "tx_first": 1, "tx_last": 1})):
+        codec = AvroCodec(schema)
+        decoded = codec.decode(codec.encode({**record, "values": row_to_avro(row)}))
+        assert row_from_avro(decoded["values"]) == row
+
+
 SCHEMA_TX = """[{:db/ident :name :db/valueType :db.type/string
                  :db/cardinality :db.cardinality/one}
                 {:db/ident :friend :db/valueType :db.type/ref}]"""

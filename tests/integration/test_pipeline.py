@@ -63,6 +63,24 @@ def test_two_queries_share_the_log_and_match_the_oracle_at_every_tick(worker_fac
     assert check_change_stream(TWO_PATH, committed_changes(config, "paths"), states) > 10
 
 
+REACH_COUNT = ("{:find [?a (count ?b) (distinct ?b)] :where [(reach ?a ?b)] :rules "
+               "[[(reach ?a ?b) [?a :g/to ?b]] [(reach ?a ?b) [?a :g/to ?c] (reach ?c ?b)]]}")
+
+
+def test_recursive_rule_with_aggregates_is_kept_through_the_worker(worker_factory) -> None:
+    worker, config = worker_factory(tick_tx=2)
+    QueryAdmin(config).add("reach", REACH_COUNT)
+    stream = random_stream(seed=11, count=60)
+    producer = TxProducer(config)
+    for tx in stream:
+        producer.send(tx)
+    producer.flush()
+    wait_committed(config, ["reach"], len(stream) - 1, worker)
+    changes = committed_changes(config, "reach")
+    assert any(isinstance(c.row[2], frozenset) for c in changes)
+    assert check_change_stream(REACH_COUNT, changes, reference_states(stream)) > 10
+
+
 def test_query_added_on_a_populated_db_starts_with_its_snapshot(worker_factory) -> None:
     worker, config = worker_factory()
     admin = QueryAdmin(config)

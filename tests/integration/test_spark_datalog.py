@@ -17,11 +17,7 @@ from workers.testing import evaluate_from_scratch
 from workers.zset import add_into
 
 pytestmark = pytest.mark.spark
-ON_SPARK = ["predicate", "str binding", "function result joined", "collection input", "not",
-            "not-join", "or-join with and", "get-else", "transitive closure",
-            "mutual recursion", "stratified negation", "min max", "aggregate over a rule"]
-CASES = [pytest.param(query, inputs, id=name) for name, query, inputs in FEATURES
-         if name in ON_SPARK]
+CASES = [pytest.param(query, inputs, id=name) for name, query, inputs in FEATURES]
 
 
 @pytest.mark.parametrize(("query", "inputs"), CASES)

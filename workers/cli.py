@@ -27,6 +27,10 @@ from workers.plan import STRATEGIES
 Handler = Callable[[argparse.Namespace], int]
 
 
+INPUT_HELP = ("value of the next :in binding as EDN: a scalar, [tuple], [collection], "
+              "[[relation]] or the rule set for % (repeatable)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -81,7 +85,7 @@ def _parser() -> argparse.ArgumentParser:
     query.add_argument("name", nargs="?")
     query.add_argument("edn", nargs="?")
     query.add_argument("--input", action="append", default=[], metavar="EDN",
-                       help="value of the next :in scalar, as EDN (repeatable)")
+                       help=INPUT_HELP)
 
     tail = _command(commands, "tail", _tail, "print a query's committed change stream")
     _kafka_options(tail)
@@ -93,7 +97,7 @@ def _parser() -> argparse.ArgumentParser:
     explain.add_argument("query", help="EDN query text, e.g. '{:find [?a] :where [[?a :x]]}'")
     explain.add_argument("--strategy", choices=STRATEGIES, default="delta")
     explain.add_argument("--input", action="append", default=[], metavar="EDN",
-                         help="value of the next :in scalar, as EDN (repeatable)")
+                         help=INPUT_HELP)
     return parser
 
 

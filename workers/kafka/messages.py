@@ -2,7 +2,8 @@
 
 EDN values map onto the Avro ``Value`` union: long, double, string, boolean as themselves;
 keywords as ``Keyword {name}``, instants as ``Instant {micros}`` (UTC), uuids as the 16-byte
-``Uuid``; the set a ``(distinct ?x)`` aggregate returns as ``Set {items}``.  A transaction travels as its ops (entity maps expanded to ``:db/add``s) so the
+``Uuid``; the set a ``(distinct ?x)`` aggregate returns as ``Set {items}``.
+A transaction travels as its ops (entity maps expanded to ``:db/add``s) so the
 worker never parses EDN text.
 """
 

@@ -52,6 +52,14 @@ FEATURES: list[tuple[str, str, list[Any]]] = [
     ("or-join with and", "[:find ?e :where [?e :name] "
                          "(or-join [?e] [?e :tag 2] (and [?e :g/to ?x] [?x :age 30]))]", []),
     ("or of predicates", "[:find ?e ?a :where [?e :age ?a] (or [(< ?a 2)] [(> ?a 20)])]", []),
+    ("or bound by another or", "[:find ?e :where (or [?e :tag 1] [?e :tag 2]) "
+                               "(or-join [?e] [(> ?e 1)] [?e :age 30])]", []),
+    ("not of a predicate over an or", "[:find ?e :where (or [?e :tag 1] [?e :tag 2]) "
+                                      "(not [(> ?e 2)])]", []),
+    ("or inside not-join", "[:find ?e :where [?e :tag ?t] "
+                           "(not-join [?e] [?e :tag ?t] (or [(> ?t 1)] [(< ?t 0)]))]", []),
+    ("not after a function", "[:find ?y :where [?e :tag ?x] [(inc ?x) ?y] (not [(> ?y 2)])]",
+     []),
     ("get-else", "[:find ?e ?a :where [?e :name] [(get-else $ ?e :age 0) ?a]]", []),
     ("missing?", "[:find ?e :where [?e :name] [(missing? $ ?e :tag)]]", []),
     ("transitive closure", "[:find ?a ?b :in $ % :where (reach ?a ?b)]", [REACH]),

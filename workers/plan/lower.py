@@ -81,25 +81,35 @@ class _Lowering:
                context: Sequence[Literal], source: str) -> None:
         """Add one rule ``name(head) :- context, clauses`` (context only when needed)."""
         head_vars = {t for t in head if isinstance(t, Variable)}
-        body = self.body(clauses)
-        if not head_vars <= bound_by(clauses, set()):
-            body = tuple(context) + body
+        prefix = () if head_vars <= bound_by(clauses, set()) else tuple(context)
+        body = prefix + self.body(clauses, prefix)
+        unbound = head_vars - _bound(body)
+        if unbound:
+            names = ", ".join(sorted(str(v) for v in unbound))
+            raise QueryError(f"{source}: nothing around it binds {names}; bind it with a data "
+                             "pattern or a rule call in the same clause or next to it",
+                             code=ErrorCode.QUERY_UNSUPPORTED, form=source)
         if not head:
             head, body = (UNIT,), body + (FnBinding("ground", ZERO_ARITY, BindScalar(UNIT)),)
         self.relations.setdefault(name, []).append(DerivedRule(tuple(head), body, source))
 
-    def body(self, clauses: Sequence[Clause]) -> tuple[Literal, ...]:
-        positive = [self._positive(c) for c in clauses if not isinstance(c, Not | Or)]
-        literals: list[Literal] = [lit for lit in positive if lit is not None]
-        context = tuple(literals)
+    def body(self, clauses: Sequence[Clause],
+             outer: tuple[Literal, ...] = ()) -> tuple[Literal, ...]:
+        """Lower a conjunction; a nested ``or``/``not`` may borrow, as context, what
+        ``outer`` and the conjunction's positive clauses (and the ``or``s before it) bind."""
+        literals: list[Literal] = [self._positive(c) for c in clauses
+                                   if not isinstance(c, Not | Or)]
+        ors = sorted((c for c in clauses if isinstance(c, Or)),
+                     key=lambda o: not _self_sufficient(o))
+        for either in ors:
+            literals.append(self._or(either, _placeable(outer + tuple(literals))))
+        context = _placeable(outer + tuple(literals))
         for clause in clauses:
-            if isinstance(clause, Or):
-                literals.append(self._or(clause, context))
-            elif isinstance(clause, Not):
+            if isinstance(clause, Not):
                 literals.append(self._not(clause, context))
         return tuple(literals)
 
-    def _positive(self, clause: Clause) -> Literal | None:
+    def _positive(self, clause: Clause) -> Literal:
         if isinstance(clause, RuleCall):
             self._rule(clause.name)
             return Atom(_rule_relation(clause.name), clause.args)
@@ -129,6 +139,29 @@ class _Lowering:
         self.define(name, join, _rename_locals(clause.clauses, join, self._fresh), context,
                     show(clause.source))
         return Negation(name, tuple(join) or ZERO_ARITY)
+
+
+def _self_sufficient(clause: Or) -> bool:
+    """Every branch binds the join variables by itself."""
+    return all(set(clause.variables) <= bound_by(b, set()) for b in clause.branches)
+
+
+def _bound(literals: Sequence[Literal]) -> set[Variable]:
+    """The variables the literals bind (generators; functions once their inputs are)."""
+    bound = {v for lit in literals if isinstance(lit, Pattern | Atom) for v in lit.variables}
+    functions = [lit for lit in literals if isinstance(lit, FnBinding)]
+    while True:
+        more = {v for f in functions if set(f.inputs) <= bound for v in f.outputs} - bound
+        if not more:
+            return bound
+        bound |= more
+
+
+def _placeable(literals: tuple[Literal, ...]) -> tuple[Literal, ...]:
+    """The literals usable as context: those whose variables the generators bind."""
+    bound = _bound(literals)
+    return tuple(lit for lit in literals
+                 if set(lit.inputs if isinstance(lit, FnBinding) else lit.variables) <= bound)
 
 
 def _rule_relation(name: str) -> str:

@@ -171,7 +171,7 @@ def _arguments(args: Sequence[Any], binding: Bindings) -> list[Any]:
 def _holds(clause: Predicate, binding: Bindings) -> bool:
     """A predicate is true iff the call succeeds with a truthy value."""
     try:
-        return truthy(call(FUNCTIONS, clause.fn, _arguments(clause.args, binding)))
+        return truthy(call(FUNCTIONS[clause.fn], _arguments(clause.args, binding)))
     except CallFailed:
         return False
 
@@ -180,7 +180,7 @@ def _fn_rows(clause: FnBinding, binding: Bindings) -> list[Row]:
     """The rows a function binding produces, one value per binding target; none if the
     call fails or its result has the wrong shape."""
     try:
-        result = call(FUNCTIONS, clause.fn, _arguments(clause.args, binding))
+        result = call(FUNCTIONS[clause.fn], _arguments(clause.args, binding))
     except CallFailed:
         return []
     return _shape(clause.binding, result)

@@ -39,10 +39,10 @@ class CallFailed(Exception):
     """A built-in could not be applied to these arguments (the row is dropped)."""
 
 
-def call(table: dict[str, Function], name: str, args: Iterable[Any]) -> Any:
+def call(fn: Function, args: Iterable[Any]) -> Any:
     """Apply a built-in; every Python error becomes :class:`CallFailed`."""
     try:
-        return table[name](*args)
+        return fn(*args)
     except (TypeError, ValueError, ZeroDivisionError, ArithmeticError, IndexError,
             re.error, AttributeError) as error:
         raise CallFailed(str(error)) from error

@@ -58,7 +58,7 @@ class FilterOp:
 
     def expand(self, row: Row, weight: int) -> Expanded:
         try:
-            keep = truthy(call({"f": self._fn}, "f", (g(row) for g in self._args)))
+            keep = truthy(call(self._fn, (g(row) for g in self._args)))
         except CallFailed:
             return []
         return [(row, weight)] if keep else []
@@ -76,7 +76,7 @@ class ComputeOp:
 
     def expand(self, row: Row, weight: int) -> Expanded:
         try:
-            result = call({"f": self._fn}, "f", (g(row) for g in self._args))
+            result = call(self._fn, (g(row) for g in self._args))
         except CallFailed:
             return []
         out: Expanded = []

@@ -180,9 +180,9 @@ class Engine:
         else:
             for attribute in plan.attributes:
                 self._by_attribute.setdefault(attribute, set()).add(name)
-        if not bootstrap and not isinstance(plan, RulesPlan):
-            return {}
-        return self._evaluate(registered)
+        if bootstrap or _keeps_state(registered):
+            return self._evaluate(registered)
+        return {}
 
     def unregister(self, name: str) -> None:
         registered = self._registered(name)
@@ -234,7 +234,7 @@ class Engine:
         self.db.state.load(state.tries)
         self.dispatch.restored()
         for registered in self._queries.values():
-            if isinstance(registered.plan, RulesPlan) or registered.aggregation is not None:
+            if _keeps_state(registered):
                 self._evaluate(registered)  # their own state follows the restored database
         self.schema = state.schema
         self.tx = state.tx
@@ -253,3 +253,9 @@ class Engine:
             raise UnknownQueryError(f"no query named {name!r}; registered: "
                                     f"{', '.join(sorted(self._queries)) or 'none'}",
                                     form=name) from None
+
+
+def _keeps_state(registered: RegisteredQuery) -> bool:
+    """Derived relations and aggregate groups are built from the current database, even for
+    a query resumed without emitting its result."""
+    return isinstance(registered.plan, RulesPlan) or registered.aggregation is not None

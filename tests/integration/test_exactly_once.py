@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.pipeline import (
+    REACH_COUNT,
     TRIANGLE,
     TWO_PATH,
     WAIT_S,
@@ -33,7 +34,7 @@ from workers.kafka.clients import QueryAdmin, TxProducer
 pytestmark = pytest.mark.kafka
 KILLS = 6
 FAULTS = "before-commit=0.02,mid-produce=0.02,after-commit=0.02,after-snapshot=0.05"
-QUERIES = ("tri", "paths")
+QUERIES = ("tri", "paths", "reach")
 STREAM_TX = 1200
 SEND_RATE_TX_S = 60  # slow enough that the stream outlives every kill and restart
 
@@ -46,6 +47,7 @@ def test_kill_9_during_a_stream_loses_and_doubles_nothing(kafka_bootstrap: str,
     admin = QueryAdmin(config)
     admin.add("tri", TRIANGLE)
     admin.add("paths", TWO_PATH)
+    admin.add("reach", REACH_COUNT)
     stream = random_stream(seed=11, count=STREAM_TX)
     sender = threading.Thread(target=_send_slowly, args=(config, stream))
     sender.start()
@@ -59,6 +61,7 @@ def test_kill_9_during_a_stream_loses_and_doubles_nothing(kafka_bootstrap: str,
     states = reference_states(stream)
     check_change_stream(TRIANGLE, committed_changes(config, "tri"), states)
     check_change_stream(TWO_PATH, committed_changes(config, "paths"), states)
+    check_change_stream(REACH_COUNT, committed_changes(config, "reach"), states)
 
 
 def _kill_repeatedly(worker: WorkerProcess, config: WorkerConfig, rng: random.Random) -> int:

@@ -10,6 +10,7 @@ from confluent_kafka import Producer
 
 from tests.integration.pipeline import (
     ADD,
+    REACH_COUNT,
     TO,
     TRIANGLE,
     TWO_PATH,
@@ -61,10 +62,6 @@ def test_two_queries_share_the_log_and_match_the_oracle_at_every_tick(worker_fac
     states = reference_states(stream)
     assert check_change_stream(TRIANGLE, committed_changes(config, "tri"), states) > 10
     assert check_change_stream(TWO_PATH, committed_changes(config, "paths"), states) > 10
-
-
-REACH_COUNT = ("{:find [?a (count ?b) (distinct ?b)] :where [(reach ?a ?b)] :rules "
-               "[[(reach ?a ?b) [?a :g/to ?b]] [(reach ?a ?b) [?a :g/to ?c] (reach ?c ?b)]]}")
 
 
 def test_recursive_rule_with_aggregates_is_kept_through_the_worker(worker_factory) -> None:

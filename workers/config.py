@@ -47,6 +47,10 @@ class WorkerConfig:
     spark_conf: str = ""
     spark_tick_datoms: int = SPARK_TICK_DATOMS  # auto: ticks this large run on Spark
     spark_bootstrap_datoms: int = SPARK_BOOTSTRAP_DATOMS  # auto: bootstraps on a db this large
+    group_id: str | None = None  # the workers' consumer group (default <topic_prefix>.workers)
+    session_timeout_ms: int = 6000  # a worker silent this long loses its queries
+    query_partitions: int = 12  # partitions of a new queries topic: the most workers that help
+    transaction_timeout_ms: int = 6000  # a dead worker's open transaction ends after this
     kafka_extra: Mapping[str, str] = field(default_factory=dict)
 
     def spark(self) -> SparkSettings:

@@ -43,13 +43,15 @@ def isolated_config(bootstrap: str, **overrides: Any) -> WorkerConfig:
 class WorkerProcess:
     """``deltalog worker`` as a child process that a test can kill -9 and restart."""
 
-    def __init__(self, config: WorkerConfig, snapshot_dir: Path, log: Path, **flags: Any) -> None:
+    def __init__(self, config: WorkerConfig, snapshot_dir: Path, log: Path,
+                 worker_id: str = "w1", **flags: Any) -> None:
         self.config, self.snapshot_dir, self.log, self.flags = config, snapshot_dir, log, flags
+        self.worker_id = worker_id
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
         args = [sys.executable, "-m", "workers", "worker", "--bootstrap-servers",
-                self.config.bootstrap_servers, "--worker-id", "w1",
+                self.config.bootstrap_servers, "--worker-id", self.worker_id,
                 "--snapshot-dir", str(self.snapshot_dir), "-v"]
         for flag, value in self.flags.items():
             args += [f"--{flag.replace('_', '-')}", str(value)]
@@ -61,6 +63,15 @@ class WorkerProcess:
         assert self.process is not None
         self.process.send_signal(signal.SIGKILL)
         self.process.wait()
+
+    def pause(self) -> None:
+        """SIGSTOP: the process hangs (no heartbeat, no progress) until :meth:`resume`."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGCONT)
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -9,9 +10,12 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, TopicPartition
 
 from workers.config import WorkerConfig
+from workers.errors import ErrorCode, WorkersError
 from workers.kafka.consume import data_messages
 
 POLL_S = 0.2  # one poll while following a topic
+OPEN_TRANSACTION_WAIT_S = 120.0  # well above any transaction.timeout.ms deltalog sets
+METADATA_TIMEOUT_S = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,29 +23,42 @@ class KeyedRecord:
     key: str
     value: bytes | None  # None: a tombstone
     offset: int
+    partition: int = 0
 
 
 class CompactedReader:
-    """Reads partition 0 of a topic from the beginning, ``read_committed``; ``catch_up``
-    returns everything up to the current end, ``poll`` what arrived since."""
+    """Reads every partition of a topic from the beginning, ``read_committed``; ``catch_up``
+    returns everything up to the current end, ``poll`` what arrived since.  A key always
+    lands in the same partition, so the order per key is kept."""
 
     def __init__(self, config: WorkerConfig, topic: str) -> None:
-        self._consumer = Consumer(config.kafka(**{
-            "group.id": f"deltalog-reader-{uuid.uuid4()}",
-            "enable.auto.commit": False,
-            "isolation.level": "read_committed",
-            "enable.partition.eof": True,
-        }))
-        self._consumer.assign([TopicPartition(topic, 0, 0)])
+        settings = {"group.id": f"deltalog-reader-{uuid.uuid4()}", "enable.auto.commit": False,
+                    "enable.partition.eof": True}
+        self._consumer = Consumer(config.kafka(**settings, **{
+            "isolation.level": "read_committed"}))
+        # Only for the end offsets: a read_committed consumer's end is the last stable
+        # offset, which stops before a transaction still open (say, of a worker killed
+        # mid-tick) and hides what other workers committed after it.
+        self._ends = Consumer(config.kafka(**settings, **{
+            "isolation.level": "read_uncommitted"}))
+        metadata = self._consumer.list_topics(topic, timeout=METADATA_TIMEOUT_S)
+        self.partitions = sorted(metadata.topics[topic].partitions)
+        self._consumer.assign([TopicPartition(topic, p, 0) for p in self.partitions])
         self.topic = topic
 
     def catch_up(self, timeout_s: float = 30.0) -> list[KeyedRecord]:
-        """Every record up to the end of the partition as it is now."""
-        _, high = self._consumer.get_watermark_offsets(TopicPartition(self.topic, 0),
-                                                       timeout=timeout_s)
+        """Every committed record up to the end of each partition as it is now — waiting
+        for the transactions open then to end (committed, aborted, or timed out)."""
+        highs = {p: self._ends.get_watermark_offsets(TopicPartition(self.topic, p),
+                                                     timeout=timeout_s)[1]
+                 for p in self.partitions}
         records: list[KeyedRecord] = []
+        deadline = time.monotonic() + timeout_s + OPEN_TRANSACTION_WAIT_S
         # Aborted and control records leave gaps in offsets: the consumer's position tells.
-        while self._position() < high:
+        while any(self._position(p) < high for p, high in highs.items()):
+            if time.monotonic() > deadline:
+                raise WorkersError(f"reading {self.topic}: a transaction stayed open for "
+                                   f"{OPEN_TRANSACTION_WAIT_S:.0f} s", code=ErrorCode.KAFKA)
             records += self._read(POLL_S)
         return records
 
@@ -50,15 +67,17 @@ class CompactedReader:
 
     def _read(self, timeout_s: float) -> Iterator[KeyedRecord]:
         for message in data_messages(self._consumer.consume(500, timeout_s), self.topic):
-            key = (message.key() or b"").decode()
-            yield KeyedRecord(key, message.value(), message.offset() or 0)
+            key = (message.key() or b"").decode(errors="replace")  # names; row keys unused
+            yield KeyedRecord(key, message.value(), message.offset() or 0,
+                              message.partition() or 0)
 
-    def _position(self) -> int:
-        (partition,) = self._consumer.position([TopicPartition(self.topic, 0)])
-        return max(partition.offset, 0)
+    def _position(self, partition: int) -> int:
+        (position,) = self._consumer.position([TopicPartition(self.topic, partition)])
+        return max(position.offset, 0)
 
     def close(self) -> None:
         self._consumer.close()
+        self._ends.close()
 
 
 def latest(records: list[KeyedRecord]) -> dict[str, KeyedRecord]:

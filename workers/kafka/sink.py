@@ -30,7 +30,9 @@ class ResultSink:
             "transactional.id": transactional_id,
             "enable.idempotence": True,
             "linger.ms": 5,
-            "transaction.timeout.ms": 60000,
+            # A worker killed mid-tick leaves its transaction open until this timeout, and
+            # read_committed readers (a new owner reading progress) wait for it.
+            "transaction.timeout.ms": config.transaction_timeout_ms,
         }))
         self._topics = topics
         self._keys = AvroCodec("result_key", registry)
@@ -64,6 +66,13 @@ class ResultSink:
             {"topic": topic, "partition": partition, "offset": offset, "code": code,
              "reason": reason, "payload": payload, "worker": self.worker}))
 
+    def send_offsets(self, offsets: list[Any], group_metadata: Any) -> None:
+        """Tie the transaction to the consumer group's generation: it fails if this worker
+        no longer owns the partitions it read (a zombie is fenced)."""
+        if offsets:
+            self._call(self._producer.send_offsets_to_transaction, offsets, group_metadata,
+                       TRANSACTION_TIMEOUT_S)
+
     def commit(self) -> None:
         self._call(self._producer.commit_transaction, TRANSACTION_TIMEOUT_S)
 
@@ -83,5 +92,17 @@ class ResultSink:
         try:
             method(*args)
         except KafkaException as err:
-            raise WorkersError(f"Kafka transaction failed: {err.args[0].str()}",
-                               code=ErrorCode.KAFKA) from err
+            error = err.args[0]
+            raise TransactionFailed(f"Kafka transaction failed: {error.str()}",
+                                    abortable=error.txn_requires_abort()) from err
+
+
+class TransactionFailed(WorkersError):
+    """A Kafka transaction call failed; ``abortable``: the transaction can be aborted and
+    its records sent again in a new one (anything else is fatal for this producer)."""
+
+    code = ErrorCode.KAFKA
+
+    def __init__(self, message: str, abortable: bool) -> None:
+        super().__init__(message)
+        self.abortable = abortable

@@ -15,6 +15,8 @@ ADMIN_TIMEOUT_S = 30.0  # topic creation on a busy single-node broker
 COMPACTED = {"cleanup.policy": "compact"}
 # The tx log is the source of truth (every worker rebuilds from it): never delete from it.
 DURABLE = {"retention.ms": "-1", "retention.bytes": "-1"}
+# Queries are owned by partition: more partitions than workers lets a fleet grow to that many.
+QUERY_PARTITIONS = 12
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,16 +52,18 @@ def check_query_name(name: str) -> str:
     return name
 
 
-def ensure_topics(admin: AdminClient, topics: Topics) -> None:
-    """Create the fixed topics if they are missing (tx and progress: one partition each)."""
-    create(admin, {topics.tx: DURABLE, topics.queries: COMPACTED, topics.progress: COMPACTED,
-                   topics.dlq: {}})
+def ensure_topics(admin: AdminClient, topics: Topics,
+                  query_partitions: int = QUERY_PARTITIONS) -> None:
+    """Create the fixed topics if they are missing: tx and progress with one partition
+    each; queries with ``query_partitions`` (the units of ownership a fleet shares out)."""
+    create(admin, {topics.tx: DURABLE, topics.progress: COMPACTED, topics.dlq: {}})
+    create(admin, {topics.queries: COMPACTED}, partitions=query_partitions)
 
 
-def create(admin: AdminClient, wanted: dict[str, dict[str, str]]) -> None:
-    """Create each missing topic with one partition and the given configs."""
+def create(admin: AdminClient, wanted: dict[str, dict[str, str]], partitions: int = 1) -> None:
+    """Create each missing topic with ``partitions`` partitions and the given configs."""
     existing = set(admin.list_topics(timeout=ADMIN_TIMEOUT_S).topics)
-    missing = [NewTopic(name, num_partitions=1, replication_factor=1, config=config)
+    missing = [NewTopic(name, num_partitions=partitions, replication_factor=1, config=config)
                for name, config in wanted.items() if name not in existing]
     if not missing:
         return

@@ -1,29 +1,41 @@
-"""The worker: the transaction log in, every live query's changes out, exactly once.
+"""The worker: the transaction log in, its queries' changes out, exactly once, in a fleet.
 
-Start (recovery), in numbered steps:
+Every worker reads the whole transaction log (the shared arrangements are rebuilt from it);
+the queries are shared out by the consumer group on ``deltalog.queries``
+(:mod:`workers.runtime.ownership`): a worker keeps live only the queries of the partitions it
+owns.  The worker's *position* is the last transaction its arrangements include.
+
+Start, in numbered steps:
 
 1. create the fixed topics if missing;
 2. ``init_transactions``: abort what a previous incarnation left open, fence it;
-3. read the progress table: ``committed`` = the last tx offset whose changes are committed;
-4. load the newest snapshot at or before ``committed`` and replay the log up to it, with no
-   query registered (nothing is emitted twice);
-5. read the query table: a query whose progress names its registration resumes; any other
-   is new and will emit its current result as snapshot rows.
+3. load the newest snapshot (the position; the log after it is read tick by tick);
+4. join the group and wait for the first assignment.
+
+A query given to this worker resumes after its committed progress ``Q``:
+
+- no progress for this registration: a new query, it emits its current result as
+  snapshot rows at the position;
+- ``Q`` = position: it resumes as it is;
+- ``Q`` > position (this worker is behind): it waits, and ticks stop at ``Q`` until then;
+- ``Q`` < position (it comes from a worker that was behind, or this worker's transaction
+  was lost): its committed view is read back from its results topic and the difference to
+  the current result is emitted as one tick ``Q+1..position``.
 
 One tick:
 
-1. apply the registrations that arrived (new queries bootstrap, removed ones go);
-2. poll a batch of transactions (bounded by count, bytes and wait);
-3. decode them and apply them as one engine tick (each normalised after the ones before it,
-   the queries stepped once with the summed delta); refused or undecodable records become
-   dead letters;
-4. in one Kafka transaction: snapshot rows, change rows, dead letters, and the progress of
-   every live query (``tx_last``) — and of each registration refused in this tick, so a
-   restart does not dead-letter it again; commit;
-5. after the commit, snapshot the database if the interval has elapsed.
-
-A failed commit ends the worker (``WorkersError``): its state is past the aborted tick, and
-a restart recovers it exactly from the snapshot, the log and the committed progress.
+1. apply ownership changes: drop the queries of revoked partitions, take new registrations;
+2. poll a batch of transactions (bounded by count, bytes and wait; never past a waiting
+   query's progress);
+3. decode them and apply them as one engine tick; refused or undecodable records become
+   dead letters (written by the owner of the queries topic's partition 0);
+4. in one Kafka transaction: snapshot rows, change rows, dead letters, every live query's
+   progress, and the group's metadata (``send_offsets_to_transaction``: a worker that lost
+   its partitions cannot commit) — commit.  A transaction that fails is aborted and its
+   output carried into the next tick, for the queries still owned then (a fatal producer
+   error ends the worker; a restart recovers from the snapshot and the progress);
+5. resume the waiting queries the position has reached; snapshot the database if the
+   interval has elapsed.
 """
 
 from __future__ import annotations
@@ -43,31 +55,47 @@ from workers.engine import Engine
 from workers.errors import WorkersError
 from workers.kafka.avro import AvroCodec, DecodeError, registry_for
 from workers.kafka.compacted import CompactedReader, KeyedRecord, latest
-from workers.kafka.messages import Row, transaction_from_avro
-from workers.kafka.sink import ResultSink
+from workers.kafka.messages import Row, row_from_avro, transaction_from_avro
+from workers.kafka.sink import ResultSink, TransactionFailed
 from workers.kafka.source import TxRecord, TxSource
 from workers.kafka.topics import Topics, check_query_name, create, ensure_topics
 from workers.runtime.checkpoint import SnapshotStore
 from workers.runtime.faults import crash_point
-from workers.runtime.registration import parse_registration
+from workers.runtime.ownership import Ownership, Polled
+from workers.runtime.registration import Registration, parse_registration
 from workers.zset import add_into
 
 log = logging.getLogger(__name__)
-REPLAY_BATCH = 5000  # transactions per poll while replaying after a snapshot
+LAST = 1 << 62  # any snapshot: the database at any transaction is a valid start
+POLL_S = 0.2  # one wait for the group while starting
 
 
 @dataclass(slots=True)
 class TickOutput:
     """What one tick will write."""
 
-    snapshots: dict[str, dict[Row, int]] = field(default_factory=dict)
+    snapshots: dict[str, tuple[int, dict[Row, int]]] = field(default_factory=dict)  # at tx
     changes: dict[str, dict[Row, int]] = field(default_factory=dict)
     dead_letters: list[tuple[str, int, str, str, bytes]] = field(default_factory=list)
     refused: dict[str, int] = field(default_factory=dict)  # query -> registration offset
+    first: dict[str, int] = field(default_factory=dict)  # query -> tx_first of a catch-up
+
+    def drop(self, query: str) -> None:
+        for table in (self.snapshots, self.changes, self.refused, self.first):
+            table.pop(query, None)
+
+
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """A query owned here whose progress is ahead of this worker's position."""
+
+    registration: Registration
+    record: KeyedRecord
+    progress: int
 
 
 class Worker:
-    """One worker process: shared arrangements, every registered query, one tx log."""
+    """One worker process: shared arrangements, the queries it owns, one tx log."""
 
     def __init__(self, config: WorkerConfig) -> None:
         self.config = config
@@ -79,55 +107,40 @@ class Worker:
         registry = registry_for(config.registry_url)
         self._tx_codec = AvroCodec("transaction", registry)
         self._registration_codec = AvroCodec("query_registration", registry)
+        self._change_codec = AvroCodec("result_change", registry)
         self._admin = AdminClient(config.kafka())
         self._sink = ResultSink(config, self.topics, f"deltalog-worker-{config.worker_id}")
         self._registrations: dict[str, int] = {}  # live query -> offset of its registration
+        self._partition_of: dict[str, int] = {}  # query owned here -> its queries partition
+        self._waiting: dict[str, Waiting] = {}
         self._pending = TickOutput()
-        self.committed = -1  # offset of the last transaction whose tick is committed
+        self.committed = -1  # the position: last transaction the arrangements include
         self._last_snapshot = time.monotonic()
         self._source: TxSource | None = None
-        self._queries: CompactedReader | None = None
+        self._ownership: Ownership | None = None
 
     # -- start ---------------------------------------------------------------------------
 
     def start(self) -> None:
-        ensure_topics(self._admin, self.topics)  # Step 1
+        config = self.config
+        ensure_topics(self._admin, self.topics, config.query_partitions)  # Step 1
         self._sink.init()  # Step 2
-        progress = self._read_progress()  # Step 3
-        self.committed = max((p["tx_last"] for p in progress.values()), default=-1)
-        self._replay(self.committed)  # Step 4
-        self._queries = CompactedReader(self.config, self.topics.queries)  # Step 5
-        for record in latest(self._queries.catch_up()).values():
-            resumed = progress.get(record.key, {}).get("registration") == record.offset
-            self._register(record, resume=resumed)
-        metrics.LAST_TX.set(self.committed)
-        log.info("worker %s started at tx %d with %d queries (strategy %s, executor %s)",
-                 self.config.worker_id, self.committed, len(self._registrations),
-                 self.config.strategy, self.config.executor)
-
-    def _read_progress(self) -> dict[str, dict[str, Any]]:
-        codec = AvroCodec("progress")
-        reader = CompactedReader(self.config, self.topics.progress)
-        try:
-            return {key: codec.decode(record.value)  # type: ignore[arg-type]
-                    for key, record in latest(reader.catch_up()).items()}
-        finally:
-            reader.close()
-
-    def _replay(self, committed: int) -> None:
-        state = self.snapshots.latest(at_most=committed)
+        state = self.snapshots.latest(at_most=LAST)  # Step 3
         if state is not None:
             self.engine.restore(state)
             log.info("loaded snapshot at tx %d", state.tx)
-        start = state.tx + 1 if state is not None else 0
-        self._source = TxSource(self.config, self.topics.tx, start)
-        position = start - 1
-        while position < committed:
-            batch = self._source.next_batch(REPLAY_BATCH, 1 << 30, 1.0, until=committed)
-            self._apply(batch, None)
-            if batch:
-                position = batch[-1].offset
-        self.engine.tx = committed
+            self.committed = state.tx
+        self.engine.tx = self.committed
+        self._source = TxSource(config, self.topics.tx, self.committed + 1)
+        self._ownership = Ownership(config, self.topics.queries)  # Step 4
+        deadline = time.monotonic() + 2 * config.session_timeout_ms / 1000
+        while time.monotonic() < deadline and (not self._ownership.assigned_once
+                                               or self._ownership.catching_up):
+            self._own(self._ownership.poll(POLL_S), self._pending)
+        metrics.LAST_TX.set(self.committed)
+        log.info("worker %s started at tx %d owning %d queries (strategy %s, executor %s)",
+                 config.worker_id, self.committed, len(self._registrations) + len(
+                     self._waiting), config.strategy, config.executor)
 
     # -- ticks ---------------------------------------------------------------------------
 
@@ -141,29 +154,32 @@ class Worker:
 
     def tick(self) -> bool:
         """One tick; False when there was nothing to do."""
-        assert self._source is not None and self._queries is not None
+        assert self._source is not None and self._ownership is not None
         started = time.perf_counter()
         output, self._pending = self._pending, TickOutput()
-        for registration in self._queries.poll():  # Step 1
-            self._register(registration, resume=False, output=output)
+        self._own(self._ownership.poll(), output)  # Step 1
         config = self.config
+        until = min((w.progress for w in self._waiting.values()), default=None)
         batch = self._source.next_batch(config.tick_max_tx, config.tick_max_bytes,  # Step 2
-                                        config.tick_max_wait_s)
+                                        config.tick_max_wait_s, until=until)
         self._apply(batch, output)  # Step 3
-        if not batch and not output.snapshots and not output.dead_letters:
+        if not (batch or output.snapshots or output.changes or output.dead_letters
+                or output.refused):
             return False
         tx_last = batch[-1].offset if batch else self.committed
-        self._commit(output, self.committed + 1, tx_last)  # Step 4
+        committed = self._commit(output, self.committed + 1, tx_last)  # Step 4
         self.committed = tx_last
-        metrics.TICKS.inc()
+        self._resume_waiting()  # Step 5
         metrics.LAST_TX.set(tx_last)
-        metrics.TICK_SECONDS.observe(time.perf_counter() - started)
-        self._maybe_snapshot()  # Step 5
+        if committed:
+            metrics.TICKS.inc()
+            metrics.TICK_SECONDS.observe(time.perf_counter() - started)
+            self._maybe_snapshot()
         return True
 
-    def _apply(self, batch: Sequence[TxRecord], output: TickOutput | None) -> None:
-        """Apply a batch of transactions as one tick; ``output`` None while replaying
-        (nothing is emitted).  Undecodable and refused ones become dead letters."""
+    def _apply(self, batch: Sequence[TxRecord], output: TickOutput) -> None:
+        """Apply a batch of transactions as one tick.  Undecodable and refused ones become
+        dead letters (from the owner of partition 0 only, so each is written once)."""
         decoded: list[tuple[Any, int]] = []
         refused: list[tuple[TxRecord, WorkersError]] = []
         for record in batch:
@@ -175,75 +191,156 @@ class Worker:
         changes, refusals = self.engine.transact_many(decoded)
         if batch:
             self.engine.tx = batch[-1].offset
-        if output is None:
-            return
         by_offset = {record.offset: record for record in batch}
         refused += [(by_offset[refusal.tx_id], refusal.error) for refusal in refusals]
         metrics.TX_CONSUMED.inc(len(batch) - len(refused))
+        writes_dead_letters = self._ownership is not None and 0 in self._ownership.owned
         for record, err in sorted(refused, key=lambda pair: pair[0].offset):
             metrics.TX_REFUSED.labels(err.code.value).inc()
-            output.dead_letters.append((self.topics.tx, record.offset, err.code.value, str(err),
-                                        record.value))
+            if writes_dead_letters:
+                output.dead_letters.append((self.topics.tx, record.offset, err.code.value,
+                                            str(err), record.value))
         for query, rows in changes.items():
             add_into(output.changes.setdefault(query, {}), rows)
 
-    def _commit(self, output: TickOutput, tx_first: int, tx_last: int) -> None:
+    def _commit(self, output: TickOutput, tx_first: int, tx_last: int) -> bool:
+        """Write the tick in one Kafka transaction; False (and every query dropped) when
+        the transaction is lost."""
+        assert self._ownership is not None
         sink = self._sink
-        sink.begin()
-        for query, rows in output.snapshots.items():
-            for row, weight in rows.items():
-                sink.change(query, row, weight, self.committed, self.committed, snapshot=True)
-        for query, rows in output.changes.items():
-            for row, weight in rows.items():
-                sink.change(query, row, weight, tx_first, tx_last)
-                metrics.RESULT_ROWS.labels("+" if weight > 0 else "-").inc()
-            crash_point("mid-produce")
-        for topic, offset, code, reason, payload in output.dead_letters:
-            sink.dead_letter(topic, 0, offset, code, reason, payload)
-            metrics.DLQ_RECORDS.labels(code).inc()
-        for query, registration in {**output.refused, **self._registrations}.items():
-            sink.progress(query, registration, tx_last)
-        crash_point("before-commit")
         try:
+            sink.begin()
+            for query, (at, rows) in output.snapshots.items():
+                for row, weight in rows.items():
+                    sink.change(query, row, weight, at, at, snapshot=True)
+            for query, rows in output.changes.items():
+                first = output.first.get(query, tx_first)
+                for row, weight in rows.items():
+                    sink.change(query, row, weight, first, tx_last)
+                    metrics.RESULT_ROWS.labels("+" if weight > 0 else "-").inc()
+                crash_point("mid-produce")
+            for topic, offset, code, reason, payload in output.dead_letters:
+                sink.dead_letter(topic, 0, offset, code, reason, payload)
+                metrics.DLQ_RECORDS.labels(code).inc()
+            for query, registration in {**output.refused, **self._registrations}.items():
+                sink.progress(query, registration, tx_last)
+            sink.send_offsets(self._ownership.offsets(), self._ownership.group_metadata())
+            crash_point("before-commit")
             sink.commit()
-        except WorkersError:
+        except TransactionFailed as error:
             metrics.KAFKA_TRANSACTIONS.labels("failed").inc()
-            raise
+            if not error.abortable:
+                raise
+            self._lost(error, output, tx_first)
+            return False
         metrics.KAFKA_TRANSACTIONS.labels("committed").inc()
         crash_point("after-commit")
+        return True
+
+    def _lost(self, error: WorkersError, output: TickOutput, tx_first: int) -> None:
+        """An aborted transaction (typically: the group rebalanced meanwhile): its output is
+        sent again with the next tick, for the queries still owned then — the next poll
+        drops those that moved, and their new owner resumes from their committed progress."""
+        log.warning("tick not committed, sent again with the next one: %s", error)
+        self._sink.abort()
+        for query in output.changes:
+            output.first.setdefault(query, tx_first)
+        self._pending = output
 
     # -- queries -------------------------------------------------------------------------
 
-    def _register(self, record: KeyedRecord, resume: bool,
-                  output: TickOutput | None = None) -> None:
-        """Apply one record of the query table (a tombstone unregisters)."""
-        output = output if output is not None else self._pending
-        name = record.key
+    def _own(self, polled: Polled, output: TickOutput) -> None:
+        """Drop the queries of revoked partitions; take the registrations that arrived."""
+        for name, partition in list(self._partition_of.items()):
+            if partition in polled.revoked:
+                self._drop(name, output)
+        if polled.records:
+            progress = self._read_progress()
+            for record in polled.records:
+                self._register(record, progress.get(record.key), output)
+        metrics.QUERIES.set(len(self._registrations))
+
+    def _drop(self, name: str, output: TickOutput) -> None:
         if name in self._registrations:
             self.engine.unregister(name)
             del self._registrations[name]
+        self._waiting.pop(name, None)
+        self._partition_of.pop(name, None)
+        output.drop(name)
+
+    def _register(self, record: KeyedRecord, progress: dict[str, Any] | None,
+                  output: TickOutput) -> None:
+        """Apply one record of the query table (a tombstone unregisters)."""
+        name = record.key
+        self._drop(name, output)
         if record.value is None:
             log.info("query %s removed", name)
+            return
+        self._partition_of[name] = record.partition
+        resumed = progress is not None and progress["registration"] == record.offset
+        try:
+            registration = parse_registration(self._registration_codec, record.value)
+            check_query_name(name)
+            if resumed and progress is not None and progress["tx_last"] > self.committed:
+                self.engine.plan(registration.edn, registration.inputs)  # refuse it now
+                self._waiting[name] = Waiting(registration, record, progress["tx_last"])
+                log.info("query %s waits for tx %d", name, progress["tx_last"])
+                return
+            rows = self.engine.register(name, registration.edn, registration.inputs,
+                                        bootstrap=not resumed or progress is None
+                                        or progress["tx_last"] < self.committed)
+        except WorkersError as err:
+            self._partition_of.pop(name, None)
+            log.warning("query %s refused: %s", name, err)
+            if not resumed:  # a refusal already committed is not dead-lettered again
+                output.dead_letters.append((self.topics.queries, record.offset,
+                                            err.code.value, f"query {name}: {err}",
+                                            record.value))
+                output.refused[name] = record.offset
+            return
+        create(self._admin, {self.topics.results(name): {}})
+        self._registrations[name] = record.offset
+        if not resumed:
+            output.snapshots[name] = (self.committed, rows)
+            log.info("query %s registered", name)
+        elif progress is not None and progress["tx_last"] < self.committed:
+            output.changes[name] = _difference(rows, self._committed_view(name))
+            output.first[name] = progress["tx_last"] + 1
+            log.info("query %s caught up from tx %d", name, progress["tx_last"])
         else:
-            try:
-                registration = parse_registration(self._registration_codec, record.value)
-                check_query_name(name)
-                rows = self.engine.register(name, registration.edn, registration.inputs,
-                                            bootstrap=not resume)
-            except WorkersError as err:
-                log.warning("query %s refused: %s", name, err)
-                if not resume:  # a refusal already committed is not dead-lettered again
-                    output.dead_letters.append((self.topics.queries, record.offset,
-                                                err.code.value, f"query {name}: {err}",
-                                                record.value))
-                    output.refused[name] = record.offset
-            else:
-                create(self._admin, {self.topics.results(name): {}})
-                self._registrations[name] = record.offset
-                if not resume:
-                    output.snapshots[name] = rows
-                log.info("query %s %s", name, "resumed" if resume else "registered")
-        metrics.QUERIES.set(len(self._registrations))
+            log.info("query %s resumed", name)
+
+    def _resume_waiting(self) -> None:
+        for name, waiting in list(self._waiting.items()):
+            if waiting.progress == self.committed:
+                del self._waiting[name]
+                registration = waiting.registration
+                self.engine.register(name, registration.edn, registration.inputs,
+                                     bootstrap=False)
+                self._registrations[name] = waiting.record.offset
+                self._partition_of[name] = waiting.record.partition
+                log.info("query %s resumed", name)
+
+    def _committed_view(self, name: str) -> dict[Row, int]:
+        """A query's result as its committed change stream integrates to."""
+        view: dict[Row, int] = {}
+        reader = CompactedReader(self.config, self.topics.results(name))
+        try:
+            for record in reader.catch_up():
+                change = self._change_codec.decode(record.value or b"")
+                add_into(view, {row_from_avro(change["values"]): change["weight"]})
+        finally:
+            reader.close()
+        return view
+
+    def _read_progress(self) -> dict[str, dict[str, Any]]:
+        codec = AvroCodec("progress")
+        reader = CompactedReader(self.config, self.topics.progress)
+        try:
+            return {key: codec.decode(record.value)  # type: ignore[arg-type]
+                    for key, record in latest(reader.catch_up()).items()}
+        finally:
+            reader.close()
 
     # -- snapshots and shutdown ------------------------------------------------------------
 
@@ -256,6 +353,14 @@ class Worker:
         self._last_snapshot = time.monotonic()
 
     def close(self) -> None:
-        for client in (self._source, self._queries):
+        for client in (self._source, self._ownership):
             if client is not None:
                 client.close()
+
+
+def _difference(now: dict[Row, int], before: dict[Row, int]) -> dict[Row, int]:
+    """``now - before`` as a Z-set."""
+    out = dict(now)
+    for row, weight in before.items():
+        add_into(out, {row: -weight})
+    return out

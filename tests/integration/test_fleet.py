@@ -1,0 +1,121 @@
+"""A fleet of workers shares the queries through the consumer group on the queries topic:
+a worker killed or hung loses its queries to the others, a new worker takes some, a paused
+owner that comes back cannot commit — and every query's committed change stream still
+integrates to the oracle with no tick twice."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.pipeline import (
+    REACH_COUNT,
+    TRIANGLE,
+    TWO_PATH,
+    WorkerProcess,
+    check_change_stream,
+    committed_changes,
+    isolated_config,
+    random_stream,
+    reference_states,
+    wait_committed,
+)
+from workers.config import WorkerConfig
+from workers.kafka.avro import AvroCodec
+from workers.kafka.clients import QueryAdmin, TxProducer
+from workers.kafka.compacted import CompactedReader
+from workers.kafka.topics import Topics
+
+pytestmark = pytest.mark.kafka
+SHAPES = (TRIANGLE, TWO_PATH, REACH_COUNT)
+QUERIES = {f"q{i}": SHAPES[i % len(SHAPES)] for i in range(8)}
+
+
+def _fleet(config: WorkerConfig, tmp_path: Path, ids: Sequence[str]) -> list[WorkerProcess]:
+    return [WorkerProcess(config, tmp_path / f"snapshots-{i}", tmp_path / f"{i}.log",
+                          worker_id=i, tick_tx=3, snapshot_interval=1) for i in ids]
+
+
+def _send(config: WorkerConfig, stream: list[Any], rate_tx_s: float) -> None:
+    producer = TxProducer(config)
+    for tx in stream:
+        producer.send(tx)
+        producer.flush()
+        time.sleep(1 / rate_tx_s)
+
+
+def _owners(config: WorkerConfig) -> dict[str, list[tuple[int, str]]]:
+    """Every progress record ever committed, per query: (tx_last, worker)."""
+    codec = AvroCodec("progress")
+    reader = CompactedReader(config, Topics(config.topic_prefix).progress)
+    owners: dict[str, list[tuple[int, str]]] = {}
+    for record in reader.catch_up():
+        progress = codec.decode(record.value or b"")
+        owners.setdefault(record.key, []).append((progress["tx_last"], progress["worker"]))
+    reader.close()
+    return owners
+
+
+def _check_all(config: WorkerConfig, stream: list[Any]) -> None:
+    states = reference_states(stream)
+    for name, query in QUERIES.items():
+        check_change_stream(query, committed_changes(config, name), states)
+
+
+def test_killed_worker_loses_its_queries_and_a_new_one_takes_some(kafka_bootstrap: str,
+                                                                  tmp_path: Path) -> None:
+    config = isolated_config(kafka_bootstrap)
+    w1, w2, w3 = _fleet(config, tmp_path, ["w1", "w2", "w3"])
+    w1.start()
+    w2.start()
+    admin = QueryAdmin(config)
+    for name, query in QUERIES.items():
+        admin.add(name, query)
+    stream = random_stream(seed=21, count=900)
+    sender = threading.Thread(target=_send, args=(config, stream, 40))
+    sender.start()
+    wait_committed(config, list(QUERIES), 60, w2)
+    w1.kill()
+    killed = time.monotonic()
+    wait_committed(config, list(QUERIES), 120, w2)
+    print(f"queries producing again {time.monotonic() - killed:.1f} s after kill -9")
+    w3.start()
+    sender.join()
+    wait_committed(config, list(QUERIES), len(stream) - 1, w2)
+    for worker in (w2, w3):
+        worker.stop()
+    _check_all(config, stream)
+    workers = {w for records in _owners(config).values() for _, w in records}
+    assert {"deltalog-worker-w1", "deltalog-worker-w2", "deltalog-worker-w3"} <= workers
+
+
+def test_a_paused_owner_is_fenced_when_it_comes_back(kafka_bootstrap: str,
+                                                     tmp_path: Path) -> None:
+    config = isolated_config(kafka_bootstrap)
+    w1, w2 = _fleet(config, tmp_path, ["w1", "w2"])
+    w1.start()
+    admin = QueryAdmin(config)
+    for name, query in QUERIES.items():
+        admin.add(name, query)
+    stream = random_stream(seed=5, count=240)
+    wait_committed(config, list(QUERIES), -1, w1)
+    w2.start()
+    sender = threading.Thread(target=_send, args=(config, stream, 40))
+    sender.start()
+    wait_committed(config, list(QUERIES), 40, w1)
+    w1.pause()  # it hangs, maybe mid-tick: w2 takes every query after the session timeout
+    try:
+        wait_committed(config, list(QUERIES), 120, w2)
+    finally:
+        w1.resume()
+    sender.join()
+    wait_committed(config, list(QUERIES), len(stream) - 1, w2)
+    for worker in (w1, w2):
+        worker.stop()
+    _check_all(config, stream)
+    assert "revoked query partitions" in w1.log.read_text()

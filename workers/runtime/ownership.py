@@ -1,0 +1,132 @@
+"""Which queries this worker owns: the partitions of ``deltalog.queries`` that the consumer
+group gives it (DESIGN §6-7).
+
+Adding a worker moves partitions to it; a worker that stops or hangs (no heartbeat) loses
+them to the others within the session timeout.  A partition just assigned is read from its
+beginning up to its end as it was then, and released as a table (the latest registration
+per query); after that its records pass through as they arrive.  The group's metadata
+(generation) goes into every output transaction (``send_offsets_to_transaction``), so a
+worker that lost its partitions while paused cannot commit for them: its transaction is
+refused and aborted (KIP-447 fencing).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+from workers.config import WorkerConfig
+from workers.kafka.compacted import KeyedRecord, latest
+from workers.kafka.consume import data_messages
+
+log = logging.getLogger(__name__)
+WATERMARK_TIMEOUT_S = 10.0
+
+
+@dataclass(slots=True)
+class Polled:
+    """What changed since the last poll: partitions lost, registrations to apply."""
+
+    revoked: set[int] = field(default_factory=set)
+    records: list[KeyedRecord] = field(default_factory=list)
+
+
+class Ownership:
+    """A member of the workers' consumer group on the queries topic."""
+
+    def __init__(self, config: WorkerConfig, topic: str) -> None:
+        session_ms = config.session_timeout_ms
+        self._consumer = Consumer(config.kafka(**{
+            "group.id": config.group_id or f"{config.topic_prefix}.workers",
+            "client.id": f"deltalog-{config.worker_id}",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+            "auto.offset.reset": "earliest",
+            "enable.partition.eof": False,
+            "session.timeout.ms": session_ms,
+            "heartbeat.interval.ms": max(session_ms // 4, 100),
+            # A rebalance moves only the partitions that change owner; the others stay put.
+            "partition.assignment.strategy": "cooperative-sticky",
+        }))
+        self.topic = topic
+        self.owned: set[int] = set()
+        self._high: dict[int, int] = {}  # partition being read to its end -> that end
+        self._staged: dict[int, list[KeyedRecord]] = defaultdict(list)
+        self._polled = Polled()
+        self.assigned_once = False
+        self._consumer.subscribe([topic], on_assign=self._on_assign,
+                                 on_revoke=self._on_revoke, on_lost=self._on_revoke)
+
+    def poll(self, timeout_s: float = 0.0) -> Polled:
+        """Registrations and revocations since the last call (rebalances happen in here)."""
+        messages = self._consumer.consume(500, timeout_s)
+        for record in self._records(messages):
+            if record.partition in self._high:
+                self._staged[record.partition].append(record)
+            elif record.partition in self.owned:
+                self._polled.records.append(record)
+        self._release_caught_up()
+        polled, self._polled = self._polled, Polled()
+        return polled
+
+    @property
+    def catching_up(self) -> bool:
+        return bool(self._high)
+
+    def offsets(self) -> list[TopicPartition]:
+        """The positions of the owned partitions (sent with each output transaction)."""
+        if not self.owned:
+            return []
+        positions = self._consumer.position([TopicPartition(self.topic, p)
+                                             for p in sorted(self.owned)])
+        return [TopicPartition(self.topic, p.partition, max(p.offset, 0)) for p in positions]
+
+    def group_metadata(self) -> Any:
+        return self._consumer.consumer_group_metadata()
+
+    def close(self) -> None:
+        self._consumer.close()
+
+    def _records(self, messages: list[Any]) -> list[KeyedRecord]:
+        return [KeyedRecord((m.key() or b"").decode(), m.value(), m.offset() or 0,
+                            m.partition() or 0)
+                for m in data_messages(messages, self.topic)]
+
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self.assigned_once = True
+        for tp in partitions:
+            tp.offset = OFFSET_BEGINNING
+            _, high = consumer.get_watermark_offsets(TopicPartition(self.topic, tp.partition),
+                                                     timeout=WATERMARK_TIMEOUT_S)
+            self._high[tp.partition] = high
+            self.owned.add(tp.partition)
+        consumer.incremental_assign(partitions)
+        if partitions:
+            log.info("assigned query partitions %s", sorted(tp.partition for tp in partitions))
+
+    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        lost = {tp.partition for tp in partitions}
+        self.owned -= lost
+        for p in lost:
+            self._high.pop(p, None)
+            self._staged.pop(p, None)
+        self._polled.revoked |= lost
+        self._polled.records = [r for r in self._polled.records if r.partition not in lost]
+        consumer.incremental_unassign(partitions)
+        if lost:
+            log.info("revoked query partitions %s", sorted(lost))
+
+    def _release_caught_up(self) -> None:
+        """A partition read up to its end at assignment is released as a table."""
+        done = []
+        for partition, high in self._high.items():
+            (position,) = self._consumer.position([TopicPartition(self.topic, partition)])
+            if position.offset >= high or high == 0:
+                done.append(partition)
+        for partition in done:
+            del self._high[partition]
+            self._polled.records += latest(self._staged.pop(partition, [])).values()

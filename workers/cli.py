@@ -135,7 +135,7 @@ def _broker(args: argparse.Namespace) -> int:
 
 
 def _worker(args: argparse.Namespace) -> int:
-    from workers.metrics import start_metrics_server
+    from workers.runtime.health import serve
     from workers.runtime.worker import Worker
 
     config = _config(args, worker_id=args.worker_id, strategy=args.strategy,
@@ -143,12 +143,13 @@ def _worker(args: argparse.Namespace) -> int:
                      tick_max_tx=args.tick_tx, snapshot_dir=args.snapshot_dir,
                      snapshot_interval_s=args.snapshot_interval, metrics_port=args.metrics_port,
                      tick_max_wait_s=None if args.tick_ms is None else args.tick_ms / 1000)
+    worker = Worker(config)
     if config.metrics_port is not None:
-        start_metrics_server(config.metrics_port)
+        serve(config.metrics_port, worker.readiness)
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
-    Worker(config).run(stop)
+    worker.run(stop)
     return 0
 
 

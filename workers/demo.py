@@ -99,8 +99,8 @@ def run_demo(strategy: str = "delta", out: Callable[[str], None] = print) -> int
     from workers.edn import keyword
     from workers.kafka.broker import LocalBroker
     from workers.kafka.clients import QueryAdmin, TxProducer
-    from workers.metrics import start_metrics_server
     from workers.progress import ProgressBar
+    from workers.runtime.health import serve
     from workers.runtime.worker import Worker
 
     with tempfile.TemporaryDirectory(prefix="deltalog-demo-") as scratch:
@@ -108,14 +108,14 @@ def run_demo(strategy: str = "delta", out: Callable[[str], None] = print) -> int
         with LocalBroker(Path(scratch) / "kafka") as broker:
             config = from_env(bootstrap_servers=broker.bootstrap_servers, worker_id="demo",
                               strategy=strategy, snapshot_dir=Path(scratch) / "snapshots")
+            stop = threading.Event()
+            worker = Worker(config)
             try:
-                start_metrics_server(METRICS_PORT)
+                serve(METRICS_PORT, worker.readiness)
                 metrics_url = f"http://127.0.0.1:{METRICS_PORT}/metrics"
             except OSError as err:
                 metrics_url = f"not served (port {METRICS_PORT}: {err.strerror})"
             out(f"broker {broker.bootstrap_servers}; metrics {metrics_url}")
-            stop = threading.Event()
-            worker = Worker(config)
             thread = threading.Thread(target=worker.run, args=(stop,), daemon=True)
             thread.start()
             admin = QueryAdmin(config)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Gauge, Histogram, start_http_server
+from prometheus_client import Counter, Gauge, Histogram
 
 TX_CONSUMED = Counter("deltalog_tx_consumed_total", "Transactions read from the tx topic.")
 TX_REFUSED = Counter("deltalog_tx_refused_total", "Transactions refused (sent to the DLQ).",
@@ -18,9 +18,7 @@ KAFKA_TRANSACTIONS = Counter("deltalog_kafka_transactions_total",
                              "Kafka transactions by outcome.", ["outcome"])
 QUERIES = Gauge("deltalog_queries", "Queries this worker maintains.")
 LAST_TX = Gauge("deltalog_last_committed_tx", "Offset of the last transaction committed.")
+LAG_TX = Gauge("deltalog_consumer_lag_records",
+               "Transactions in the tx topic this worker has not applied yet.")
 SNAPSHOT_SECONDS = Histogram("deltalog_snapshot_duration_seconds", "Time to write a snapshot.")
 
-
-def start_metrics_server(port: int) -> None:
-    """Serve ``/metrics`` on ``port`` (all interfaces, as a Prometheus scraper expects)."""
-    start_http_server(port)

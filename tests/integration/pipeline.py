@@ -44,9 +44,9 @@ class WorkerProcess:
     """``deltalog worker`` as a child process that a test can kill -9 and restart."""
 
     def __init__(self, config: WorkerConfig, snapshot_dir: Path, log: Path,
-                 worker_id: str = "w1", **flags: Any) -> None:
+                 worker_id: str = "w1", env: dict[str, str] | None = None, **flags: Any) -> None:
         self.config, self.snapshot_dir, self.log, self.flags = config, snapshot_dir, log, flags
-        self.worker_id = worker_id
+        self.worker_id, self.env = worker_id, env or {}
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
@@ -55,7 +55,7 @@ class WorkerProcess:
                 "--snapshot-dir", str(self.snapshot_dir), "-v"]
         for flag, value in self.flags.items():
             args += [f"--{flag.replace('_', '-')}", str(value)]
-        env = {**os.environ, "DELTALOG_TOPIC_PREFIX": self.config.topic_prefix}
+        env = {**os.environ, "DELTALOG_TOPIC_PREFIX": self.config.topic_prefix, **self.env}
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env)
 

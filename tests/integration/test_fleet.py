@@ -5,8 +5,12 @@ integrates to the oracle with no tick twice."""
 
 from __future__ import annotations
 
+import json
+import socket
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -20,6 +24,7 @@ from tests.integration.pipeline import (
     WorkerProcess,
     check_change_stream,
     committed_changes,
+    committed_progress,
     isolated_config,
     random_stream,
     reference_states,
@@ -119,3 +124,48 @@ def test_a_paused_owner_is_fenced_when_it_comes_back(kafka_bootstrap: str,
         worker.stop()
     _check_all(config, stream)
     assert "revoked query partitions" in w1.log.read_text()
+
+
+def test_a_worker_is_ready_only_once_caught_up(kafka_bootstrap: str, tmp_path: Path) -> None:
+    config = isolated_config(kafka_bootstrap)
+    QueryAdmin(config).add("tri", TRIANGLE)
+    stream = random_stream(seed=3, count=1500)
+    producer = TxProducer(config)
+    for tx in stream:
+        producer.send(tx)
+    producer.flush()
+    port = _free_port()
+    worker = WorkerProcess(config, tmp_path / "snapshots", tmp_path / "w.log", tick_tx=10,
+                           metrics_port=port, env={"DELTALOG_READY_LAG_TX": "20"})
+    worker.start()
+    reasons = []
+    deadline = time.monotonic() + 120
+    while True:
+        assert time.monotonic() < deadline and worker.alive(), reasons[-3:]
+        status, body = _get(port, "/health/ready")
+        if status == 200:
+            break
+        if status == 503:
+            reasons.append(json.loads(body)["reason"])
+        time.sleep(0.05)
+    assert committed_progress(config, ["tri"]) >= len(stream) - 1 - 20
+    assert any("behind the log" in r or "wait" in r for r in reasons), reasons
+    assert _get(port, "/health/live")[0] == 200
+    assert b"deltalog_consumer_lag_records" in _get(port, "/metrics")[1]
+    worker.stop()
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _get(port: int, path: str) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as answer:
+            return answer.status, answer.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+    except OSError:
+        return 0, b""  # not serving yet

@@ -10,6 +10,8 @@ from confluent_kafka import Consumer, Message, TopicPartition
 from workers.config import WorkerConfig
 from workers.kafka.consume import data_messages
 
+WATERMARK_S = 5.0
+
 
 @dataclass(frozen=True, slots=True)
 class TxRecord:
@@ -57,6 +59,15 @@ class TxSource:
                 break
             batch.append(self._pending.popleft())
         return batch
+
+    def end(self) -> int:
+        """The offset after the last committed transaction in the log (the watermark the
+        consumer last heard of; a broker round trip only before it has heard any)."""
+        partition = TopicPartition(self.topic, 0)
+        _, high = self._consumer.get_watermark_offsets(partition, cached=True)
+        if high < 0:
+            _, high = self._consumer.get_watermark_offsets(partition, timeout=WATERMARK_S)
+        return int(high)
 
     def _take(self, messages: list[Message]) -> None:
         for message in data_messages(messages, self.topic):

@@ -171,6 +171,7 @@ class Worker:
         self.committed = tx_last
         self._resume_waiting()  # Step 5
         metrics.LAST_TX.set(tx_last)
+        metrics.LAG_TX.set(self.lag())
         if committed:
             metrics.TICKS.inc()
             metrics.TICK_SECONDS.observe(time.perf_counter() - started)
@@ -246,6 +247,25 @@ class Worker:
         for query in output.changes:
             output.first.setdefault(query, tx_first)
         self._pending = output
+
+    def lag(self) -> int:
+        """Transactions in the log not yet applied here."""
+        assert self._source is not None
+        return max(self._source.end() - (self.committed + 1), 0)
+
+    def readiness(self) -> tuple[bool, str]:
+        """Ready: owns its share and is caught up (see :mod:`workers.runtime.health`)."""
+        ownership = self._ownership
+        if self._source is None or ownership is None or not ownership.assigned_once:
+            return False, "starting: not in the workers' group yet"
+        if ownership.catching_up:
+            return False, "reading the registrations of newly owned queries"
+        if self._waiting:
+            return False, f"{len(self._waiting)} queries wait for the log to reach their progress"
+        lag = self.lag()
+        if lag > self.config.ready_lag_tx:
+            return False, f"{lag} transactions behind the log"
+        return True, f"caught up (lag {lag}), {len(self._registrations)} queries"
 
     # -- queries -------------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ environment variables (``workers.config``) and ``--bootstrap-servers``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import signal
@@ -93,6 +94,11 @@ def _parser() -> argparse.ArgumentParser:
     tail.add_argument("--view", action="store_true", help="show the current result as a table")
     tail.add_argument("--json", action="store_true", help="one JSON object per changed row")
 
+    status = _command(commands, "status", _status,
+                      "the fleet: workers, the queries each owns, progress and lag")
+    _kafka_options(status)
+    status.add_argument("--json", action="store_true")
+
     explain = _command(commands, "explain", _explain, "print the plan of a query")
     explain.add_argument("query", help="EDN query text, e.g. '{:find [?a] :where [[?a :x]]}'")
     explain.add_argument("--strategy", choices=STRATEGIES, default="delta")
@@ -150,6 +156,14 @@ def _worker(args: argparse.Namespace) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
     worker.run(stop)
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    from workers.runtime.status import fleet_status
+
+    status = fleet_status(_config(args))
+    print(json.dumps(dataclasses.asdict(status)) if args.json else status.text())
     return 0
 
 

@@ -35,6 +35,7 @@ from workers.kafka.avro import AvroCodec
 from workers.kafka.clients import QueryAdmin, TxProducer
 from workers.kafka.compacted import CompactedReader
 from workers.kafka.topics import Topics
+from workers.runtime.status import fleet_status
 
 pytestmark = pytest.mark.kafka
 SHAPES = (TRIANGLE, TWO_PATH, REACH_COUNT)
@@ -92,6 +93,11 @@ def test_killed_worker_loses_its_queries_and_a_new_one_takes_some(kafka_bootstra
     w3.start()
     sender.join()
     wait_committed(config, list(QUERIES), len(stream) - 1, w2)
+    status = fleet_status(config)
+    assert {w.client_id for w in status.workers} == {"deltalog-w2", "deltalog-w3"}
+    assert {q.name for q in status.queries} == set(QUERIES)
+    assert all(q.owner in ("deltalog-w2", "deltalog-w3") and q.lag == 0
+               for q in status.queries), status.text()
     for worker in (w2, w3):
         worker.stop()
     _check_all(config, stream)

@@ -7,6 +7,7 @@ incarnation left open and fences it: a zombie can no longer commit.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from confluent_kafka import KafkaException, Producer
@@ -19,6 +20,8 @@ from workers.kafka.topics import Topics
 
 TRANSACTION_TIMEOUT_S = 30.0  # init/commit/abort calls; well under transaction.timeout.ms
 QUEUE_FULL_WAIT_S = 0.1  # back off while librdkafka's send queue drains
+RETRY_FOR_S = 120.0  # a retriable transaction call is tried again this long
+RETRY_WAIT_S = 0.5
 
 
 class ResultSink:
@@ -74,7 +77,17 @@ class ResultSink:
                        TRANSACTION_TIMEOUT_S)
 
     def commit(self) -> None:
-        self._call(self._producer.commit_transaction, TRANSACTION_TIMEOUT_S)
+        """Commit; a retriable failure means the outcome is not known yet, so the commit is
+        tried again (for as long as a broker outage may last), never given up."""
+        deadline = time.monotonic() + RETRY_FOR_S
+        while True:
+            try:
+                self._call(self._producer.commit_transaction, TRANSACTION_TIMEOUT_S)
+                return
+            except TransactionFailed as failure:
+                if not failure.retriable or time.monotonic() > deadline:
+                    raise
+                time.sleep(RETRY_WAIT_S)
 
     def abort(self) -> None:
         self._call(self._producer.abort_transaction, TRANSACTION_TIMEOUT_S)
@@ -94,15 +107,17 @@ class ResultSink:
         except KafkaException as err:
             error = err.args[0]
             raise TransactionFailed(f"Kafka transaction failed: {error.str()}",
-                                    abortable=error.txn_requires_abort()) from err
+                                    abortable=error.txn_requires_abort(),
+                                    retriable=error.retriable()) from err
 
 
 class TransactionFailed(WorkersError):
     """A Kafka transaction call failed; ``abortable``: the transaction can be aborted and
-    its records sent again in a new one (anything else is fatal for this producer)."""
+    its records sent again in a new one; ``retriable``: the same call may succeed if tried
+    again; neither: fatal for this producer."""
 
     code = ErrorCode.KAFKA
 
-    def __init__(self, message: str, abortable: bool) -> None:
+    def __init__(self, message: str, abortable: bool, retriable: bool = False) -> None:
         super().__init__(message)
-        self.abortable = abortable
+        self.abortable, self.retriable = abortable, retriable

@@ -5,12 +5,10 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, Message, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 
 from workers.config import WorkerConfig
 from workers.kafka.consume import data_messages
-
-WATERMARK_S = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +33,7 @@ class TxSource:
         }))
         self._consumer.assign([TopicPartition(topic, 0, position)])
         self._pending: deque[TxRecord] = deque()
+        self._end = -1
         self.topic = topic
 
     def next_batch(self, max_count: int, max_bytes: int, max_wait_s: float,
@@ -61,13 +60,15 @@ class TxSource:
         return batch
 
     def end(self) -> int:
-        """The offset after the last committed transaction in the log (the watermark the
-        consumer last heard of; a broker round trip only before it has heard any)."""
-        partition = TopicPartition(self.topic, 0)
-        _, high = self._consumer.get_watermark_offsets(partition, cached=True)
-        if high < 0:
-            _, high = self._consumer.get_watermark_offsets(partition, timeout=WATERMARK_S)
-        return int(high)
+        """The offset after the last committed transaction in the log, as the consumer last
+        heard it (-1 before it has; a broker away does not make it fail)."""
+        try:
+            _, high = self._consumer.get_watermark_offsets(TopicPartition(self.topic, 0),
+                                                           cached=True)
+        except KafkaException:
+            return self._end
+        self._end = max(self._end, int(high))
+        return self._end
 
     def _take(self, messages: list[Message]) -> None:
         for message in data_messages(messages, self.topic):

@@ -119,6 +119,11 @@ class Worker:
         self._source: TxSource | None = None
         self._ownership: Ownership | None = None
 
+    def _new_sink(self) -> ResultSink:
+        sink = ResultSink(self.config, self.topics, f"deltalog-worker-{self.config.worker_id}")
+        sink.init()
+        return sink
+
     # -- start ---------------------------------------------------------------------------
 
     def start(self) -> None:
@@ -230,20 +235,23 @@ class Worker:
             sink.commit()
         except TransactionFailed as error:
             metrics.KAFKA_TRANSACTIONS.labels("failed").inc()
-            if not error.abortable:
-                raise
             self._lost(error, output, tx_first)
             return False
         metrics.KAFKA_TRANSACTIONS.labels("committed").inc()
         crash_point("after-commit")
         return True
 
-    def _lost(self, error: WorkersError, output: TickOutput, tx_first: int) -> None:
-        """An aborted transaction (typically: the group rebalanced meanwhile): its output is
-        sent again with the next tick, for the queries still owned then — the next poll
-        drops those that moved, and their new owner resumes from their committed progress."""
+    def _lost(self, error: TransactionFailed, output: TickOutput, tx_first: int) -> None:
+        """A transaction that did not commit (the group rebalanced meanwhile, the broker
+        went away, the coordinator timed it out): its output is sent again with the next
+        tick, for the queries still owned then — the next poll drops those that moved, and
+        their new owner resumes from their committed progress.  A producer left in a fatal
+        state is replaced (``init_transactions`` ends whatever it left open)."""
         log.warning("tick not committed, sent again with the next one: %s", error)
-        self._sink.abort()
+        if error.abortable:
+            self._sink.abort()
+        else:
+            self._sink = self._new_sink()
         for query in output.changes:
             output.first.setdefault(query, tx_first)
         self._pending = output

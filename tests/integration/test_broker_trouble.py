@@ -1,0 +1,80 @@
+"""The worker survives broker trouble — a 10 s pause (a frozen JVM: timeouts, a rebalance, a
+coordinator aborting the open transaction) — and carries on exactly once: the committed
+change streams pass the oracle and the worker never exits."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.pipeline import (
+    REACH_COUNT,
+    TRIANGLE,
+    WorkerProcess,
+    check_change_stream,
+    committed_changes,
+    isolated_config,
+    random_stream,
+    reference_states,
+    wait_committed,
+)
+from workers.config import WorkerConfig
+from workers.errors import WorkersError
+from workers.kafka.broker import LocalBroker
+from workers.kafka.clients import QueryAdmin, TxProducer
+
+pytestmark = pytest.mark.kafka
+OUTAGE_S = 10.0
+
+
+@pytest.fixture
+def own_broker(tmp_path: Path) -> Iterator[LocalBroker]:
+    """A broker of this test alone (it is paused)."""
+    broker = LocalBroker(data_dir=tmp_path / "kafka")
+    broker.start()
+    yield broker
+    broker.stop()
+
+
+def _send(config: WorkerConfig, stream: list[Any]) -> None:
+    """Each transaction sent once and acknowledged: while the broker is away the producer
+    keeps it queued (and retries), so waiting longer is all it takes."""
+    producer = TxProducer(config)
+    for tx in stream:
+        producer.send(tx)
+        while True:
+            try:
+                producer.flush()
+                break
+            except WorkersError:
+                continue
+        time.sleep(0.02)
+
+
+def test_worker_survives_a_broker_pause(own_broker: LocalBroker,
+                                                       tmp_path: Path) -> None:
+    config = isolated_config(own_broker.bootstrap_servers)
+    admin = QueryAdmin(config)
+    admin.add("tri", TRIANGLE)
+    admin.add("reach", REACH_COUNT)
+    worker = WorkerProcess(config, tmp_path / "snapshots", tmp_path / "w.log", tick_tx=5)
+    worker.start()
+    stream = random_stream(seed=17, count=900)
+    sender = threading.Thread(target=_send, args=(config, stream))
+    sender.start()
+    wait_committed(config, ["tri", "reach"], 100, worker)
+    own_broker.pause()
+    time.sleep(OUTAGE_S)
+    own_broker.resume()
+    sender.join()
+    wait_committed(config, ["tri", "reach"], len(stream) - 1, worker)
+    assert worker.alive()
+    worker.stop()
+    states = reference_states(stream)
+    check_change_stream(TRIANGLE, committed_changes(config, "tri"), states)
+    check_change_stream(REACH_COUNT, committed_changes(config, "reach"), states)

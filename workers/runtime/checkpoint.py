@@ -37,7 +37,7 @@ class SnapshotStore:
         except BaseException:
             Path(temporary).unlink(missing_ok=True)
             raise
-        for old in self._snapshots()[:-KEEP]:
+        for old in self._snapshots()[:-KEEP]:  # workers may share the directory
             old.unlink(missing_ok=True)
         return target
 
@@ -45,8 +45,11 @@ class SnapshotStore:
         """The newest snapshot whose offset is at most ``at_most`` (committed progress)."""
         for path in reversed(self._snapshots()):
             if int(path.name[len(PREFIX):-len(SUFFIX)]) <= at_most:
-                with path.open("rb") as file:
-                    state = pickle.load(file)
+                try:
+                    with path.open("rb") as file:
+                        state = pickle.load(file)
+                except FileNotFoundError:  # another worker sharing the directory pruned it
+                    continue
                 assert isinstance(state, EngineState)
                 return state
         return None

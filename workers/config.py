@@ -50,6 +50,7 @@ class WorkerConfig:
     group_id: str | None = None  # the workers' consumer group (default <topic_prefix>.workers)
     session_timeout_ms: int = 6000  # a worker silent this long loses its queries
     query_partitions: int = 12  # partitions of a new queries topic: the most workers that help
+    memory_limit_mb: int | None = None  # over it, ticks shrink and consumption slows
     ready_lag_tx: int = 1000  # ready when at most this many transactions behind the log
     transaction_timeout_ms: int = 6000  # a dead worker's open transaction ends after this
     kafka_extra: Mapping[str, str] = field(default_factory=dict)

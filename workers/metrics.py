@@ -20,5 +20,9 @@ QUERIES = Gauge("deltalog_queries", "Queries this worker maintains.")
 LAST_TX = Gauge("deltalog_last_committed_tx", "Offset of the last transaction committed.")
 LAG_TX = Gauge("deltalog_consumer_lag_records",
                "Transactions in the tx topic this worker has not applied yet.")
+MEMORY_BYTES = Gauge("deltalog_process_resident_memory_bytes",
+                     "Resident memory of the worker process.")
+THROTTLED = Gauge("deltalog_backpressure_throttled",
+                  "1 while ticks are shrunk because memory is over the ceiling.")
 SNAPSHOT_SECONDS = Histogram("deltalog_snapshot_duration_seconds", "Time to write a snapshot.")
 

@@ -175,3 +175,23 @@ def _get(port: int, path: str) -> tuple[int, bytes]:
         return error.code, error.read()
     except OSError:
         return 0, b""  # not serving yet
+
+
+def test_over_its_memory_ceiling_a_worker_slows_down_and_loses_nothing(
+        kafka_bootstrap: str, tmp_path: Path) -> None:
+    config = isolated_config(kafka_bootstrap)
+    QueryAdmin(config).add("tri", TRIANGLE)
+    stream = random_stream(seed=9, count=300)
+    producer = TxProducer(config)
+    for tx in stream:
+        producer.send(tx)
+    producer.flush()
+    port = _free_port()
+    worker = WorkerProcess(config, tmp_path / "snapshots", tmp_path / "w.log", tick_tx=100,
+                           metrics_port=port, env={"DELTALOG_MEMORY_LIMIT_MB": "1"})
+    worker.start()
+    wait_committed(config, ["tri"], len(stream) - 1, worker)
+    scrape = _get(port, "/metrics")[1].decode()
+    worker.stop()
+    assert "deltalog_backpressure_throttled 1.0" in scrape
+    check_change_stream(TRIANGLE, committed_changes(config, "tri"), reference_states(stream))

@@ -40,6 +40,7 @@ One tick:
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 import time
@@ -59,6 +60,7 @@ from workers.kafka.messages import Row, row_from_avro, transaction_from_avro
 from workers.kafka.sink import ResultSink, TransactionFailed
 from workers.kafka.source import TxRecord, TxSource
 from workers.kafka.topics import Topics, check_query_name, create, ensure_topics
+from workers.runtime.backpressure import TickSize, resident_bytes
 from workers.runtime.checkpoint import SnapshotStore
 from workers.runtime.faults import crash_point
 from workers.runtime.ownership import Ownership, Polled
@@ -68,6 +70,7 @@ from workers.zset import add_into
 log = logging.getLogger(__name__)
 LAST = 1 << 62  # any snapshot: the database at any transaction is a valid start
 POLL_S = 0.2  # one wait for the group while starting
+THROTTLE_PAUSE_S = 0.05  # pause per tick while over the memory ceiling
 
 
 @dataclass(slots=True)
@@ -118,6 +121,8 @@ class Worker:
         self._last_snapshot = time.monotonic()
         self._source: TxSource | None = None
         self._ownership: Ownership | None = None
+        limit = None if config.memory_limit_mb is None else config.memory_limit_mb << 20
+        self._tick_size = TickSize(config.tick_max_tx, limit)
 
     def _new_sink(self) -> ResultSink:
         sink = ResultSink(self.config, self.topics, f"deltalog-worker-{self.config.worker_id}")
@@ -165,7 +170,14 @@ class Worker:
         self._own(self._ownership.poll(), output)  # Step 1
         config = self.config
         until = min((w.progress for w in self._waiting.values()), default=None)
-        batch = self._source.next_batch(config.tick_max_tx, config.tick_max_bytes,  # Step 2
+        resident = resident_bytes()
+        tick_tx = self._tick_size.next(resident)
+        metrics.MEMORY_BYTES.set(resident)
+        metrics.THROTTLED.set(int(self._tick_size.throttled))
+        if self._tick_size.throttled:
+            gc.collect()
+            time.sleep(THROTTLE_PAUSE_S)  # consume slower while over the memory ceiling
+        batch = self._source.next_batch(tick_tx, config.tick_max_bytes,  # Step 2
                                         config.tick_max_wait_s, until=until)
         self._apply(batch, output)  # Step 3
         if not (batch or output.snapshots or output.changes or output.dead_letters

@@ -37,6 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("edn_format").setLevel(logging.WARNING)  # its lexer logs its tables
     try:
         handler: Handler = args.handler
         return handler(args)

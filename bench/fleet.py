@@ -1,0 +1,574 @@
+"""A fleet of deltalog workers on a local Kafka broker: capacity scaling and takeover time.
+
+    python -m bench.fleet [--tx N] [--queries Q] [--workers 1,2,3] [--rate TX_PER_S]
+                          [--warmup-tx N] [--repeats R] [--nodes N] [--tick-tx N]
+                          [--only capacity|takeover] [--seed S] [--workdir DIR]
+
+A `LocalBroker` is started for the run; every measurement uses topics of its own prefix, and
+the workers are `python -m workers worker` child processes logging to files under the work
+directory (a temp dir unless `--workdir`; it is kept for a look at the logs). Q queries cycle
+triangle / two-path / reach-count (a recursive rule with aggregates), the variables renamed
+per query so no two texts are equal; the stream is seeded edge adds, retracts and entity
+retractions over `--nodes` nodes (the mix of the integration tests' `random_stream`).
+
+Capacity: for each k in `--workers`, N transactions are preloaded and the queries registered,
+then k workers start at once; timed until every query's committed progress reaches the last
+offset; the workers' CPU time (user + system, start to stop) is reported too. Every worker
+reads every transaction, so on a 2-core machine scaling is bounded.
+
+Takeover: 2 workers, a warm-up preload, then a steady stream of `--rate` tx/s. Once settled
+(both workers hold query partitions and every query has passed the log end), one worker is
+killed with SIGKILL; timed from the kill until the group has given the survivor every query
+partition (`reassigned`, as the group coordinator describes it) and until every query's
+progress passes the log end as it was at the kill (`takeover`). The killed worker is
+restarted and the fleet settles again before the next repeat. Results go to
+bench/results/fleet-<start>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import itertools
+import os
+import re
+import resource
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from random import Random
+from typing import Any
+
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from bench.run import csv_list, log, markdown_table, write_results
+from workers.config import WorkerConfig, from_env
+from workers.edn import keyword
+from workers.kafka.avro import AvroCodec
+from workers.kafka.broker import LocalBroker
+from workers.kafka.clients import QueryAdmin, TxProducer
+from workers.kafka.compacted import CompactedReader, latest
+from workers.kafka.topics import Topics
+
+Tx = list[list[Any]]
+ADD, RETRACT, RETRACT_ENTITY = keyword("db/add"), keyword("db/retract"), keyword("db/retractEntity")
+TO = keyword("g/to")
+SHAPES = {
+    "triangle": "{:find [?a ?b ?c] :where [[?a :g/to ?b] [?a :g/to ?c] [?b :g/to ?c]]}",
+    "two-path": "{:find [?a ?c] :where [[?a :g/to ?b] [?b :g/to ?c]]}",
+    "reach-count": "{:find [?a (count ?b) (distinct ?b)] :where [(reach ?a ?b)] :rules "
+                   "[[(reach ?a ?b) [?a :g/to ?b]] [(reach ?a ?b) [?a :g/to ?c] (reach ?c ?b)]]}",
+}
+TAKEOVER_TARGET_S = 10.0  # the issue's target at default settings
+POLL_S = 0.1  # between progress reads while waiting
+CAPACITY_TIMEOUT_S = 600.0
+SETTLE_TIMEOUT_S = 180.0
+TAKEOVER_TIMEOUT_S = 120.0
+STOP_TIMEOUT_S = 30.0
+LOG_TAIL_LINES = 20
+
+
+class FleetError(RuntimeError):
+    """A wait timed out or a worker died; the message quotes the workers' logs."""
+
+
+# --- workload -------------------------------------------------------------------------------
+
+
+def transactions(seed: int, nodes: int) -> Iterator[Tx]:
+    """An endless seeded edge stream: 1-3 ops per transaction, 55% adds, 40% retracts and
+    5% entity retractions of random nodes (as the integration tests' `random_stream`)."""
+    rng = Random(seed)
+    while True:
+        tx: Tx = []
+        for _ in range(rng.randint(1, 3)):
+            kind = rng.random()
+            a, b = rng.sample(range(nodes), 2)
+            if kind < 0.55:
+                tx.append([ADD, a, TO, b])
+            elif kind < 0.95:
+                tx.append([RETRACT, a, TO, b])
+            else:
+                tx.append([RETRACT_ENTITY, a])
+        yield tx
+
+
+def query_set(count: int) -> dict[str, str]:
+    """`count` queries cycling over SHAPES, each query's variables suffixed with its index."""
+    kinds = list(SHAPES)
+    queries = {}
+    for i in range(count):
+        kind = kinds[i % len(kinds)]
+        queries[f"{kind}-{i}"] = re.sub(r"\?(\w+)", rf"?\g<1>{i}", SHAPES[kind])
+    return queries
+
+
+def fresh_config(bootstrap: str) -> WorkerConfig:
+    """Client settings with a topic prefix of their own."""
+    return from_env({}, bootstrap_servers=bootstrap, topic_prefix=f"fleet{uuid.uuid4().hex[:8]}")
+
+
+def preload(config: WorkerConfig, queries: dict[str, str], txs: Iterable[Tx]) -> int:
+    """Send `txs` and register `queries`; the number of transactions sent."""
+    producer = TxProducer(config)
+    sent = 0
+    for tx in txs:
+        producer.send(tx)
+        sent += 1
+    producer.flush()
+    admin = QueryAdmin(config)
+    for name, text in queries.items():
+        admin.add(name, text)
+    return sent
+
+
+class Sender(threading.Thread):
+    """Sends a stream at a steady rate (each transaction flushed) until stopped."""
+
+    def __init__(self, config: WorkerConfig, stream: Iterator[Tx], rate: float) -> None:
+        super().__init__(name="sender", daemon=True)
+        self.config, self.stream, self.rate = config, stream, rate
+        self.halt = threading.Event()
+        self.sent = 0
+        self.started = self.stopped = 0.0
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            producer = TxProducer(self.config)
+            self.started = time.monotonic()
+            for tx in self.stream:
+                if self.halt.is_set():
+                    break
+                producer.send(tx)
+                producer.flush()
+                self.sent += 1
+                self.halt.wait(max(0.0, self.started + self.sent / self.rate - time.monotonic()))
+        except BaseException as error:  # reported by the waits in the main thread
+            self.error = error
+        self.stopped = time.monotonic()
+
+    def achieved(self) -> float:
+        """Transactions per second actually sent (after the thread ended)."""
+        return self.sent / max(self.stopped - self.started, 1e-9)
+
+
+# --- workers --------------------------------------------------------------------------------
+
+
+class WorkerProcess:
+    """`python -m workers worker` as a child process that can be killed and restarted."""
+
+    def __init__(self, config: WorkerConfig, worker_id: str, workdir: Path,
+                 tick_tx: int | None) -> None:
+        self.config, self.worker_id, self.tick_tx = config, worker_id, tick_tx
+        self.snapshot_dir = workdir / f"{config.topic_prefix}-{worker_id}-snapshots"
+        self.log = workdir / f"{config.topic_prefix}-{worker_id}.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def client_id(self) -> str:
+        """Its client id in the workers' consumer group."""
+        return f"deltalog-{self.worker_id}"
+
+    @property
+    def writer(self) -> str:
+        """The `worker` field of the progress records it commits."""
+        return f"deltalog-worker-{self.worker_id}"
+
+    def command(self) -> list[str]:
+        args = [sys.executable, "-m", "workers", "worker",
+                "--bootstrap-servers", self.config.bootstrap_servers,
+                "--worker-id", self.worker_id, "--snapshot-dir", str(self.snapshot_dir), "-v"]
+        return args + ([] if self.tick_tx is None else ["--tick-tx", str(self.tick_tx)])
+
+    def start(self) -> None:
+        env = {**os.environ, "DELTALOG_TOPIC_PREFIX": self.config.topic_prefix}
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(self.command(), stdout=out,
+                                            stderr=subprocess.STDOUT, env=env)
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def kill(self) -> None:
+        """SIGKILL, then reap."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait()
+
+    def stop(self) -> None:
+        """SIGTERM (a clean shutdown), SIGKILL if it takes too long."""
+        if not self.alive():
+            return
+        assert self.process is not None
+        self.process.terminate()
+        try:
+            self.process.wait(STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+    def tail(self, lines: int = LOG_TAIL_LINES) -> str:
+        text = self.log.read_text(errors="replace") if self.log.exists() else ""
+        return "\n".join(text.splitlines()[-lines:])
+
+
+@contextlib.contextmanager
+def fleet(config: WorkerConfig, count: int, workdir: Path,
+          tick_tx: int | None) -> Iterator[list[WorkerProcess]]:
+    """`count` workers w1..wN (not started); all stopped on exit."""
+    workers = [WorkerProcess(config, f"w{i + 1}", workdir, tick_tx) for i in range(count)]
+    try:
+        yield workers
+    finally:
+        for worker in workers:
+            worker.stop()
+
+
+def failure(message: str, workers: Sequence[WorkerProcess]) -> FleetError:
+    """A FleetError quoting the end of every worker's log."""
+    tails = [f"--- {w.worker_id} ({'alive' if w.alive() else 'dead'}) {w.log}:\n{w.tail()}"
+             for w in workers]
+    return FleetError("\n".join([message, *tails]))
+
+
+# --- watching the fleet ---------------------------------------------------------------------
+
+
+class Watch:
+    """Committed progress per query (one progress reader kept open), the tx log's end, and
+    which workers of the group hold query partitions."""
+
+    def __init__(self, config: WorkerConfig) -> None:
+        topics = Topics(config.topic_prefix)
+        self._codec = AvroCodec("progress")
+        self._reader = CompactedReader(config, topics.progress)
+        self._ends = Consumer(config.kafka(**{"group.id": f"bench-fleet-{uuid.uuid4()}",
+                                              "enable.auto.commit": False}))
+        self._tx = TopicPartition(topics.tx, 0)
+        self._admin = AdminClient(config.kafka())
+        self.group = config.group_id or f"{config.topic_prefix}.workers"
+        self.progress: dict[str, dict[str, Any]] = {}
+
+    def refresh(self) -> None:
+        """Read the progress committed since the last call."""
+        for name, record in latest(self._reader.catch_up()).items():
+            self.progress[name] = self._codec.decode(record.value or b"")
+
+    def reached(self, queries: Sequence[str]) -> int | None:
+        """The offset every query's progress has reached; None while one has none."""
+        if not queries or any(q not in self.progress for q in queries):
+            return None
+        return min(self.progress[q]["tx_last"] for q in queries)
+
+    def last_tx(self) -> int:
+        """The offset of the last transaction in the log (-1 when empty)."""
+        return int(self._ends.get_watermark_offsets(self._tx, timeout=30)[1]) - 1
+
+    def holders(self) -> dict[str, int]:
+        """Query partitions held per client id, for the group members holding any."""
+        group = self._admin.describe_consumer_groups([self.group])[self.group].result(30)
+        return {m.client_id: len(m.assignment.topic_partitions) for m in group.members
+                if m.assignment and m.assignment.topic_partitions}
+
+    def writers(self, queries: Iterable[str]) -> Counter[str]:
+        """How many of `queries` each worker committed the latest progress of."""
+        return Counter(self.progress[q]["worker"] for q in queries if q in self.progress)
+
+    def close(self) -> None:
+        self._reader.close()
+        self._ends.close()
+
+
+def wait_progress(watch: Watch, queries: Sequence[str], offset: int,
+                  alive: Sequence[WorkerProcess], timeout_s: float,
+                  sender: Sender | None = None) -> float:
+    """Poll until every query's progress is at least `offset`; when that was seen."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        watch.refresh()
+        done = watch.reached(queries)
+        if done is not None and done >= offset:
+            return time.monotonic()
+        problem = (f"progress {done} after {timeout_s:.0f} s, waiting for tx {offset}"
+                   if time.monotonic() > deadline else None)
+        problem = problem or next((f"worker {w.worker_id} died" for w in alive
+                                   if not w.alive()), None)
+        if sender is not None and sender.error is not None:
+            problem = problem or f"the sender failed: {sender.error!r}"
+        if problem:
+            raise failure(problem, alive)
+        time.sleep(POLL_S)
+
+
+def wait_assignment(watch: Watch, done: Callable[[dict[str, int]], bool],
+                    alive: Sequence[WorkerProcess], timeout_s: float) -> float:
+    """Poll the group until `done(partitions held per client id)`; when that was seen."""
+    deadline = time.monotonic() + timeout_s
+    while not done(held := watch.holders()):
+        if time.monotonic() > deadline or not all(w.alive() for w in alive):
+            raise failure(f"query partitions held as {held} after {timeout_s:.0f} s", alive)
+        time.sleep(POLL_S)
+    return time.monotonic()
+
+
+def settle(watch: Watch, queries: Sequence[str], workers: Sequence[WorkerProcess],
+           sender: Sender) -> float:
+    """Wait until every worker holds query partitions, then until every query has passed
+    the log end as it was then; the seconds it took."""
+    started = time.monotonic()
+    wanted = {w.client_id for w in workers}
+    wait_assignment(watch, lambda held: set(held) == wanted, workers, SETTLE_TIMEOUT_S)
+    wait_progress(watch, queries, watch.last_tx() + 1, workers,
+                  started + SETTLE_TIMEOUT_S - time.monotonic(), sender)
+    return time.monotonic() - started
+
+
+# --- scenarios ------------------------------------------------------------------------------
+
+
+@dataclass
+class CapacityRow:
+    """k workers catching up on a preloaded log."""
+
+    workers: int
+    transactions: int
+    queries: int
+    first_progress_s: float  # from the start until every query had committed progress
+    seconds: float  # from the start until every query reached the last offset
+    tx_queries_per_s: float
+    speedup: float  # over the first row (k=1 by default)
+    cpu_s: float  # user + system CPU of the workers, start to stop
+    queries_per_worker: dict[str, int]
+
+
+@dataclass
+class TakeoverRow:
+    """One kill -9 of a worker of two, under a steady stream."""
+
+    repeat: int
+    killed: str
+    moved: int  # queries whose latest progress the killed worker had committed
+    log_end: int  # offset of the last transaction at the kill
+    settle_s: float  # the fleet settling before the kill (the restart, from repeat 2 on)
+    reassigned_s: float  # from the kill until the group gave the survivor every partition
+    seconds: float  # from the kill until every query passed log_end
+
+
+def capacity_once(bootstrap: str, k: int, args: argparse.Namespace,
+                  workdir: Path) -> CapacityRow:
+    """Preload, register, start k workers at once, time until all queries are caught up."""
+    config = fresh_config(bootstrap)
+    queries = query_set(args.queries)
+    names = list(queries)
+    sent = preload(config, queries, itertools.islice(transactions(args.seed, args.nodes),
+                                                      args.tx))
+    watch = Watch(config)
+    cpu = children_cpu_s()
+    try:
+        with fleet(config, k, workdir, args.tick_tx) as workers:
+            started = time.monotonic()
+            for worker in workers:
+                worker.start()
+            first = wait_progress(watch, names, -1, workers, CAPACITY_TIMEOUT_S)
+            done = wait_progress(watch, names, sent - 1, workers, CAPACITY_TIMEOUT_S)
+    finally:
+        watch.close()
+    seconds = done - started
+    return CapacityRow(k, sent, len(names), first - started, seconds,
+                       sent * len(names) / seconds, 1.0, children_cpu_s() - cpu,
+                       dict(sorted(watch.writers(names).items())))
+
+
+def children_cpu_s() -> float:
+    """User + system CPU seconds of the child processes reaped so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def capacity_scenario(bootstrap: str, args: argparse.Namespace,
+                      workdir: Path) -> list[CapacityRow]:
+    """One capacity run per fleet size, each on topics of its own."""
+    rows: list[CapacityRow] = []
+    for k in args.workers:
+        log(f"capacity: {k} worker(s), {args.tx:,} tx, {args.queries} queries")
+        row = capacity_once(bootstrap, k, args, workdir)
+        row.speedup = rows[0].seconds / row.seconds if rows else 1.0
+        log(f"capacity: {k} worker(s) caught up in {row.seconds:.1f} s")
+        rows.append(row)
+    return rows
+
+
+def takeover_once(watch: Watch, queries: Sequence[str], victim: WorkerProcess,
+                  survivor: WorkerProcess, sender: Sender, repeat: int,
+                  settle_s: float) -> TakeoverRow:
+    """Kill -9 `victim`; time until the survivor holds every query partition, and until
+    every query passes the log end as it was at the kill."""
+    watch.refresh()
+    moved = watch.writers(queries)[victim.writer]
+    wanted = {survivor.client_id: sum(watch.holders().values())}
+    end = watch.last_tx()
+    victim.kill()
+    killed = time.monotonic()
+    reassigned = wait_assignment(watch, lambda held: held == wanted, [survivor],
+                                 TAKEOVER_TIMEOUT_S)
+    done = wait_progress(watch, queries, end + 1, [survivor], TAKEOVER_TIMEOUT_S, sender)
+    return TakeoverRow(repeat, victim.worker_id, moved, end, settle_s, reassigned - killed,
+                       done - killed)
+
+
+def takeover_scenario(bootstrap: str, args: argparse.Namespace,
+                      workdir: Path) -> tuple[list[TakeoverRow], float]:
+    """Two workers under a steady stream; kill one, time, restart it, settle; repeat.
+    Also returns the rate the stream was actually sent at."""
+    config = fresh_config(bootstrap)
+    queries = query_set(args.queries)
+    names = list(queries)
+    stream = transactions(args.seed, args.nodes)
+    preload(config, queries, itertools.islice(stream, args.warmup_tx))
+    sender = Sender(config, stream, args.rate)
+    watch = Watch(config)
+    rows: list[TakeoverRow] = []
+    try:
+        with fleet(config, 2, workdir, args.tick_tx) as workers:
+            for worker in workers:
+                worker.start()
+            sender.start()
+            for repeat in range(1, args.repeats + 1):
+                settle_s = settle(watch, names, workers, sender)
+                victim, survivor = workers[(repeat - 1) % 2], workers[repeat % 2]
+                log(f"takeover {repeat}: settled in {settle_s:.1f} s; kill -9 {victim.worker_id}")
+                rows.append(takeover_once(watch, names, victim, survivor, sender, repeat,
+                                          settle_s))
+                log(f"takeover {repeat}: all queries producing {rows[-1].seconds:.1f} s later")
+                if repeat < args.repeats:
+                    victim.start()
+    finally:
+        sender.halt.set()
+        sender.join()
+        watch.close()
+    return rows, sender.achieved()
+
+
+# --- reporting ------------------------------------------------------------------------------
+
+
+def capacity_table(rows: Sequence[CapacityRow]) -> str:
+    headers = ["workers", "tx", "queries", "first progress s", "caught up s",
+               "tx×queries/s", "speedup", "worker CPU s", "queries per worker"]
+    return markdown_table(headers, [
+        [str(r.workers), f"{r.transactions:,}", str(r.queries), f"{r.first_progress_s:.1f}",
+         f"{r.seconds:.1f}", f"{r.tx_queries_per_s:,.0f}", f"{r.speedup:.2f}x",
+         f"{r.cpu_s:.1f}",
+         " / ".join(str(n) for n in r.queries_per_worker.values())]
+        for r in rows
+    ])
+
+
+def takeover_table(rows: Sequence[TakeoverRow]) -> str:
+    headers = ["repeat", "killed", "queries moved", "log end at kill", "settle s",
+               "reassigned s", "takeover s"]
+    return markdown_table(headers, [
+        [str(r.repeat), r.killed, str(r.moved), f"{r.log_end:,}", f"{r.settle_s:.1f}",
+         f"{r.reassigned_s:.1f}", f"{r.seconds:.1f}"]
+        for r in rows
+    ])
+
+
+# --- command line ---------------------------------------------------------------------------
+
+
+def positive_ints(text: str) -> list[int]:
+    """A comma-separated list of positive integers."""
+    try:
+        values = [int(item) for item in csv_list(text)]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not integers: {text!r}") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"not positive: {text!r}")
+    return values
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """Parse and validate the command line."""
+    parser = argparse.ArgumentParser(prog="python -m bench.fleet",
+                                     description=__doc__.split("\n")[0])
+    parser.add_argument("--tx", type=int, default=10_000,
+                        help="capacity: preloaded transactions (default 10000)")
+    parser.add_argument("--queries", type=int, default=30, help="registered queries (default 30)")
+    parser.add_argument("--workers", type=positive_ints, default=[1, 2, 3],
+                        help="capacity: fleet sizes (default 1,2,3)")
+    parser.add_argument("--rate", type=float, default=100.0,
+                        help="takeover: transactions per second (default 100)")
+    parser.add_argument("--warmup-tx", type=int, default=2000,
+                        help="takeover: transactions preloaded before the stream (default 2000)")
+    parser.add_argument("--repeats", type=int, default=3, help="takeover: kills (default 3)")
+    parser.add_argument("--nodes", type=int, default=50, help="graph nodes (default 50)")
+    parser.add_argument("--tick-tx", type=int,
+                        help="the workers' --tick-tx (default: the worker's own)")
+    parser.add_argument("--only", choices=["capacity", "takeover"], help="run one scenario")
+    parser.add_argument("--seed", type=int, default=42, help="stream seed (default 42)")
+    parser.add_argument("--workdir", type=Path,
+                        help="worker logs and snapshots (default a new temp dir, kept)")
+    args = parser.parse_args(argv)
+    if min(args.tx, args.queries, args.repeats, args.warmup_tx + 1, args.tick_tx or 1) < 1:
+        parser.error("--tx, --queries, --repeats and --tick-tx must be positive")
+    if args.rate <= 0 or args.nodes < 2:
+        parser.error("--rate must be positive and --nodes at least 2")
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the benchmark; a worker that dies or a wait that times out exits with status 1."""
+    try:
+        run(parse_args(argv))
+    except FleetError as exc:
+        sys.exit(f"error: {exc}")
+
+
+def run(args: argparse.Namespace) -> None:
+    """Start a broker, run the scenarios, print the tables and write the JSON."""
+    started = time.localtime()
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="deltalog-fleet-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    print(f"{os.cpu_count()} cores; {args.queries} queries ({', '.join(SHAPES)}) over "
+          f"{args.nodes} nodes; worker logs in {workdir}")
+    payload: dict[str, Any] = {
+        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z", started),
+        "args": {**vars(args), "workdir": str(workdir)},
+        "cores": os.cpu_count(),
+        "queries": query_set(args.queries),
+    }
+    log("starting a local Kafka broker")
+    with LocalBroker() as broker:
+        if args.only in (None, "capacity"):
+            capacity = capacity_scenario(broker.bootstrap_servers, args, workdir)
+            print()
+            print(capacity_table(capacity))
+            payload["capacity"] = [asdict(r) for r in capacity]
+        if args.only in (None, "takeover"):
+            takeover, rate = takeover_scenario(broker.bootstrap_servers, args, workdir)
+            median = statistics.median(r.seconds for r in takeover)
+            verdict = "meets" if median < TAKEOVER_TARGET_S else "MISSES"
+            print()
+            print(takeover_table(takeover))
+            print()
+            print(f"takeover median {median:.1f} s at {rate:.0f} tx/s sent ({verdict} the "
+                  f"< {TAKEOVER_TARGET_S:g} s target)")
+            payload["takeover"] = {"rows": [asdict(r) for r in takeover], "median_s": median,
+                                   "target_s": TAKEOVER_TARGET_S, "sent_tx_per_s": rate}
+    print(f"results: {write_results(payload, started, 'fleet')}")
+
+
+if __name__ == "__main__":
+    main()

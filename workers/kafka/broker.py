@@ -403,6 +403,9 @@ def server_properties(port: int, controller_port: int, log_dir: Path) -> dict[st
         "share.coordinator.state.topic.min.isr": "1",
         # The first consumer of a group gets its partitions at once, not after 3 s.
         "group.initial.rebalance.delay.ms": "0",
+        # One node is its own controller: a long pause (a frozen JVM) must not make it fence
+        # itself and leave its partitions without a leader.
+        "broker.session.timeout.ms": "60000",
         "log.segment.bytes": str(LOG_SEGMENT_BYTES),
     }
 

@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from workers.config import WorkerConfig
 from workers.errors import ErrorCode, WorkersError
@@ -49,11 +49,9 @@ class CompactedReader:
     def catch_up(self, timeout_s: float = 30.0) -> list[KeyedRecord]:
         """Every committed record up to the end of each partition as it is now — waiting
         for the transactions open then to end (committed, aborted, or timed out)."""
-        highs = {p: self._ends.get_watermark_offsets(TopicPartition(self.topic, p),
-                                                     timeout=timeout_s)[1]
-                 for p in self.partitions}
-        records: list[KeyedRecord] = []
         deadline = time.monotonic() + timeout_s + OPEN_TRANSACTION_WAIT_S
+        highs = {p: self._end(p, deadline) for p in self.partitions}
+        records: list[KeyedRecord] = []
         # Aborted and control records leave gaps in offsets: the consumer's position tells.
         while any(self._position(p) < high for p, high in highs.items()):
             if time.monotonic() > deadline:
@@ -61,6 +59,18 @@ class CompactedReader:
                                    f"{OPEN_TRANSACTION_WAIT_S:.0f} s", code=ErrorCode.KAFKA)
             records += self._read(POLL_S)
         return records
+
+    def _end(self, partition: int, deadline: float) -> int:
+        """The partition's high watermark; a topic just created may not be known to this
+        client yet (``Unknown partition``): asked again until ``deadline``."""
+        while True:
+            try:
+                return int(self._ends.get_watermark_offsets(
+                    TopicPartition(self.topic, partition), timeout=POLL_S * 25)[1])
+            except KafkaException:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(POLL_S)
 
     def poll(self) -> list[KeyedRecord]:
         return list(self._read(0))

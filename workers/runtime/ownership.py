@@ -13,11 +13,12 @@ refused and aborted (KIP-447 fencing).
 from __future__ import annotations
 
 import logging
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
 from workers.config import WorkerConfig
 from workers.kafka.compacted import KeyedRecord, latest
@@ -100,13 +101,23 @@ class Ownership:
         self.assigned_once = True
         for tp in partitions:
             tp.offset = OFFSET_BEGINNING
-            _, high = consumer.get_watermark_offsets(TopicPartition(self.topic, tp.partition),
-                                                     timeout=WATERMARK_TIMEOUT_S)
-            self._high[tp.partition] = high
+            self._high[tp.partition] = self._end(consumer, tp.partition)
             self.owned.add(tp.partition)
         consumer.incremental_assign(partitions)
         if partitions:
             log.info("assigned query partitions %s", sorted(tp.partition for tp in partitions))
+
+    def _end(self, consumer: Consumer, partition: int) -> int:
+        """The partition's end now; asked again while the broker is not ready to say."""
+        deadline = time.monotonic() + WATERMARK_TIMEOUT_S
+        while True:
+            try:
+                return int(consumer.get_watermark_offsets(
+                    TopicPartition(self.topic, partition), timeout=WATERMARK_TIMEOUT_S)[1])
+            except KafkaException:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         lost = {tp.partition for tp in partitions}

@@ -92,6 +92,17 @@ class QueryAdmin:
             raise WorkersError("query registration not acknowledged", code=ErrorCode.KAFKA)
 
 
+def progress_table(config: WorkerConfig) -> dict[str, dict[str, Any]]:
+    """The committed ``Progress`` record of every query (``deltalog.progress`` as a table)."""
+    codec = AvroCodec("progress", registry_for(config.registry_url))
+    reader = CompactedReader(config, Topics(config.topic_prefix).progress)
+    try:
+        return {name: codec.decode(record.value or b"")
+                for name, record in latest(reader.catch_up()).items()}
+    finally:
+        reader.close()
+
+
 @dataclass(frozen=True, slots=True)
 class Change:
     """One committed change of a query's result."""

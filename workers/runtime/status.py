@@ -9,7 +9,7 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from workers.config import WorkerConfig
-from workers.kafka.avro import AvroCodec
+from workers.kafka.clients import progress_table
 from workers.kafka.compacted import CompactedReader, KeyedRecord, latest
 from workers.kafka.topics import Topics
 
@@ -58,9 +58,7 @@ def fleet_status(config: WorkerConfig) -> FleetStatus:
     workers = _workers(config, group)
     owner_of = {p: w.client_id for w in workers for p in w.partitions}
     registrations = _table(config, topics.queries)
-    codec = AvroCodec("progress")
-    progress = {name: codec.decode(record.value or b"")
-                for name, record in _table(config, topics.progress).items()}
+    progress = progress_table(config)
     end = _log_end(config, topics.tx)
     queries = []
     for name, record in sorted(registrations.items()):

@@ -55,7 +55,8 @@ from workers.config import WorkerConfig
 from workers.engine import Engine
 from workers.errors import WorkersError
 from workers.kafka.avro import AvroCodec, DecodeError, registry_for
-from workers.kafka.compacted import CompactedReader, KeyedRecord, latest
+from workers.kafka.clients import progress_table
+from workers.kafka.compacted import CompactedReader, KeyedRecord
 from workers.kafka.messages import Row, row_from_avro, transaction_from_avro
 from workers.kafka.sink import ResultSink, TransactionFailed
 from workers.kafka.source import TxRecord, TxSource
@@ -65,7 +66,7 @@ from workers.runtime.checkpoint import SnapshotStore
 from workers.runtime.faults import crash_point
 from workers.runtime.ownership import Ownership, Polled
 from workers.runtime.registration import Registration, parse_registration
-from workers.zset import add_into
+from workers.zset import add, add_into, neg
 
 log = logging.getLogger(__name__)
 LAST = 1 << 62  # any snapshot: the database at any transaction is a valid start
@@ -295,7 +296,7 @@ class Worker:
             if partition in polled.revoked:
                 self._drop(name, output)
         if polled.records:
-            progress = self._read_progress()
+            progress = progress_table(self.config)
             for record in polled.records:
                 self._register(record, progress.get(record.key), output)
         metrics.QUERIES.set(len(self._registrations))
@@ -317,18 +318,20 @@ class Worker:
             log.info("query %s removed", name)
             return
         self._partition_of[name] = record.partition
-        resumed = progress is not None and progress["registration"] == record.offset
+        # The committed progress of this very registration (None: a new query).
+        done = progress["tx_last"] if progress and progress["registration"] == record.offset \
+            else None
+        resumed = done is not None
         try:
             registration = parse_registration(self._registration_codec, record.value)
             check_query_name(name)
-            if resumed and progress is not None and progress["tx_last"] > self.committed:
+            if done is not None and done > self.committed:
                 self.engine.plan(registration.edn, registration.inputs)  # refuse it now
-                self._waiting[name] = Waiting(registration, record, progress["tx_last"])
-                log.info("query %s waits for tx %d", name, progress["tx_last"])
+                self._waiting[name] = Waiting(registration, record, done)
+                log.info("query %s waits for tx %d", name, done)
                 return
             rows = self.engine.register(name, registration.edn, registration.inputs,
-                                        bootstrap=not resumed or progress is None
-                                        or progress["tx_last"] < self.committed)
+                                        bootstrap=done is None or done < self.committed)
         except WorkersError as err:
             self._partition_of.pop(name, None)
             log.warning("query %s refused: %s", name, err)
@@ -340,13 +343,13 @@ class Worker:
             return
         create(self._admin, {self.topics.results(name): {}})
         self._registrations[name] = record.offset
-        if not resumed:
+        if done is None:
             output.snapshots[name] = (self.committed, rows)
             log.info("query %s registered", name)
-        elif progress is not None and progress["tx_last"] < self.committed:
-            output.changes[name] = _difference(rows, self._committed_view(name))
-            output.first[name] = progress["tx_last"] + 1
-            log.info("query %s caught up from tx %d", name, progress["tx_last"])
+        elif done < self.committed:
+            output.changes[name] = add(rows, neg(self._committed_view(name)))
+            output.first[name] = done + 1
+            log.info("query %s caught up from tx %d", name, done)
         else:
             log.info("query %s resumed", name)
 
@@ -373,15 +376,6 @@ class Worker:
             reader.close()
         return view
 
-    def _read_progress(self) -> dict[str, dict[str, Any]]:
-        codec = AvroCodec("progress")
-        reader = CompactedReader(self.config, self.topics.progress)
-        try:
-            return {key: codec.decode(record.value)  # type: ignore[arg-type]
-                    for key, record in latest(reader.catch_up()).items()}
-        finally:
-            reader.close()
-
     # -- snapshots and shutdown ------------------------------------------------------------
 
     def _maybe_snapshot(self) -> None:
@@ -397,10 +391,3 @@ class Worker:
             if client is not None:
                 client.close()
 
-
-def _difference(now: dict[Row, int], before: dict[Row, int]) -> dict[Row, int]:
-    """``now - before`` as a Z-set."""
-    out = dict(now)
-    for row, weight in before.items():
-        add_into(out, {row: -weight})
-    return out

@@ -45,7 +45,6 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from random import Random
 from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
@@ -53,16 +52,14 @@ from confluent_kafka.admin import AdminClient
 
 from bench.run import csv_list, log, markdown_table, write_results
 from workers.config import WorkerConfig, from_env
-from workers.edn import keyword
 from workers.kafka.avro import AvroCodec
 from workers.kafka.broker import LocalBroker
 from workers.kafka.clients import QueryAdmin, TxProducer
 from workers.kafka.compacted import CompactedReader, latest
 from workers.kafka.topics import Topics
+from workers.testing import edge_transactions
 
 Tx = list[list[Any]]
-ADD, RETRACT, RETRACT_ENTITY = keyword("db/add"), keyword("db/retract"), keyword("db/retractEntity")
-TO = keyword("g/to")
 SHAPES = {
     "triangle": "{:find [?a ?b ?c] :where [[?a :g/to ?b] [?a :g/to ?c] [?b :g/to ?c]]}",
     "two-path": "{:find [?a ?c] :where [[?a :g/to ?b] [?b :g/to ?c]]}",
@@ -83,24 +80,6 @@ class FleetError(RuntimeError):
 
 
 # --- workload -------------------------------------------------------------------------------
-
-
-def transactions(seed: int, nodes: int) -> Iterator[Tx]:
-    """An endless seeded edge stream: 1-3 ops per transaction, 55% adds, 40% retracts and
-    5% entity retractions of random nodes (as the integration tests' `random_stream`)."""
-    rng = Random(seed)
-    while True:
-        tx: Tx = []
-        for _ in range(rng.randint(1, 3)):
-            kind = rng.random()
-            a, b = rng.sample(range(nodes), 2)
-            if kind < 0.55:
-                tx.append([ADD, a, TO, b])
-            elif kind < 0.95:
-                tx.append([RETRACT, a, TO, b])
-            else:
-                tx.append([RETRACT_ENTITY, a])
-        yield tx
 
 
 def query_set(count: int) -> dict[str, str]:
@@ -371,7 +350,7 @@ def capacity_once(bootstrap: str, k: int, args: argparse.Namespace,
     config = fresh_config(bootstrap)
     queries = query_set(args.queries)
     names = list(queries)
-    sent = preload(config, queries, itertools.islice(transactions(args.seed, args.nodes),
+    sent = preload(config, queries, itertools.islice(edge_transactions(args.seed, args.nodes),
                                                       args.tx))
     watch = Watch(config)
     cpu = children_cpu_s()
@@ -434,7 +413,7 @@ def takeover_scenario(bootstrap: str, args: argparse.Namespace,
     config = fresh_config(bootstrap)
     queries = query_set(args.queries)
     names = list(queries)
-    stream = transactions(args.seed, args.nodes)
+    stream = edge_transactions(args.seed, args.nodes)
     preload(config, queries, itertools.islice(stream, args.warmup_tx))
     sender = Sender(config, stream, args.rate)
     watch = Watch(config)

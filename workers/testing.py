@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from random import Random
 from typing import Any
 
 from workers.datalog import Blank, Constant, Pattern, Query, Variable, compile_query
@@ -367,3 +368,24 @@ class ReferenceDb:
                 retracts |= {d for d in self.datoms if d[:2] == (e, a) and d[2] != v}
         self.datoms = (self.datoms - retracts) | adds
         return True
+
+
+def edge_transactions(seed: int, nodes: int) -> Iterator[list[list[Any]]]:
+    """An endless seeded stream of graph transactions over ``nodes`` nodes: 1-3 ops each,
+    55 % edge adds, 40 % edge retracts, 5 % entity retractions — edges come and go, so
+    triangles and paths appear, vanish and reappear (tests and benchmarks share it)."""
+    rng = Random(seed)
+    add, retract, retract_entity, to = (keyword(k) for k in ("db/add", "db/retract",
+                                                             "db/retractEntity", "g/to"))
+    while True:
+        tx: list[list[Any]] = []
+        for _ in range(rng.randint(1, 3)):
+            kind = rng.random()
+            a, b = rng.sample(range(nodes), 2)
+            if kind < 0.55:
+                tx.append([add, a, to, b])
+            elif kind < 0.95:
+                tx.append([retract, a, to, b])
+            else:
+                tx.append([retract_entity, a])
+        yield tx

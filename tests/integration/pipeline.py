@@ -11,20 +11,17 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Sequence
+from itertools import islice
 from pathlib import Path
-from random import Random
 from typing import Any
 
 from workers.config import WorkerConfig, from_env
 from workers.edn import keyword
-from workers.kafka.avro import AvroCodec
-from workers.kafka.clients import Change, follow
-from workers.kafka.compacted import CompactedReader, latest
-from workers.kafka.topics import Topics
-from workers.testing import ReferenceDb, evaluate_from_scratch
+from workers.kafka.clients import Change, follow, progress_table
+from workers.testing import ReferenceDb, edge_transactions, evaluate_from_scratch
 from workers.zset import add_into
 
-ADD, RETRACT, RETRACT_ENTITY = keyword("db/add"), keyword("db/retract"), keyword("db/retractEntity")
+ADD = keyword("db/add")
 TO = keyword("g/to")
 TRIANGLE = "{:find [?a ?b ?c] :where [[?a :g/to ?b] [?a :g/to ?c] [?b :g/to ?c]]}"
 TWO_PATH = "{:find [?a ?c] :where [[?a :g/to ?b] [?b :g/to ?c]]}"
@@ -83,33 +80,14 @@ class WorkerProcess:
 
 
 def random_stream(seed: int, count: int, nodes: int = 7) -> list[list[list[Any]]]:
-    """Transactions over a small graph: edge adds and retracts, now and then a
-    retractEntity; edges come and go so triangles appear, vanish and reappear."""
-    rng = Random(seed)
-    stream = []
-    for _ in range(count):
-        tx = []
-        for _ in range(rng.randint(1, 3)):
-            kind = rng.random()
-            a, b = rng.sample(range(nodes), 2)
-            if kind < 0.55:
-                tx.append([ADD, a, TO, b])
-            elif kind < 0.95:
-                tx.append([RETRACT, a, TO, b])
-            else:
-                tx.append([RETRACT_ENTITY, a])
-        stream.append(tx)
-    return stream
+    """``count`` transactions over a small graph (:func:`workers.testing.edge_transactions`)."""
+    return list(islice(edge_transactions(seed, nodes), count))
 
 
 def committed_progress(config: WorkerConfig, queries: Sequence[str]) -> int:
     """The committed tx offset every one of ``queries`` has reached (-1 if some has none)."""
-    codec = AvroCodec("progress")
-    reader = CompactedReader(config, Topics(config.topic_prefix).progress)
-    table = latest(reader.catch_up())
-    reader.close()
-    done = [codec.decode(table[q].value)["tx_last"] for q in queries  # type: ignore[arg-type]
-            if q in table]
+    table = progress_table(config)
+    done = [table[q]["tx_last"] for q in queries if q in table]
     return min(done) if len(done) == len(queries) else -1
 
 

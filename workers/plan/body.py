@@ -190,13 +190,13 @@ def extender(literal: Literal, index: int, role: Role, slots: Mapping[Variable, 
     best: tuple[tuple[int, ...], Any, tuple[Step, ...]] | None = None
     for order in orders:
         positions = order.positions if isinstance(order, IndexOrder) else order
-        steps = _steps(terms, positions, slots, binds)
-        score = _score(steps)
+        found = steps(terms, positions, slots, binds)
+        score = _score(found)
         if best is None or score > best[0]:
-            best = (score, order, steps)
+            best = (score, order, found)
     assert best is not None
-    _, order, steps = best
-    return ExtenderSpec(index, role, order, steps, weighted, relation)
+    _, order, chosen = best
+    return ExtenderSpec(index, role, order, chosen, weighted, relation)
 
 
 def _relation_orders(arity: int) -> Sequence[tuple[int, ...]]:
@@ -207,24 +207,26 @@ def _relation_orders(arity: int) -> Sequence[tuple[int, ...]]:
     return [(i, *[j for j in range(arity) if j != i]) for i in range(arity)]
 
 
-def _steps(terms: Sequence[Term], positions: Sequence[int], slots: Mapping[Variable, int],
-           binds: Sequence[Variable]) -> tuple[Step, ...]:
-    steps: list[Step] = []
+def steps(terms: Sequence[Term], positions: Sequence[int], slots: Mapping[Variable, int],
+          binds: Sequence[Variable]) -> tuple[Step, ...]:
+    """How a literal's terms are read in ``positions`` order: CONST, BOUND (a column of
+    ``slots``), BIND/SAME (a column of ``binds``), FREE."""
+    out: list[Step] = []
     seen: set[Variable] = set()
     for position in positions:
         term = terms[position]
         if isinstance(term, Constant):
-            steps.append(Step(StepKind.CONST, term.value))
+            out.append(Step(StepKind.CONST, term.value))
         elif isinstance(term, Blank) or (term not in slots and term not in binds):
-            steps.append(Step(StepKind.FREE))
+            out.append(Step(StepKind.FREE))
         elif term in slots:
-            steps.append(Step(StepKind.BOUND, slots[term]))
+            out.append(Step(StepKind.BOUND, slots[term]))
         elif term in seen:
-            steps.append(Step(StepKind.SAME, list(binds).index(term)))
+            out.append(Step(StepKind.SAME, list(binds).index(term)))
         else:
             seen.add(term)
-            steps.append(Step(StepKind.BIND, list(binds).index(term)))
-    return tuple(steps)
+            out.append(Step(StepKind.BIND, list(binds).index(term)))
+    return tuple(out)
 
 
 def _score(steps: Sequence[Step]) -> tuple[int, ...]:

@@ -8,19 +8,16 @@ version (see :mod:`workers.executors.rules` for how DRed uses them).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-from workers.datalog.ast import Blank, Constant, Pattern, Query, Variable
-from workers.plan.body import Atom, Literal, Negation, program, relation_of
+from workers.datalog.ast import Constant, Pattern, Query, Variable
+from workers.plan.body import Atom, Literal, Negation, program, relation_of, steps
 from workers.plan.ir import (
     RelationPlan,
     Role,
     RulePlan,
     RulesPlan,
     SeededProgram,
-    Step,
-    StepKind,
     Stratum,
 )
 from workers.plan.lower import ROOT, DerivedRule, Program, lower
@@ -61,7 +58,7 @@ def _rule(rule: DerivedRule, stratum: set[str], stats: AttributeStats) -> RulePl
         relation, terms = relation_of(body[j])
         seed_vars = body[j].variables
         seeded.append(SeededProgram(
-            literal=j, relation=relation, unify=_unify(terms, seed_vars),
+            literal=j, relation=relation, unify=steps(terms, range(len(terms)), {}, seed_vars),
             negated=isinstance(body[j], Negation), recursive=relation in stratum,
             old=program(body, roles(Role.OLD, j), None, seed_vars, head, stats),
             new=program(body, roles(Role.NEW, j), None, seed_vars, head, stats)))
@@ -69,23 +66,6 @@ def _rule(rule: DerivedRule, stratum: set[str], stats: AttributeStats) -> RulePl
                     full=program(body, roles(Role.NEW), None, (), head, stats),
                     support=program(body, roles(Role.NEW), None, head, head, stats),
                     seeded=tuple(seeded))
-
-
-def _unify(terms: Sequence[Any], columns: Sequence[Variable]) -> tuple[Step, ...]:
-    """Steps that turn a tuple of the relation into a row over ``columns``."""
-    steps: list[Step] = []
-    seen: set[Variable] = set()
-    for term in terms:
-        if isinstance(term, Constant):
-            steps.append(Step(StepKind.CONST, term.value))
-        elif isinstance(term, Blank):
-            steps.append(Step(StepKind.FREE))
-        elif term in seen:
-            steps.append(Step(StepKind.SAME, list(columns).index(term)))
-        else:
-            seen.add(term)
-            steps.append(Step(StepKind.BIND, list(columns).index(term)))
-    return tuple(steps)
 
 
 def _routing_attributes(lowered: Program) -> tuple[Any, ...] | None:

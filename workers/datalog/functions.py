@@ -253,7 +253,7 @@ FUNCTIONS: dict[str, Function] = {
     "dec": lambda x: _sub(x, 1),
     "max": _extreme(max),
     "min": _extreme(min),
-    "abs": lambda x: _extreme(lambda xs: abs(xs[0]))(x),
+    "abs": _extreme(lambda xs: abs(xs[0])),
     "str": _str,
     "subs": _subs,
     "upper-case": lambda s: _string(s).upper(),

@@ -218,9 +218,6 @@ class RulesPlan:
     strata: tuple[Stratum, ...]
     root: str
 
-    def to_dict(self) -> dict[str, Any]:
-        return _encode(self)  # type: ignore[no-any-return]
-
 
 @dataclass(frozen=True, slots=True)
 class Plan:
@@ -246,8 +243,7 @@ class Plan:
 
 _NODES = {cls.__name__: cls for cls in (Step, ExtenderSpec, Level, JoinProgram, DeltaTerm,
                                         BinaryTerm, RecursiveStage, Plan, Compute, Filter,
-                                        Absent, SeededProgram, RulePlan, RelationPlan,
-                                        Stratum, RulesPlan)}
+                                        Absent)}
 _ENUMS = {cls.__name__: cls for cls in (Role, StepKind, IndexOrder)}
 
 

@@ -17,7 +17,8 @@ from typing import Any
 
 from workers.config import WorkerConfig, from_env
 from workers.edn import keyword
-from workers.kafka.clients import Change, follow, progress_table
+from workers.errors import WorkersError
+from workers.kafka.clients import Change, TxProducer, follow, progress_table
 from workers.testing import ReferenceDb, edge_transactions, evaluate_from_scratch
 from workers.zset import add_into
 
@@ -82,6 +83,24 @@ class WorkerProcess:
 def random_stream(seed: int, count: int, nodes: int = 7) -> list[list[list[Any]]]:
     """``count`` transactions over a small graph (:func:`workers.testing.edge_transactions`)."""
     return list(islice(edge_transactions(seed, nodes), count))
+
+
+def send_stream(config: WorkerConfig, stream: Sequence[Any], batch: int = 1,
+                pause_s: float = 0.0) -> None:
+    """Send ``stream``, each ``batch`` acknowledged before the next (then ``pause_s``): while
+    the broker is away the producer keeps the records queued and retries, so waiting longer
+    is all it takes — nothing is sent twice."""
+    producer = TxProducer(config)
+    for start in range(0, len(stream), batch):
+        for tx in stream[start:start + batch]:
+            producer.send(tx)
+        while True:
+            try:
+                producer.flush()
+                break
+            except WorkersError:
+                continue
+        time.sleep(pause_s)
 
 
 def committed_progress(config: WorkerConfig, queries: Sequence[str]) -> int:

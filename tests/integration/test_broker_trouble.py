@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -21,39 +19,14 @@ from tests.integration.pipeline import (
     isolated_config,
     random_stream,
     reference_states,
+    send_stream,
     wait_committed,
 )
-from workers.config import WorkerConfig
-from workers.errors import WorkersError
 from workers.kafka.broker import LocalBroker
-from workers.kafka.clients import QueryAdmin, TxProducer
+from workers.kafka.clients import QueryAdmin
 
 pytestmark = pytest.mark.kafka
 OUTAGE_S = 10.0
-
-
-@pytest.fixture
-def own_broker(tmp_path: Path) -> Iterator[LocalBroker]:
-    """A broker of this test alone (it is paused)."""
-    broker = LocalBroker(data_dir=tmp_path / "kafka")
-    broker.start()
-    yield broker
-    broker.stop()
-
-
-def _send(config: WorkerConfig, stream: list[Any]) -> None:
-    """Each transaction sent once and acknowledged: while the broker is away the producer
-    keeps it queued (and retries), so waiting longer is all it takes."""
-    producer = TxProducer(config)
-    for tx in stream:
-        producer.send(tx)
-        while True:
-            try:
-                producer.flush()
-                break
-            except WorkersError:
-                continue
-        time.sleep(0.02)
 
 
 def test_worker_survives_a_broker_pause(own_broker: LocalBroker,
@@ -65,7 +38,7 @@ def test_worker_survives_a_broker_pause(own_broker: LocalBroker,
     worker = WorkerProcess(config, tmp_path / "snapshots", tmp_path / "w.log", tick_tx=5)
     worker.start()
     stream = random_stream(seed=17, count=900)
-    sender = threading.Thread(target=_send, args=(config, stream))
+    sender = threading.Thread(target=send_stream, args=(config, stream, 1, 0.02))
     sender.start()
     wait_committed(config, ["tri", "reach"], 100, worker)
     own_broker.pause()

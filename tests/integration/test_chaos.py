@@ -9,9 +9,7 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -26,42 +24,18 @@ from tests.integration.pipeline import (
     isolated_config,
     random_stream,
     reference_states,
+    send_stream,
     wait_committed,
 )
 from workers.config import WorkerConfig
-from workers.errors import WorkersError
 from workers.kafka.broker import LocalBroker
-from workers.kafka.clients import QueryAdmin, TxProducer
+from workers.kafka.clients import QueryAdmin
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 EDGES = "{:find [?a ?b] :where [[?a :g/to ?b]]}"
 SHAPES = (TRIANGLE, TWO_PATH, REACH_COUNT, EDGES)
 QUERIES = {f"q{i:02d}": SHAPES[i % len(SHAPES)] for i in range(20)}
 STREAM_TX = 20_000
-BATCH = 200  # transactions per flush
-
-
-@pytest.fixture
-def own_broker(tmp_path: Path) -> Iterator[LocalBroker]:
-    broker = LocalBroker(data_dir=tmp_path / "kafka")
-    broker.start()
-    yield broker
-    broker.stop()
-
-
-def _send(config: WorkerConfig, stream: list[Any], sent: list[int]) -> None:
-    producer = TxProducer(config)
-    for start in range(0, len(stream), BATCH):
-        for tx in stream[start:start + BATCH]:
-            producer.send(tx)
-        while True:
-            try:
-                producer.flush()
-                break
-            except WorkersError:
-                continue  # the broker is frozen: the records stay queued
-        sent.append(start + BATCH)
-        time.sleep(0.05)
 
 
 def _reached(config: WorkerConfig, tx: int) -> bool:
@@ -85,8 +59,7 @@ def test_chaos_loses_and_doubles_nothing(own_broker: LocalBroker, tmp_path: Path
     for worker in workers[:3]:
         worker.start()
     stream = random_stream(seed=29, count=STREAM_TX)
-    sent: list[int] = []
-    sender = threading.Thread(target=_send, args=(config, stream, sent))
+    sender = threading.Thread(target=send_stream, args=(config, stream, 200, 0.05))
     sender.start()
     rng, deadline = random.Random(8), time.monotonic() + 900
     for at in (2_000, 6_000, 12_000):  # kill -9 a random worker, restart it

@@ -28,11 +28,12 @@ from tests.integration.pipeline import (
     isolated_config,
     random_stream,
     reference_states,
+    send_stream,
     wait_committed,
 )
 from workers.config import WorkerConfig
 from workers.kafka.avro import AvroCodec
-from workers.kafka.clients import QueryAdmin, TxProducer
+from workers.kafka.clients import QueryAdmin
 from workers.kafka.compacted import CompactedReader
 from workers.kafka.topics import Topics
 from workers.runtime.status import fleet_status
@@ -45,14 +46,6 @@ QUERIES = {f"q{i}": SHAPES[i % len(SHAPES)] for i in range(8)}
 def _fleet(config: WorkerConfig, tmp_path: Path, ids: Sequence[str]) -> list[WorkerProcess]:
     return [WorkerProcess(config, tmp_path / f"snapshots-{i}", tmp_path / f"{i}.log",
                           worker_id=i, tick_tx=3, snapshot_interval=1) for i in ids]
-
-
-def _send(config: WorkerConfig, stream: list[Any], rate_tx_s: float) -> None:
-    producer = TxProducer(config)
-    for tx in stream:
-        producer.send(tx)
-        producer.flush()
-        time.sleep(1 / rate_tx_s)
 
 
 def _owners(config: WorkerConfig) -> dict[str, list[tuple[int, str]]]:
@@ -83,7 +76,7 @@ def test_killed_worker_loses_its_queries_and_a_new_one_takes_some(kafka_bootstra
     for name, query in QUERIES.items():
         admin.add(name, query)
     stream = random_stream(seed=21, count=900)
-    sender = threading.Thread(target=_send, args=(config, stream, 40))
+    sender = threading.Thread(target=send_stream, args=(config, stream, 1, 1 / 40))
     sender.start()
     wait_committed(config, list(QUERIES), 60, w2)
     w1.kill()
@@ -116,7 +109,7 @@ def test_a_paused_owner_is_fenced_when_it_comes_back(kafka_bootstrap: str,
     stream = random_stream(seed=5, count=240)
     wait_committed(config, list(QUERIES), -1, w1)
     w2.start()
-    sender = threading.Thread(target=_send, args=(config, stream, 40))
+    sender = threading.Thread(target=send_stream, args=(config, stream, 1, 1 / 40))
     sender.start()
     wait_committed(config, list(QUERIES), 40, w1)
     w1.pause()  # it hangs, maybe mid-tick: w2 takes every query after the session timeout
@@ -136,10 +129,7 @@ def test_a_worker_is_ready_only_once_caught_up(kafka_bootstrap: str, tmp_path: P
     config = isolated_config(kafka_bootstrap)
     QueryAdmin(config).add("tri", TRIANGLE)
     stream = random_stream(seed=3, count=1500)
-    producer = TxProducer(config)
-    for tx in stream:
-        producer.send(tx)
-    producer.flush()
+    send_stream(config, stream, batch=len(stream))
     port = _free_port()
     worker = WorkerProcess(config, tmp_path / "snapshots", tmp_path / "w.log", tick_tx=10,
                            metrics_port=port, env={"DELTALOG_READY_LAG_TX": "20"})
@@ -182,10 +172,7 @@ def test_over_its_memory_ceiling_a_worker_slows_down_and_loses_nothing(
     config = isolated_config(kafka_bootstrap)
     QueryAdmin(config).add("tri", TRIANGLE)
     stream = random_stream(seed=9, count=300)
-    producer = TxProducer(config)
-    for tx in stream:
-        producer.send(tx)
-    producer.flush()
+    send_stream(config, stream, batch=len(stream))
     port = _free_port()
     worker = WorkerProcess(config, tmp_path / "snapshots", tmp_path / "w.log", tick_tx=100,
                            metrics_port=port, env={"DELTALOG_MEMORY_LIMIT_MB": "1"})

@@ -5,6 +5,7 @@ changes on every tick, and both integrate to the from-scratch result."""
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -49,14 +50,16 @@ def random_stream(seed: int, transactions: int, ops: int) -> list[list[Any]]:
     return stream
 
 
-def replay(query: str, strategy: str, stream: list[list[Any]], settings: SparkSettings) -> None:
+def replay(query: str, strategy: str, stream: list[list[Any]], settings: SparkSettings,
+           inputs: Sequence[Any] = ()) -> Engine:
+    """Both executors on the stream, tick by tick; returns the Spark engine."""
     local = Engine(strategy=strategy)
     spark = Engine(strategy=strategy, executor="spark", spark=settings)
     reference = reference_db()
     view: dict[Any, int] = {}
     for engine in (local, spark):
         engine.transact(SCHEMA_TX)
-        assert engine.register("q", query) == {}
+        assert engine.register("q", query, inputs) == {}
     for tick, tx in enumerate(stream):
         accepted = reference.transact(tx)
         changes = []
@@ -68,8 +71,10 @@ def replay(query: str, strategy: str, stream: list[list[Any]], settings: SparkSe
         assert changes[0] == changes[1], f"tick {tick}: {tx}"
         assert (changes[0] is not None) == accepted
         add_into(view, changes[1] or {})
-        assert view == evaluate_from_scratch(query, reference.datoms), f"tick {tick}: {tx}"
+        assert view == evaluate_from_scratch(query, reference.datoms, inputs), \
+            f"tick {tick}: {tx}"
     assert spark.result("q") == local.result("q") == view
+    return spark
 
 
 @pytest.mark.parametrize("query", QUERIES, ids=str)

@@ -406,6 +406,10 @@ def server_properties(port: int, controller_port: int, log_dir: Path) -> dict[st
         # One node is its own controller: a long pause (a frozen JVM) must not make it fence
         # itself and leave its partitions without a leader.
         "broker.session.timeout.ms": "60000",
+        # A worker killed mid-transaction leaves it open until the coordinator aborts it,
+        # and whoever takes over waits for that (see docs/fleet.md): look every second
+        # for timed-out transactions, not every 10 s.
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
         "log.segment.bytes": str(LOG_SEGMENT_BYTES),
     }
 

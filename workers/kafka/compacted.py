@@ -1,4 +1,5 @@
-"""Reading a compacted topic (queries, progress) as a table: the latest value per key."""
+"""Reading topics from their beginning to their end: a compacted topic (queries, progress) as
+a table, the latest value per key; a results topic as the changes committed to it."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from workers.config import WorkerConfig
 from workers.errors import ErrorCode, WorkersError
 from workers.kafka.consume import data_messages
 
-POLL_S = 0.2  # one poll while following a topic
+POLL_S = 0.05  # one poll: consume() waits this long unless a full batch arrives first
 OPEN_TRANSACTION_WAIT_S = 120.0  # well above any transaction.timeout.ms deltalog sets
 METADATA_TIMEOUT_S = 30.0
 
@@ -24,14 +25,17 @@ class KeyedRecord:
     value: bytes | None  # None: a tombstone
     offset: int
     partition: int = 0
+    topic: str = ""
 
 
 class CompactedReader:
-    """Reads every partition of a topic from the beginning, ``read_committed``; ``catch_up``
-    returns everything up to the current end, ``poll`` what arrived since.  A key always
-    lands in the same partition, so the order per key is kept."""
+    """Reads every partition of ``topics`` from the beginning, ``read_committed``;
+    ``catch_up`` returns everything up to the current end, ``poll`` what arrived since.  A
+    key always lands in the same partition, so the order per key is kept.  A topic that does
+    not exist reads as empty.  One reader for many topics pays the consumer's start and its
+    polls once (a worker taking over reads the results topics of all its new queries)."""
 
-    def __init__(self, config: WorkerConfig, topic: str) -> None:
+    def __init__(self, config: WorkerConfig, *topics: str) -> None:
         settings = {"group.id": f"deltalog-reader-{uuid.uuid4()}", "enable.auto.commit": False,
                     "enable.partition.eof": True}
         self._consumer = Consumer(config.kafka(**settings, **{
@@ -41,32 +45,37 @@ class CompactedReader:
         # mid-tick) and hides what other workers committed after it.
         self._ends = Consumer(config.kafka(**settings, **{
             "isolation.level": "read_uncommitted"}))
-        metadata = self._consumer.list_topics(topic, timeout=METADATA_TIMEOUT_S)
-        self.partitions = sorted(metadata.topics[topic].partitions)
-        self._consumer.assign([TopicPartition(topic, p, 0) for p in self.partitions])
-        self.topic = topic
+        self.partitions: list[TopicPartition] = []
+        for topic in topics:
+            metadata = self._consumer.list_topics(topic, timeout=METADATA_TIMEOUT_S)
+            self.partitions += [TopicPartition(topic, p)
+                                for p in sorted(metadata.topics[topic].partitions)]
+        self._consumer.assign([TopicPartition(tp.topic, tp.partition, 0)
+                               for tp in self.partitions])
+        self.topics = topics
 
     def catch_up(self, timeout_s: float = 30.0) -> list[KeyedRecord]:
         """Every committed record up to the end of each partition as it is now — waiting
         for the transactions open then to end (committed, aborted, or timed out)."""
         deadline = time.monotonic() + timeout_s + OPEN_TRANSACTION_WAIT_S
-        highs = {p: self._end(p, deadline) for p in self.partitions}
+        highs = [self._end(tp, deadline) for tp in self.partitions]
         records: list[KeyedRecord] = []
         # Aborted and control records leave gaps in offsets: the consumer's position tells.
-        while any(self._position(p) < high for p, high in highs.items()):
+        while any(position < high for position, high in zip(
+                self._positions(), highs, strict=True)):
             if time.monotonic() > deadline:
-                raise WorkersError(f"reading {self.topic}: a transaction stayed open for "
-                                   f"{OPEN_TRANSACTION_WAIT_S:.0f} s", code=ErrorCode.KAFKA)
+                raise WorkersError(f"reading {', '.join(self.topics)}: a transaction stayed "
+                                   f"open for {OPEN_TRANSACTION_WAIT_S:.0f} s",
+                                   code=ErrorCode.KAFKA)
             records += self._read(POLL_S)
         return records
 
-    def _end(self, partition: int, deadline: float) -> int:
+    def _end(self, partition: TopicPartition, deadline: float) -> int:
         """The partition's high watermark; a topic just created may not be known to this
         client yet (``Unknown partition``): asked again until ``deadline``."""
         while True:
             try:
-                return int(self._ends.get_watermark_offsets(
-                    TopicPartition(self.topic, partition), timeout=POLL_S * 25)[1])
+                return int(self._ends.get_watermark_offsets(partition, timeout=5.0)[1])
             except KafkaException:
                 if time.monotonic() > deadline:
                     raise
@@ -76,14 +85,16 @@ class CompactedReader:
         return list(self._read(0))
 
     def _read(self, timeout_s: float) -> Iterator[KeyedRecord]:
-        for message in data_messages(self._consumer.consume(500, timeout_s), self.topic):
+        for message in data_messages(self._consumer.consume(500, timeout_s),
+                                     ", ".join(self.topics)):
             key = (message.key() or b"").decode(errors="replace")  # names; row keys unused
             yield KeyedRecord(key, message.value(), message.offset() or 0,
-                              message.partition() or 0)
+                              message.partition() or 0, message.topic() or "")
 
-    def _position(self, partition: int) -> int:
-        (position,) = self._consumer.position([TopicPartition(self.topic, partition)])
-        return max(position.offset, 0)
+    def _positions(self) -> list[int]:
+        if not self.partitions:
+            return []
+        return [max(tp.offset, 0) for tp in self._consumer.position(self.partitions)]
 
     def close(self) -> None:
         self._consumer.close()

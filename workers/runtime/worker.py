@@ -247,7 +247,7 @@ class Worker:
             crash_point("before-commit")
             sink.commit()
         except TransactionFailed as error:
-            metrics.KAFKA_TRANSACTIONS.labels("failed").inc()
+            metrics.KAFKA_TRANSACTIONS.labels("aborted").inc()
             self._lost(error, output, tx_first)
             return False
         metrics.KAFKA_TRANSACTIONS.labels("committed").inc()
@@ -291,14 +291,22 @@ class Worker:
     # -- queries -------------------------------------------------------------------------
 
     def _own(self, polled: Polled, output: TickOutput) -> None:
-        """Drop the queries of revoked partitions; take the registrations that arrived."""
+        """Drop the queries of revoked partitions; take the registrations that arrived.  The
+        committed views of the queries to catch up are read together (one reader)."""
         for name, partition in list(self._partition_of.items()):
             if partition in polled.revoked:
                 self._drop(name, output)
         if polled.records:
             progress = progress_table(self.config)
+            done = {record: _committed_progress(record, progress.get(record.key))
+                    for record in polled.records}
+            views = self._committed_views([record.key for record, tx in done.items()
+                                           if tx is not None and tx < self.committed])
             for record in polled.records:
-                self._register(record, progress.get(record.key), output)
+                self._register(record, done[record], views, output)
+            create(self._admin, {self.topics.results(record.key): {}
+                                 for record in polled.records
+                                 if record.key in self._registrations})
         metrics.QUERIES.set(len(self._registrations))
 
     def _drop(self, name: str, output: TickOutput) -> None:
@@ -309,18 +317,16 @@ class Worker:
         self._partition_of.pop(name, None)
         output.drop(name)
 
-    def _register(self, record: KeyedRecord, progress: dict[str, Any] | None,
-                  output: TickOutput) -> None:
-        """Apply one record of the query table (a tombstone unregisters)."""
+    def _register(self, record: KeyedRecord, done: int | None,
+                  views: dict[str, dict[Row, int]], output: TickOutput) -> None:
+        """Apply one record of the query table (a tombstone unregisters); ``done`` is the
+        committed progress of this registration (None: a new query)."""
         name = record.key
         self._drop(name, output)
         if record.value is None:
             log.info("query %s removed", name)
             return
         self._partition_of[name] = record.partition
-        # The committed progress of this very registration (None: a new query).
-        done = progress["tx_last"] if progress and progress["registration"] == record.offset \
-            else None
         resumed = done is not None
         try:
             registration = parse_registration(self._registration_codec, record.value)
@@ -341,13 +347,12 @@ class Worker:
                                             record.value))
                 output.refused[name] = record.offset
             return
-        create(self._admin, {self.topics.results(name): {}})
         self._registrations[name] = record.offset
         if done is None:
             output.snapshots[name] = (self.committed, rows)
             log.info("query %s registered", name)
         elif done < self.committed:
-            output.changes[name] = add(rows, neg(self._committed_view(name)))
+            output.changes[name] = add(rows, neg(views[name]))
             output.first[name] = done + 1
             log.info("query %s caught up from tx %d", name, done)
         else:
@@ -364,17 +369,21 @@ class Worker:
                 self._partition_of[name] = waiting.record.partition
                 log.info("query %s resumed", name)
 
-    def _committed_view(self, name: str) -> dict[Row, int]:
-        """A query's result as its committed change stream integrates to."""
-        view: dict[Row, int] = {}
-        reader = CompactedReader(self.config, self.topics.results(name))
+    def _committed_views(self, names: list[str]) -> dict[str, dict[Row, int]]:
+        """Each query's result as its committed change stream integrates to."""
+        views: dict[str, dict[Row, int]] = {name: {} for name in names}
+        if not names:
+            return views
+        query_of = {self.topics.results(name): name for name in names}
+        reader = CompactedReader(self.config, *query_of)
         try:
             for record in reader.catch_up():
                 change = self._change_codec.decode(record.value or b"")
-                add_into(view, {row_from_avro(change["values"]): change["weight"]})
+                add_into(views[query_of[record.topic]],
+                         {row_from_avro(change["values"]): change["weight"]})
         finally:
             reader.close()
-        return view
+        return views
 
     # -- snapshots and shutdown ------------------------------------------------------------
 
@@ -391,3 +400,11 @@ class Worker:
             if client is not None:
                 client.close()
 
+
+
+def _committed_progress(record: KeyedRecord, progress: dict[str, Any] | None) -> int | None:
+    """The last transaction committed for this very registration (None: a new query, or a
+    progress left by an earlier registration of the same name)."""
+    if progress is None or progress["registration"] != record.offset:
+        return None
+    return int(progress["tx_last"])

@@ -1,8 +1,9 @@
 """The ``deltalog`` command line.
 
 ``demo`` (the main job: local broker + worker + live queries), ``broker``, ``worker``, ``tx``,
-``query add|rm|ls``, ``tail`` and ``explain``.  Kafka settings come from ``DELTALOG_*``
-environment variables (``workers.config``) and ``--bootstrap-servers``.
+``query add|rm|ls``, ``tail``, ``status``, ``explain`` and ``config``.  Settings come from a TOML
+file (``--config``), ``DELTALOG_*`` environment variables and flags (``workers.config``);
+``deltalog config`` prints the result, secrets masked.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import argparse
 import dataclasses
 import json
 import logging
+import os
 import signal
 import sys
 import threading
@@ -18,11 +20,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from workers.config import WorkerConfig, from_env
+from workers.config import WorkerConfig, from_env, masked, to_toml
 from workers.edn import dumps, read, read_all
 from workers.engine import Engine
 from workers.errors import WorkersError
 from workers.executors.dispatch import EXECUTORS
+from workers.logs import LOG_FORMATS, configure
 from workers.plan import STRATEGIES
 
 Handler = Callable[[argparse.Namespace], int]
@@ -35,10 +38,10 @@ INPUT_HELP = ("value of the next :in binding as EDN: a scalar, [tuple], [collect
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("edn_format").setLevel(logging.WARNING)  # its lexer logs its tables
     try:
+        configure(logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
+                  args.log_format, os.environ)
+        logging.getLogger("edn_format").setLevel(logging.WARNING)  # its lexer logs its tables
         handler: Handler = args.handler
         return handler(args)
     except WorkersError as err:
@@ -62,19 +65,14 @@ def _parser() -> argparse.ArgumentParser:
     broker.add_argument("--dir", type=Path, default=Path(".deltalog/kafka"))
 
     worker = _command(commands, "worker", _worker, "maintain every registered query")
-    _kafka_options(worker)
-    worker.add_argument("--worker-id")
-    worker.add_argument("--strategy", choices=STRATEGIES)
-    worker.add_argument("--executor", choices=EXECUTORS,
-                        help="where plans run: local (default), spark, or auto (large ticks "
-                             "and bootstraps on Spark)")
-    worker.add_argument("--spark-master", help="e.g. local[*] (default) or spark://host:7077")
-    worker.add_argument("--tick-tx", type=int, help="transactions per tick at most")
-    worker.add_argument("--tick-ms", type=float, help="longest wait for a tick to fill (ms)")
-    worker.add_argument("--snapshot-dir", type=Path)
-    worker.add_argument("--snapshot-interval", type=float, help="seconds between snapshots")
-    worker.add_argument("--metrics-port", type=int)
+    _worker_options(worker)
     worker.add_argument("-v", "--verbose", action="store_true")
+
+    config = _command(commands, "config", _show_config,
+                      "print the settings a worker given the same flags would use, secrets "
+                      "masked")
+    _worker_options(config)
+    config.add_argument("--json", action="store_true", help="JSON instead of TOML")
 
     tx = _command(commands, "tx", _tx, "send transactions")
     _kafka_options(tx)
@@ -112,16 +110,61 @@ def _command(commands: argparse._SubParsersAction, name: str, handler: Handler, 
              help_text: str) -> argparse.ArgumentParser:
     command: argparse.ArgumentParser = commands.add_parser(name, help=help_text)
     command.set_defaults(handler=handler)
+    command.add_argument("--log-format", choices=LOG_FORMATS,
+                         help="text (default) or one JSON object per line "
+                              "(default: $DELTALOG_LOG_FORMAT)")
     return command
 
 
 def _kafka_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--config", type=Path, metavar="FILE",
+                         help="a TOML settings file (default: $DELTALOG_CONFIG); variables and "
+                              "flags override it")
     command.add_argument("--bootstrap-servers", help="Kafka bootstrap servers "
                          "(default: $DELTALOG_BOOTSTRAP_SERVERS or 127.0.0.1:9092)")
 
 
-def _config(args: argparse.Namespace, **overrides: Any) -> WorkerConfig:
-    return from_env(bootstrap_servers=getattr(args, "bootstrap_servers", None), **overrides)
+def _worker_options(command: argparse.ArgumentParser) -> None:
+    """The flags that make a worker's settings (``worker`` and ``config`` share them)."""
+    _kafka_options(command)
+    command.add_argument("--worker-id")
+    command.add_argument("--strategy", choices=STRATEGIES)
+    command.add_argument("--executor", choices=EXECUTORS,
+                         help="where plans run: local (default), spark, or auto (large ticks "
+                              "and bootstraps on Spark)")
+    command.add_argument("--spark-master", help="e.g. local[*] (default) or spark://host:7077")
+    command.add_argument("--tick-tx", type=int, help="transactions per tick at most")
+    command.add_argument("--tick-ms", type=float, help="longest wait for a tick to fill (ms)")
+    command.add_argument("--snapshot-dir", type=Path)
+    command.add_argument("--snapshot-interval", type=float, help="seconds between snapshots")
+    command.add_argument("--metrics-port", type=int)
+
+
+def _settings(args: argparse.Namespace, **overrides: Any) -> WorkerConfig:
+    """The file, the variables, then the flags (``None``: not given)."""
+    return from_env(config_file=args.config, bootstrap_servers=args.bootstrap_servers,
+                    **overrides)
+
+
+def _worker_settings(args: argparse.Namespace) -> WorkerConfig:
+    return _settings(args, worker_id=args.worker_id, strategy=args.strategy,
+                     executor=args.executor, spark_master=args.spark_master,
+                     tick_max_tx=args.tick_tx, snapshot_dir=args.snapshot_dir,
+                     snapshot_interval_s=args.snapshot_interval, metrics_port=args.metrics_port,
+                     tick_max_wait_s=None if args.tick_ms is None else args.tick_ms / 1000)
+
+
+def _connected(config: WorkerConfig) -> WorkerConfig:
+    """``config`` once a broker answered and accepted its login (a refused one fails now)."""
+    from workers.kafka.preflight import check_connection
+
+    check_connection(config)
+    return config
+
+
+def _config(args: argparse.Namespace) -> WorkerConfig:
+    """A client command's settings, checked against the broker."""
+    return _connected(_settings(args))
 
 
 # -- handlers ------------------------------------------------------------------------------
@@ -145,11 +188,7 @@ def _worker(args: argparse.Namespace) -> int:
     from workers.runtime.health import serve
     from workers.runtime.worker import Worker
 
-    config = _config(args, worker_id=args.worker_id, strategy=args.strategy,
-                     executor=args.executor, spark_master=args.spark_master,
-                     tick_max_tx=args.tick_tx, snapshot_dir=args.snapshot_dir,
-                     snapshot_interval_s=args.snapshot_interval, metrics_port=args.metrics_port,
-                     tick_max_wait_s=None if args.tick_ms is None else args.tick_ms / 1000)
+    config = _connected(_worker_settings(args))
     worker = Worker(config)
     if config.metrics_port is not None:
         serve(config.metrics_port, worker.readiness)
@@ -157,6 +196,12 @@ def _worker(args: argparse.Namespace) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
     worker.run(stop)
+    return 0
+
+
+def _show_config(args: argparse.Namespace) -> int:
+    shown = masked(_worker_settings(args))
+    sys.stdout.write(json.dumps(shown, indent=2) + "\n" if args.json else to_toml(shown))
     return 0
 
 

@@ -9,7 +9,8 @@ Start protocol (:meth:`LocalBroker.start`):
 
 1. Ensure the jars: reuse the cache when its marker matches the pom, else fetch with Maven.
 2. Write ``server.properties``: one process that is both broker and controller (node 1), a
-   static one-voter quorum, both listeners on loopback.
+   static one-voter quorum, both listeners on loopback; with ``sasl_users`` the client
+   listener is SASL_PLAINTEXT with the PLAIN mechanism (the controller's stays PLAINTEXT).
 3. Format the log directory with a fresh cluster id — only if it is not formatted yet, so a
    restart on the same ``data_dir`` keeps its topics and records.
 4. Launch ``java kafka.Kafka server.properties``, stdout and stderr to ``<data_dir>/broker.log``.
@@ -27,6 +28,7 @@ import functools
 import hashlib
 import os
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -37,9 +39,10 @@ import threading
 import time
 import uuid
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
@@ -80,6 +83,12 @@ _ERROR_LINE = re.compile(r"\] (ERROR|FATAL) |^(Caused by: )?[\w.$]+(Exception|Er
 JVM_OPTIONS = ("-Xms128m", "-Xmx512m", "-Djava.awt.headless=true")
 # Kafka's minimum segment size: small segments keep test topics and restarts cheap.
 LOG_SEGMENT_BYTES = 1024 * 1024
+# The SASL listener's name and the broker's own account on it: a broker sends transaction
+# markers to itself through its inter-broker listener, so it must log in like a client.
+SASL_LISTENER = "SASL_PLAINTEXT"
+BROKER_USER = "deltalog-broker"
+# Credentials go into a JAAS string in server.properties unescaped: keep them to safe text.
+_CREDENTIAL = re.compile(r"[\w.@+-]+")
 
 INSTALL_JAVA = (
     "Java 17 or newer is needed to run the local Kafka broker, but no `java` was found "
@@ -183,16 +192,20 @@ class LocalBroker:
     the same object reuse them, so clients can reconnect to a restarted broker. Without a
     ``data_dir`` the broker uses a temporary directory that :meth:`stop` removes; an explicit
     ``data_dir`` is kept, and starting on it again keeps its topics and records.
+    ``sasl_users`` (name → password) makes the client listener SASL_PLAINTEXT with PLAIN, so
+    clients must log in as one of them (``security.protocol=SASL_PLAINTEXT``,
+    ``sasl.mechanism=PLAIN``, ``sasl.username``, ``sasl.password``).
     """
 
     def __init__(self, data_dir: Path | None = None, port: int = 0,
-                 controller_port: int = 0) -> None:
+                 controller_port: int = 0, sasl_users: Mapping[str, str] | None = None) -> None:
         self._owns_data_dir = data_dir is None
         self.data_dir: Path | None = Path(data_dir) if data_dir is not None else None
         self.port = port
         self.controller_port = controller_port
         self._process: subprocess.Popen[bytes] | None = None
         self._log_offset = 0  # where this run's output starts in broker.log
+        self._accounts = None if sasl_users is None else _accounts(sasl_users)
 
     @property
     def bootstrap_servers(self) -> str:
@@ -312,7 +325,8 @@ class LocalBroker:
 
     def _write_config(self) -> Path:
         path = self._require_data_dir() / "server.properties"
-        properties = server_properties(self.port, self.controller_port, self.log_dir)
+        properties = server_properties(self.port, self.controller_port, self.log_dir,
+                                       self._accounts)
         path.write_text("".join(f"{key}={value}\n" for key, value in properties.items()))
         return path
 
@@ -335,11 +349,19 @@ class LocalBroker:
             code = self._process.poll()
             if code is not None:
                 raise BrokerError(self._exit_message(code))
-            if _answers(self.bootstrap_servers):
+            if _answers(self._probe_config()):
                 return
             time.sleep(READY_POLL_INTERVAL_S)
         raise BrokerError(f"the Kafka broker did not answer on {self.bootstrap_servers} "
                           f"within {timeout_s:.0f} s; {self._log_report()}")
+
+    def _probe_config(self) -> dict[str, Any]:
+        """A client config for the readiness probe: on SASL, the broker's own account."""
+        config = {"bootstrap.servers": self.bootstrap_servers}
+        if self._accounts is None:
+            return config
+        return {**config, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+                "sasl.username": BROKER_USER, "sasl.password": self._accounts[BROKER_USER]}
 
     def _exit_message(self, code: int) -> str:
         hint = ""
@@ -372,13 +394,50 @@ class LocalBroker:
         self._process.send_signal(signum)
 
 
-def server_properties(port: int, controller_port: int, log_dir: Path) -> dict[str, str]:
+def server_properties(port: int, controller_port: int, log_dir: Path,
+                      sasl_accounts: Mapping[str, str] | None = None) -> dict[str, str]:
     """The broker's ``server.properties``: KRaft combined mode, one node, all on loopback.
 
     The quorum is static (``controller.quorum.voters``) rather than 4.x's dynamic one
     (``controller.quorum.bootstrap.servers`` + ``format --standalone``): a static voter is not
     recorded with its address in the metadata log, so a restart may use another port.
+    With ``sasl_accounts`` the client listener becomes SASL (:func:`_sasl_properties`).
     """
+    plain = _plain_properties(port, controller_port, log_dir)
+    if sasl_accounts is None:
+        return plain
+    return {**plain, **_sasl_properties(port, controller_port, sasl_accounts)}
+
+
+def _sasl_properties(port: int, controller_port: int,
+                     accounts: Mapping[str, str]) -> dict[str, str]:
+    """SASL_PLAINTEXT/PLAIN on the client (and inter-broker) listener: ``accounts`` may log in,
+    the broker itself as :data:`BROKER_USER`; the controller listener stays PLAINTEXT."""
+    users = " ".join(f'user_{name}="{password}"' for name, password in accounts.items())
+    jaas = ("org.apache.kafka.common.security.plain.PlainLoginModule required "
+            f'username="{BROKER_USER}" password="{accounts[BROKER_USER]}" {users};')
+    return {
+        "listeners": f"{SASL_LISTENER}://{HOST}:{port},CONTROLLER://{HOST}:{controller_port}",
+        "advertised.listeners": f"{SASL_LISTENER}://{HOST}:{port}",
+        "listener.security.protocol.map":
+            f"{SASL_LISTENER}:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "inter.broker.listener.name": SASL_LISTENER,
+        "sasl.enabled.mechanisms": "PLAIN",
+        "sasl.mechanism.inter.broker.protocol": "PLAIN",
+        f"listener.name.{SASL_LISTENER.lower()}.plain.sasl.jaas.config": jaas,
+    }
+
+
+def _accounts(users: Mapping[str, str]) -> dict[str, str]:
+    """``users`` plus the broker's own account (a fresh password each broker object)."""
+    for name, password in users.items():
+        if not (_CREDENTIAL.fullmatch(name) and _CREDENTIAL.fullmatch(password)):
+            raise BrokerError(f"SASL user {name!r}: names and passwords may hold letters, "
+                              "digits and '.', '_', '@', '+', '-' only")
+    return {**users, BROKER_USER: secrets.token_hex(16)}
+
+
+def _plain_properties(port: int, controller_port: int, log_dir: Path) -> dict[str, str]:
     return {
         "process.roles": "broker,controller",
         "node.id": "1",
@@ -448,14 +507,14 @@ def _find_java() -> str:
     return java
 
 
-def _answers(bootstrap_servers: str) -> bool:
+def _answers(config: dict[str, Any]) -> bool:
     """True when the broker's listener accepts and a metadata request lists a broker."""
-    host, port = bootstrap_servers.rsplit(":", 1)
+    host, port = config["bootstrap.servers"].rsplit(":", 1)
     try:  # a plain TCP probe first, so librdkafka does not log refused connections
         socket.create_connection((host, int(port)), timeout=METADATA_TIMEOUT_S).close()
     except OSError:
         return False
-    admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+    admin = AdminClient(config)
     try:
         return bool(admin.list_topics(timeout=METADATA_TIMEOUT_S).brokers)
     except KafkaException:

@@ -62,7 +62,12 @@ def ensure_topics(admin: AdminClient, topics: Topics,
 
 def create(admin: AdminClient, wanted: dict[str, dict[str, str]], partitions: int = 1) -> None:
     """Create each missing topic with ``partitions`` partitions and the given configs."""
-    existing = set(admin.list_topics(timeout=ADMIN_TIMEOUT_S).topics)
+    try:
+        existing = set(admin.list_topics(timeout=ADMIN_TIMEOUT_S).topics)
+    except KafkaException as err:  # no broker answered; a refused login looks the same here
+        raise WorkersError(f"cannot list the topics to create {', '.join(wanted)}: {err} "
+                           "(is the broker up, and are the security settings right?)",
+                           code=ErrorCode.KAFKA) from err
     missing = [NewTopic(name, num_partitions=partitions, replication_factor=1, config=config)
                for name, config in wanted.items() if name not in existing]
     if not missing:

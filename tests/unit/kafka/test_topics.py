@@ -1,11 +1,12 @@
-"""Topic names and query-name validation (query names become topic names)."""
+"""Topic names, query-name validation, and creation when no broker answers."""
 
 from __future__ import annotations
 
 import pytest
+from confluent_kafka import KafkaError, KafkaException
 
 from workers.errors import ErrorCode, WorkersError
-from workers.kafka.topics import Topics, check_query_name
+from workers.kafka.topics import Topics, check_query_name, create
 
 
 @pytest.mark.parametrize(("topics", "names"), [
@@ -44,3 +45,16 @@ def test_trailing_newline_is_refused() -> None:
     with pytest.raises(WorkersError) as caught:
         check_query_name("tri\n")
     assert caught.value.code is ErrorCode.QUERY_SHAPE
+
+
+class _Unreachable:
+    """An admin client whose broker never answers (what a refused login looks like too)."""
+
+    def list_topics(self, timeout: float) -> None:
+        raise KafkaException(KafkaError(KafkaError._TRANSPORT, "Broker transport failure"))
+
+
+def test_create_without_a_broker_is_a_kafka_error_naming_the_topics() -> None:
+    with pytest.raises(WorkersError, match="cannot list the topics to create tx, dlq") as err:
+        create(_Unreachable(), {"tx": {}, "dlq": {}})  # type: ignore[arg-type]
+    assert err.value.code == ErrorCode.KAFKA

@@ -1,0 +1,69 @@
+"""``deltalog config``: the settings a worker with the same flags would use, secrets masked."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from workers.cli import main
+
+FILE = """
+bootstrap_servers = "file:9092"
+tick_max_tx = 10
+registry_url = "https://bob:hunter2@registry:8081"
+
+[kafka]
+"security.protocol" = "SASL_PLAINTEXT"
+"sasl.mechanism" = "PLAIN"
+"sasl.username" = "alice"
+"sasl.password" = "alice-secret"
+"""
+
+
+@pytest.fixture
+def settings_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The file, with no ``DELTALOG_*`` variable of the caller's shell in the way."""
+    for variable in os.environ:
+        if variable.startswith("DELTALOG_"):
+            monkeypatch.delenv(variable)
+    path = tmp_path / "deltalog.toml"
+    path.write_text(FILE)
+    return path
+
+
+def test_config_shows_file_env_and_flags_with_secrets_masked(
+        settings_file: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("DELTALOG_TICK_MAX_TX", "20")
+    monkeypatch.setenv("DELTALOG_STRATEGY", "binary")
+    assert main(["config", "--config", str(settings_file), "--tick-tx", "30"]) == 0
+    out = capsys.readouterr().out
+    for line in ('bootstrap_servers = "file:9092"', "tick_max_tx = 30", 'strategy = "binary"',
+                 'registry_url = "https://bob:***@registry:8081"', '"sasl.username" = "alice"',
+                 '"sasl.password" = "***"'):
+        assert line in out.splitlines()
+    assert "hunter2" not in out and "alice-secret" not in out
+
+
+def test_config_json_reads_the_file_named_by_the_variable(
+        settings_file: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("DELTALOG_CONFIG", str(settings_file))
+    monkeypatch.setenv("DELTALOG_KAFKA__SASL_USERNAME", "carol")
+    assert main(["config", "--json", "--bootstrap-servers", "flag:9092"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert (shown["bootstrap_servers"], shown["tick_max_tx"], shown["metrics_port"]) == (
+        "flag:9092", 10, None)
+    assert shown["kafka"]["sasl.username"] == "carol"
+    assert shown["kafka"]["sasl.password"] == "***"
+
+
+def test_config_refuses_a_bad_file_naming_it(settings_file: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    settings_file.write_text("tick_max_tx = 'ten'\n")
+    assert main(["config", "--config", str(settings_file)]) == 2
+    assert capsys.readouterr().err == (f"deltalog: error [config]: config file {settings_file}: "
+                                       "tick_max_tx must be an integer, not a string\n")

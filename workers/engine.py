@@ -5,8 +5,8 @@ engine = Engine(strategy="delta")
 engine.register("tri", '{:find [?a ?b ?c] :where [...]}')   # -> current result {row: 1}
 engine.transact('[[:db/add 1 :g/to 2]]')                    # -> {name: {row: ±1}}
 ```
-One tick per transaction (``transact``) or per batch of them (``transact_many``), in
-numbered steps:
+One tick per transaction (``transact``) or per batch of them (``transact_many``; in pieces
+of bounded size with ``transact_in_chunks``), in numbered steps:
 
 1. parse the ops and normalise them against the current state → effective delta (in a
    batch, against the state plus the transactions before; the deltas are summed);
@@ -18,7 +18,7 @@ numbered steps:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -117,6 +117,26 @@ class Engine:
         tick (a :class:`PendingReader`); the queries then step once with the summed delta —
         one Spark job for a whole catch-up batch instead of one per transaction.
         """
+        delta, refused = self._normalise_many(txs)
+        return self._tick(delta), refused
+
+    def transact_in_chunks(self, txs: Iterable[tuple[Any, int]], chunk_datoms: int
+                           ) -> tuple[Iterator[Changes], list[Refusal]]:
+        """Like :meth:`transact_many`, but the summed delta is stepped ``chunk_datoms`` datoms
+        at a time and each piece's changes are yielded as computed, so a tick whose change is
+        enormous (retracting a hub) is never held whole.  The pieces sum to the tick's
+        change; a row may come and go between them.  Any order of a consolidated delta's
+        datoms passes through sets, so every piece is an ordinary tick.  The database is at
+        the last transaction once the iterator is exhausted — the caller must exhaust it.
+        """
+        delta, refused = self._normalise_many(txs)
+        datoms = list(delta.items())
+        pieces = (dict(datoms[i:i + chunk_datoms]) for i in range(0, len(datoms), chunk_datoms))
+        return (self._tick(piece) for piece in pieces), refused
+
+    def _normalise_many(self, txs: Iterable[tuple[Any, int]]) -> tuple[dict[Any, int],
+                                                                       list[Refusal]]:
+        """Step 1 of a batch: the summed effective delta and the refused transactions."""
         pending = MemoryArrangement()
         reader = PendingReader(self.db.state, pending)
         refused: list[Refusal] = []
@@ -129,7 +149,7 @@ class Engine:
                 continue
             self.schema = normalised.schema
             pending.update(normalised.delta)
-        return self._tick(dict(pending.datoms())), refused
+        return dict(pending.datoms()), refused
 
     def _tick(self, delta: dict[Any, int]) -> Changes:
         """Steps 2-5 of a tick whose effective delta is ``delta``."""

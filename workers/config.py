@@ -61,6 +61,7 @@ class WorkerConfig:
     strategy: str = "delta"
     tick_max_tx: int = 1000  # transactions per tick at most
     tick_max_bytes: int = 4 << 20  # encoded transaction bytes per tick at most
+    tick_max_datoms: int = 10_000  # a larger tick delta is stepped and written in pieces
     tick_max_wait_s: float = 0.05  # longest an idle worker waits for the first transaction
     snapshot_dir: Path = Path(".deltalog/snapshots")
     snapshot_interval_s: float = 60.0

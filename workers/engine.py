@@ -18,6 +18,7 @@ of bounded size with ``transact_in_chunks``), in numbered steps:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -163,9 +164,11 @@ class Engine:
         for name in self._affected({datom[1] for datom in delta}):
             work = self.last_work[name] = Work()
             registered = self._queries[name]
+            started = time.perf_counter()
             rows = self.dispatch.step(registered.prepared, len(delta), work)
             if rows and registered.aggregation is not None:
                 rows = registered.aggregation.step(rows)
+            work.seconds = time.perf_counter() - started
             if rows:
                 changes[name] = rows
         # Step 5: the only write to the shared arrangements (Spark's mirror follows it);

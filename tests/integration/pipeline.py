@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -78,6 +79,13 @@ class WorkerProcess:
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on now (for a worker's or Prometheus's HTTP server)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def random_stream(seed: int, count: int, nodes: int = 7) -> list[list[list[Any]]]:

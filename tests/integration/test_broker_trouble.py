@@ -1,11 +1,13 @@
 """The worker survives broker trouble — a 10 s pause (a frozen JVM: timeouts, a rebalance, a
-coordinator aborting the open transaction) — and carries on exactly once: the committed
+coordinator aborting the open transaction) or a stop and restart 10 s later (connections
+refused, then a broker recovering its logs) — and carries on exactly once: the committed
 change streams pass the oracle and the worker never exits."""
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -29,8 +31,21 @@ pytestmark = pytest.mark.kafka
 OUTAGE_S = 10.0
 
 
-def test_worker_survives_a_broker_pause(own_broker: LocalBroker,
-                                                       tmp_path: Path) -> None:
+def _pause(broker: LocalBroker) -> None:
+    broker.pause()
+    time.sleep(OUTAGE_S)
+    broker.resume()
+
+
+def _restart(broker: LocalBroker) -> None:
+    broker.stop()
+    time.sleep(OUTAGE_S)
+    broker.start()
+
+
+@pytest.mark.parametrize("outage", [_pause, _restart], ids=["pause", "restart"])
+def test_worker_survives_broker_trouble(own_broker: LocalBroker, tmp_path: Path,
+                                        outage: Callable[[LocalBroker], None]) -> None:
     config = isolated_config(own_broker.bootstrap_servers)
     admin = QueryAdmin(config)
     admin.add("tri", TRIANGLE)
@@ -41,9 +56,7 @@ def test_worker_survives_a_broker_pause(own_broker: LocalBroker,
     sender = threading.Thread(target=send_stream, args=(config, stream, 1, 0.02))
     sender.start()
     wait_committed(config, ["tri", "reach"], 100, worker)
-    own_broker.pause()
-    time.sleep(OUTAGE_S)
-    own_broker.resume()
+    outage(own_broker)
     sender.join()
     wait_committed(config, ["tri", "reach"], len(stream) - 1, worker)
     assert worker.alive()

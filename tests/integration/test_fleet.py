@@ -6,7 +6,6 @@ integrates to the oracle with no tick twice."""
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 import urllib.error
@@ -25,6 +24,7 @@ from tests.integration.pipeline import (
     check_change_stream,
     committed_changes,
     committed_progress,
+    free_port,
     isolated_config,
     random_stream,
     reference_states,
@@ -130,7 +130,7 @@ def test_a_worker_is_ready_only_once_caught_up(kafka_bootstrap: str, tmp_path: P
     QueryAdmin(config).add("tri", TRIANGLE)
     stream = random_stream(seed=3, count=1500)
     send_stream(config, stream, batch=len(stream))
-    port = _free_port()
+    port = free_port()
     worker = WorkerProcess(config, tmp_path / "snapshots", tmp_path / "w.log", tick_tx=10,
                            metrics_port=port, env={"DELTALOG_READY_LAG_TX": "20"})
     worker.start()
@@ -151,12 +151,6 @@ def test_a_worker_is_ready_only_once_caught_up(kafka_bootstrap: str, tmp_path: P
     worker.stop()
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def _get(port: int, path: str) -> tuple[int, bytes]:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as answer:
@@ -173,7 +167,7 @@ def test_over_its_memory_ceiling_a_worker_slows_down_and_loses_nothing(
     QueryAdmin(config).add("tri", TRIANGLE)
     stream = random_stream(seed=9, count=300)
     send_stream(config, stream, batch=len(stream))
-    port = _free_port()
+    port = free_port()
     worker = WorkerProcess(config, tmp_path / "snapshots", tmp_path / "w.log", tick_tx=100,
                            metrics_port=port, env={"DELTALOG_MEMORY_LIMIT_MB": "1"})
     worker.start()

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import socket
 import subprocess
 import time
 import urllib.error
@@ -32,6 +31,7 @@ from tests.integration.pipeline import (
     TWO_PATH,
     WorkerProcess,
     committed_changes,
+    free_port,
     isolated_config,
     wait_committed,
 )
@@ -201,7 +201,7 @@ def observed(kafka_bootstrap: str,
     tmp = tmp_path_factory.mktemp("observed")
     config = isolated_config(kafka_bootstrap)
     QueryAdmin(config).add("paths", TWO_PATH)
-    port = _free_port()
+    port = free_port()
     worker = WorkerProcess(config, tmp / "snapshots", tmp / "worker.log", tick_tx=1,
                            metrics_port=port)
     worker.start()
@@ -256,7 +256,7 @@ def test_a_real_prometheus_scrapes_the_worker_and_evaluates_every_query(
         "scrape_configs": [{"job_name": "deltalog",
                             "static_configs": [{"targets": [f"127.0.0.1:{observed.port}"]}]}],
     }))
-    port = _free_port()
+    port = free_port()
     with _prometheus(config, tmp_path, port) as api:
 
         def evaluated() -> bool:
@@ -334,12 +334,6 @@ def _maybe(read: Callable[[], Any]) -> Any:
         return read()
     except OSError:
         return None
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _until(done: Callable[[], bool], what: str, worker: WorkerProcess) -> None:

@@ -7,6 +7,7 @@ present" means "some datom with this prefix has a non-zero weight".
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -69,6 +70,14 @@ class MemoryArrangement:
     def __len__(self) -> int:
         return sum(len(values) for by_attr in self.tries[IndexOrder.EAV].values()
                    for values in by_attr.values())
+
+    def index_bytes(self, order: IndexOrder) -> int:
+        """The memory of one index's dicts (the keys and values are shared by the four
+        indexes and not counted); a walk over the trie, so for metrics now and then."""
+        trie = self.tries[order]
+        return sys.getsizeof(trie) + sum(
+            sys.getsizeof(level) + sum(sys.getsizeof(leaves) for leaves in level.values())
+            for level in trie.values())
 
 
 def _copy(trie: Trie) -> Trie:

@@ -110,6 +110,7 @@ class Dispatch:
             rows = self._on_spark(
                 lambda: spark.step(spark.prepare(_plain(prepared), self._old, self._delta), work))
             if rows is not None:
+                work.executor = "spark"
                 return rows
         return self.local.step(prepared.local, work)
 

@@ -93,9 +93,11 @@ class ResultSink:
         self._call(self._producer.abort_transaction, TRANSACTION_TIMEOUT_S)
 
     def _produce(self, topic: str, key: bytes | None, value: bytes) -> None:
+        """Queue one record; a full queue waits for it to drain, a producer fenced meanwhile
+        (say, its transaction outlived ``transaction.timeout.ms``) fails the transaction."""
         while True:
             try:
-                self._producer.produce(topic, value, key)
+                self._call(self._producer.produce, topic, value, key)
                 return
             except BufferError:
                 self._producer.poll(QUEUE_FULL_WAIT_S)

@@ -17,6 +17,7 @@ class TxRecord:
 
     offset: int
     value: bytes
+    appended_s: float = 0.0  # when the broker appended it (Unix seconds; the lag's age)
 
 
 class TxSource:
@@ -72,7 +73,9 @@ class TxSource:
 
     def _take(self, messages: list[Message]) -> None:
         for message in data_messages(messages, self.topic):
-            self._pending.append(TxRecord(message.offset() or 0, message.value() or b""))
+            _, appended_ms = message.timestamp()
+            self._pending.append(TxRecord(message.offset() or 0, message.value() or b"",
+                                          max(appended_ms, 0) / 1000))
 
     def close(self) -> None:
         self._consumer.close()

@@ -28,12 +28,16 @@ One tick:
 2. poll a batch of transactions (bounded by count, bytes and wait; never past a waiting
    query's progress);
 3. decode them and apply them as one engine tick; refused or undecodable records become
-   dead letters (written by the owner of the queries topic's partition 0);
+   dead letters (written by the owner of the queries topic's partition 0).  A tick whose
+   delta is larger than ``tick_max_datoms`` is stepped in pieces: the first is held like a
+   whole tick, the others are written as they are computed, so an enormous change (a hub
+   retracted) is never in memory whole;
 4. in one Kafka transaction: snapshot rows, change rows, dead letters, every live query's
    progress, and the group's metadata (``send_offsets_to_transaction``: a worker that lost
    its partitions cannot commit) — commit.  A transaction that fails is aborted and its
-   output carried into the next tick, for the queries still owned then (a fatal producer
-   error ends the worker; a restart recovers from the snapshot and the progress);
+   held output carried into the next tick, for the queries still owned then; a query that
+   had pieces written is owned anew instead, caught up from its committed progress like a
+   query taken over (a fatal producer error replaces the producer);
 5. resume the waiting queries the position has reached; snapshot the database if the
    interval has elapsed.
 """
@@ -44,7 +48,7 @@ import gc
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,7 +56,7 @@ from confluent_kafka.admin import AdminClient
 
 from workers import metrics
 from workers.config import WorkerConfig
-from workers.engine import Engine
+from workers.engine import Changes, Engine
 from workers.errors import WorkersError
 from workers.kafka.avro import AvroCodec, DecodeError, registry_for
 from workers.kafka.clients import progress_table
@@ -64,6 +68,7 @@ from workers.kafka.topics import Topics, check_query_name, create, ensure_topics
 from workers.runtime.backpressure import TickSize, resident_bytes
 from workers.runtime.checkpoint import SnapshotStore
 from workers.runtime.faults import crash_point
+from workers.runtime.observe import StateGauges, forget_query, observe_steps
 from workers.runtime.ownership import Ownership, Polled
 from workers.runtime.registration import Registration, parse_registration
 from workers.zset import add, add_into, neg
@@ -114,7 +119,8 @@ class Worker:
         self._change_codec = AvroCodec("result_change", registry)
         self._admin = AdminClient(config.kafka())
         self._sink = ResultSink(config, self.topics, f"deltalog-worker-{config.worker_id}")
-        self._registrations: dict[str, int] = {}  # live query -> offset of its registration
+        self._registrations: dict[str, KeyedRecord] = {}  # live query -> its registration
+        self._reown: list[KeyedRecord] = []  # owned anew next tick (their tick was lost)
         self._partition_of: dict[str, int] = {}  # query owned here -> its queries partition
         self._waiting: dict[str, Waiting] = {}
         self._pending = TickOutput()
@@ -124,6 +130,9 @@ class Worker:
         self._ownership: Ownership | None = None
         limit = None if config.memory_limit_mb is None else config.memory_limit_mb << 20
         self._tick_size = TickSize(config.tick_max_tx, limit)
+        self._state_gauges = StateGauges()
+        self._applied_s = 0.0  # when the last applied transaction was appended to the log
+        metrics.MEMORY_LIMIT.set(limit or 0)
 
     def _new_sink(self) -> ResultSink:
         sink = ResultSink(self.config, self.topics, f"deltalog-worker-{self.config.worker_id}")
@@ -174,31 +183,33 @@ class Worker:
         resident = resident_bytes()
         tick_tx = self._tick_size.next(resident)
         metrics.MEMORY_BYTES.set(resident)
+        metrics.TICK_LIMIT_TX.set(tick_tx)
         metrics.THROTTLED.set(int(self._tick_size.throttled))
         if self._tick_size.throttled:
             gc.collect()
             time.sleep(THROTTLE_PAUSE_S)  # consume slower while over the memory ceiling
         batch = self._source.next_batch(tick_tx, config.tick_max_bytes,  # Step 2
                                         config.tick_max_wait_s, until=until)
-        self._apply(batch, output)  # Step 3
+        rest = self._apply(batch, output)  # Step 3
         if not (batch or output.snapshots or output.changes or output.dead_letters
                 or output.refused):
             return False
         tx_last = batch[-1].offset if batch else self.committed
-        committed = self._commit(output, self.committed + 1, tx_last)  # Step 4
+        committed = self._commit(output, rest, self.committed + 1, tx_last)  # Step 4
         self.committed = tx_last
         self._resume_waiting()  # Step 5
-        metrics.LAST_TX.set(tx_last)
-        metrics.LAG_TX.set(self.lag())
+        self._observe(batch)
         if committed:
             metrics.TICKS.inc()
             metrics.TICK_SECONDS.observe(time.perf_counter() - started)
             self._maybe_snapshot()
         return True
 
-    def _apply(self, batch: Sequence[TxRecord], output: TickOutput) -> None:
+    def _apply(self, batch: Sequence[TxRecord], output: TickOutput) -> Iterator[Changes]:
         """Apply a batch of transactions as one tick.  Undecodable and refused ones become
-        dead letters (from the owner of partition 0 only, so each is written once)."""
+        dead letters (from the owner of partition 0 only, so each is written once).  The
+        first piece of the change goes into ``output``; the rest (a tick larger than
+        ``tick_max_datoms``) are returned, computed as ``_commit`` writes them."""
         decoded: list[tuple[Any, int]] = []
         refused: list[tuple[TxRecord, WorkersError]] = []
         for record in batch:
@@ -207,7 +218,8 @@ class Worker:
                                 record.offset))
             except DecodeError as error:
                 refused.append((record, error))
-        changes, refusals = self.engine.transact_many(decoded)
+        pieces, refusals = self.engine.transact_in_chunks(decoded, self.config.tick_max_datoms)
+        observed = (self._observed(piece) for piece in pieces)
         if batch:
             self.engine.tx = batch[-1].offset
         by_offset = {record.offset: record for record in batch}
@@ -219,47 +231,66 @@ class Worker:
             if writes_dead_letters:
                 output.dead_letters.append((self.topics.tx, record.offset, err.code.value,
                                             str(err), record.value))
-        for query, rows in changes.items():
+        for query, rows in next(observed, {}).items():
             add_into(output.changes.setdefault(query, {}), rows)
+        return observed
 
-    def _commit(self, output: TickOutput, tx_first: int, tx_last: int) -> bool:
-        """Write the tick in one Kafka transaction; False (and every query dropped) when
-        the transaction is lost."""
+    def _observed(self, piece: Changes) -> Changes:
+        observe_steps(self.engine.last_work)
+        return piece
+
+    def _commit(self, output: TickOutput, rest: Iterator[Changes], tx_first: int,
+                tx_last: int) -> bool:
+        """Write the tick in one Kafka transaction — ``output``, then the ``rest`` of the
+        change piece by piece; False when the transaction is lost."""
         assert self._ownership is not None
         sink = self._sink
+        streamed: set[str] = set()
         try:
             sink.begin()
             for query, (at, rows) in output.snapshots.items():
                 for row, weight in rows.items():
                     sink.change(query, row, weight, at, at, snapshot=True)
             for query, rows in output.changes.items():
-                first = output.first.get(query, tx_first)
-                for row, weight in rows.items():
-                    sink.change(query, row, weight, first, tx_last)
-                    metrics.RESULT_ROWS.labels("+" if weight > 0 else "-").inc()
-                crash_point("mid-produce")
+                self._write(query, rows, output.first.get(query, tx_first), tx_last)
+            for piece in rest:
+                for query, rows in piece.items():
+                    streamed.add(query)
+                    self._write(query, rows, output.first.get(query, tx_first), tx_last)
             for topic, offset, code, reason, payload in output.dead_letters:
                 sink.dead_letter(topic, 0, offset, code, reason, payload)
                 metrics.DLQ_RECORDS.labels(code).inc()
-            for query, registration in {**output.refused, **self._registrations}.items():
+            live = {query: record.offset for query, record in self._registrations.items()}
+            for query, registration in {**output.refused, **live}.items():
                 sink.progress(query, registration, tx_last)
             sink.send_offsets(self._ownership.offsets(), self._ownership.group_metadata())
             crash_point("before-commit")
             sink.commit()
         except TransactionFailed as error:
             metrics.KAFKA_TRANSACTIONS.labels("aborted").inc()
-            self._lost(error, output, tx_first)
+            for piece in rest:  # the database reaches tx_last all the same
+                streamed.update(piece)
+            self._lost(error, output, tx_first, streamed)
             return False
         metrics.KAFKA_TRANSACTIONS.labels("committed").inc()
         crash_point("after-commit")
         return True
 
-    def _lost(self, error: TransactionFailed, output: TickOutput, tx_first: int) -> None:
+    def _write(self, query: str, rows: dict[Row, int], tx_first: int, tx_last: int) -> None:
+        for row, weight in rows.items():
+            self._sink.change(query, row, weight, tx_first, tx_last)
+            metrics.RESULT_ROWS.labels("+" if weight > 0 else "-").inc()
+        crash_point("mid-produce")
+
+    def _lost(self, error: TransactionFailed, output: TickOutput, tx_first: int,
+              streamed: set[str]) -> None:
         """A transaction that did not commit (the group rebalanced meanwhile, the broker
-        went away, the coordinator timed it out): its output is sent again with the next
-        tick, for the queries still owned then — the next poll drops those that moved, and
-        their new owner resumes from their committed progress.  A producer left in a fatal
-        state is replaced (``init_transactions`` ends whatever it left open)."""
+        went away, the coordinator timed it out): its held output is sent again with the
+        next tick, for the queries still owned then — the next poll drops those that moved,
+        and their new owner resumes from their committed progress.  The ``streamed`` queries
+        (pieces written, not held) are owned anew: caught up from their committed view.  A
+        producer left in a fatal state is replaced (``init_transactions`` ends whatever it
+        left open)."""
         log.warning("tick not committed, sent again with the next one: %s", error)
         if error.abortable:
             self._sink.abort()
@@ -268,6 +299,20 @@ class Worker:
         for query in output.changes:
             output.first.setdefault(query, tx_first)
         self._pending = output
+        self._reown = [self._registrations[q] for q in sorted(streamed)
+                       if q in self._registrations]
+
+    def _observe(self, batch: Sequence[TxRecord]) -> None:
+        """The gauges after a tick: position, lag (records and age), snapshot age, sizes."""
+        lag = self.lag()
+        if batch:
+            self._applied_s = batch[-1].appended_s
+        metrics.LAST_TX.set(self.committed)
+        metrics.LAG_TX.set(lag)
+        if self._applied_s:
+            metrics.LAG_SECONDS.set(max(time.time() - self._applied_s, 0.0) if lag else 0.0)
+        metrics.SNAPSHOT_AGE.set(time.monotonic() - self._last_snapshot)
+        self._state_gauges.observe(self.engine.db.state)
 
     def lag(self) -> int:
         """Transactions in the log not yet applied here."""
@@ -296,16 +341,19 @@ class Worker:
         for name, partition in list(self._partition_of.items()):
             if partition in polled.revoked:
                 self._drop(name, output)
-        if polled.records:
+        assert self._ownership is not None
+        records = [r for r in self._reown if r.partition in self._ownership.owned]
+        records += polled.records
+        self._reown = []
+        if records:
             progress = progress_table(self.config)
             done = {record: _committed_progress(record, progress.get(record.key))
-                    for record in polled.records}
+                    for record in records}
             views = self._committed_views([record.key for record, tx in done.items()
                                            if tx is not None and tx < self.committed])
-            for record in polled.records:
+            for record in records:
                 self._register(record, done[record], views, output)
-            create(self._admin, {self.topics.results(record.key): {}
-                                 for record in polled.records
+            create(self._admin, {self.topics.results(record.key): {} for record in records
                                  if record.key in self._registrations})
         metrics.QUERIES.set(len(self._registrations))
 
@@ -313,6 +361,7 @@ class Worker:
         if name in self._registrations:
             self.engine.unregister(name)
             del self._registrations[name]
+            forget_query(name)
         self._waiting.pop(name, None)
         self._partition_of.pop(name, None)
         output.drop(name)
@@ -347,7 +396,7 @@ class Worker:
                                             record.value))
                 output.refused[name] = record.offset
             return
-        self._registrations[name] = record.offset
+        self._registrations[name] = record
         if done is None:
             output.snapshots[name] = (self.committed, rows)
             log.info("query %s registered", name)
@@ -365,7 +414,7 @@ class Worker:
                 registration = waiting.registration
                 self.engine.register(name, registration.edn, registration.inputs,
                                      bootstrap=False)
-                self._registrations[name] = waiting.record.offset
+                self._registrations[name] = waiting.record
                 self._partition_of[name] = waiting.record.partition
                 log.info("query %s resumed", name)
 

@@ -1,0 +1,114 @@
+"""A tick whose change is enormous stays within the memory ceiling: retracting the hub of a
+graph whose two-paths through the hub number ``SPOKES``² is stepped and written in pieces.
+
+The worker's peak resident memory (``VmHWM``) is read from ``/proc`` at the end.  Measured
+on 2 cores: in pieces of 50 datoms the worker peaks at ~87 MB; held whole (one piece), the
+load peaks at ~150 MB and the hub's tick at ~195 MB — over the ceiling.  The committed changes
+are checked: the hub's tick removes exactly the paths that no longer exist.
+"""
+
+from __future__ import annotations
+
+import sys
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.pipeline import (
+    ADD,
+    TO,
+    TRIANGLE,
+    TWO_PATH,
+    WorkerProcess,
+    committed_changes,
+    free_port,
+    isolated_config,
+    send_stream,
+    wait_committed,
+)
+from workers.edn import keyword
+from workers.kafka.clients import QueryAdmin
+from workers.testing import evaluate_from_scratch
+from workers.zset import add_into
+
+pytestmark = [pytest.mark.kafka,
+              pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")]
+
+HUB = 0
+SPOKES = 700  # two-paths through the hub: 490,000
+EDGES_PER_TX = 100
+PIECE_DATOMS = 50  # a piece of the hub's retraction removes 35,000 paths
+CEILING_MB = 140
+HEADROOM_MB = 40  # loaded, the worker is this far under the ceiling
+TRANSACTION_MS = 60_000  # Kafka's default: ticks this large take longer than the 6 s default
+
+
+def _graph() -> list[tuple[int, int]]:
+    """Spokes to and from the hub, and a ring through the spokes (triangles with the hub)."""
+    spokes = range(1, SPOKES + 1)
+    return ([(s, HUB) for s in spokes] + [(HUB, s) for s in spokes]
+            + [(s, s % SPOKES + 1) for s in spokes])
+
+
+def _load(edges: list[tuple[int, int]]) -> list[list[list[Any]]]:
+    return [[[ADD, a, TO, b] for a, b in edges[i:i + EDGES_PER_TX]]
+            for i in range(0, len(edges), EDGES_PER_TX)]
+
+
+def _memory_kb(pid: int, field: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise AssertionError(f"no {field} in /proc/{pid}/status")
+
+
+def test_retracting_a_hub_stays_within_the_memory_ceiling(kafka_bootstrap: str,
+                                                          tmp_path: Path) -> None:
+    config = isolated_config(kafka_bootstrap)
+    admin = QueryAdmin(config)
+    admin.add("paths", TWO_PATH)
+    admin.add("tri", TRIANGLE)
+    edges = _graph()
+    load = _load(edges)
+    port = free_port()
+    worker = WorkerProcess(config, tmp_path / "snapshots", tmp_path / "w.log", metrics_port=port,
+                           env={"DELTALOG_MEMORY_LIMIT_MB": str(CEILING_MB),
+                                "DELTALOG_TICK_MAX_DATOMS": str(PIECE_DATOMS),
+                                # A tick of this size outlives the default 6 s transaction.
+                                "DELTALOG_TRANSACTION_TIMEOUT_MS": str(TRANSACTION_MS)})
+    worker.start()
+    try:
+        send_stream(config, load, batch=len(load))
+        wait_committed(config, ["paths", "tri"], len(load) - 1, worker)
+        assert worker.process is not None
+        before_kb = _memory_kb(worker.process.pid, "VmRSS")
+        assert before_kb < (CEILING_MB - HEADROOM_MB) * 1024, f"loaded at {before_kb} kB"
+        send_stream(config, [[[keyword("db/retractEntity"), HUB]]])
+        wait_committed(config, ["paths", "tri"], len(load), worker)
+        peak_kb = _memory_kb(worker.process.pid, "VmHWM")
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+            scrape = answer.read().decode()
+    finally:
+        worker.stop()
+    assert peak_kb < CEILING_MB * 1024, f"peak {peak_kb} kB over the {CEILING_MB} MB ceiling"
+    pieces = SPOKES // PIECE_DATOMS
+    assert _sample(scrape, "deltalog_tick_chunks_total") >= pieces
+
+    hub_tick: dict[Any, int] = {}
+    view: dict[Any, int] = {}
+    for change in committed_changes(config, "paths"):
+        add_into(view, {change.row: change.weight})
+        if change.tx_first == len(load):
+            add_into(hub_tick, {change.row: change.weight})
+    expected = evaluate_from_scratch(TWO_PATH, {(a, TO, b) for a, b in edges if a != HUB})
+    assert view == expected
+    before = evaluate_from_scratch(TWO_PATH, {(a, TO, b) for a, b in edges})
+    assert len(before) > SPOKES * SPOKES
+    assert hub_tick == {row: -1 for row in before if row not in expected}
+
+
+def _sample(scrape: str, name: str) -> float:
+    return next(float(line.split()[-1]) for line in scrape.splitlines()
+                if line.startswith(name + " "))

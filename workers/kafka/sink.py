@@ -24,6 +24,11 @@ RETRY_FOR_S = 120.0  # a retriable transaction call is tried again this long
 RETRY_WAIT_S = 0.5
 
 
+def transactional_id(worker_id: str) -> str:
+    """One transactional id per worker: a restart of the same worker fences its old self."""
+    return f"deltalog-worker-{worker_id}"
+
+
 class ResultSink:
     """A transactional producer writing deltalog's output records."""
 

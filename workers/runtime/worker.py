@@ -62,7 +62,7 @@ from workers.kafka.avro import AvroCodec, DecodeError, registry_for
 from workers.kafka.clients import progress_table
 from workers.kafka.compacted import CompactedReader, KeyedRecord
 from workers.kafka.messages import Row, row_from_avro, transaction_from_avro
-from workers.kafka.sink import ResultSink, TransactionFailed
+from workers.kafka.sink import ResultSink, TransactionFailed, transactional_id
 from workers.kafka.source import TxRecord, TxSource
 from workers.kafka.topics import Topics, check_query_name, create, ensure_topics
 from workers.runtime.backpressure import TickSize, resident_bytes
@@ -118,7 +118,7 @@ class Worker:
         self._registration_codec = AvroCodec("query_registration", registry)
         self._change_codec = AvroCodec("result_change", registry)
         self._admin = AdminClient(config.kafka())
-        self._sink = ResultSink(config, self.topics, f"deltalog-worker-{config.worker_id}")
+        self._sink = ResultSink(config, self.topics, transactional_id(config.worker_id))
         self._registrations: dict[str, KeyedRecord] = {}  # live query -> its registration
         self._reown: list[KeyedRecord] = []  # owned anew next tick (their tick was lost)
         self._partition_of: dict[str, int] = {}  # query owned here -> its queries partition
@@ -135,7 +135,7 @@ class Worker:
         metrics.MEMORY_LIMIT.set(limit or 0)
 
     def _new_sink(self) -> ResultSink:
-        sink = ResultSink(self.config, self.topics, f"deltalog-worker-{self.config.worker_id}")
+        sink = ResultSink(self.config, self.topics, transactional_id(self.config.worker_id))
         sink.init()
         return sink
 
@@ -301,6 +301,9 @@ class Worker:
         self._pending = output
         self._reown = [self._registrations[q] for q in sorted(streamed)
                        if q in self._registrations]
+        if self._reown:
+            log.warning("queries %s had pieces written: owned anew next tick",
+                        ", ".join(r.key for r in self._reown))
 
     def _observe(self, batch: Sequence[TxRecord]) -> None:
         """The gauges after a tick: position, lag (records and age), snapshot age, sizes."""

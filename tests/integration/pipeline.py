@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from workers.config import WorkerConfig, from_env
 from workers.edn import keyword
@@ -40,7 +40,11 @@ def isolated_config(bootstrap: str, **overrides: Any) -> WorkerConfig:
 
 
 class WorkerProcess:
-    """``deltalog worker`` as a child process that a test can kill -9 and restart."""
+    """``deltalog worker`` as a child process that a test can kill -9 and restart.  Those
+    still running when a test ends are stopped by the ``stop_workers`` fixture, so a failed
+    test leaves no worker behind to slow down the next ones."""
+
+    running: ClassVar[set[WorkerProcess]] = set()
 
     def __init__(self, config: WorkerConfig, snapshot_dir: Path, log: Path,
                  worker_id: str = "w1", env: dict[str, str] | None = None, **flags: Any) -> None:
@@ -57,6 +61,7 @@ class WorkerProcess:
         env = {**os.environ, "DELTALOG_TOPIC_PREFIX": self.config.topic_prefix, **self.env}
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env)
+        WorkerProcess.running.add(self)
 
     def kill(self) -> None:
         assert self.process is not None
@@ -73,9 +78,14 @@ class WorkerProcess:
         self.process.send_signal(signal.SIGCONT)
 
     def stop(self) -> None:
+        WorkerProcess.running.discard(self)
         if self.process is not None and self.process.poll() is None:
             self.process.terminate()
-            self.process.wait(timeout=30)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None

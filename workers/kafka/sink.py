@@ -50,7 +50,7 @@ class ResultSink:
         self.worker = transactional_id
 
     def init(self) -> None:
-        self._call(self._producer.init_transactions, TRANSACTION_TIMEOUT_S)
+        self._retried(self._producer.init_transactions)
 
     def begin(self) -> None:
         self._call(self._producer.begin_transaction)
@@ -84,18 +84,22 @@ class ResultSink:
     def commit(self) -> None:
         """Commit; a retriable failure means the outcome is not known yet, so the commit is
         tried again (for as long as a broker outage may last), never given up."""
+        self._retried(self._producer.commit_transaction)
+
+    def abort(self) -> None:
+        self._retried(self._producer.abort_transaction)
+
+    def _retried(self, method: Any) -> None:
+        """A transaction call, tried again while it fails retriably (the broker is away)."""
         deadline = time.monotonic() + RETRY_FOR_S
         while True:
             try:
-                self._call(self._producer.commit_transaction, TRANSACTION_TIMEOUT_S)
+                self._call(method, TRANSACTION_TIMEOUT_S)
                 return
             except TransactionFailed as failure:
                 if not failure.retriable or time.monotonic() > deadline:
                     raise
                 time.sleep(RETRY_WAIT_S)
-
-    def abort(self) -> None:
-        self._call(self._producer.abort_transaction, TRANSACTION_TIMEOUT_S)
 
     def _produce(self, topic: str, key: bytes | None, value: bytes) -> None:
         """Queue one record; a full queue waits for it to drain, a producer fenced meanwhile

@@ -248,6 +248,9 @@ class Worker:
         streamed: set[str] = set()
         try:
             sink.begin()
+            # The group's metadata first: librdkafka's send_offsets_to_transaction can hang
+            # once the transaction has failed (after a broker restart, say), not so at once.
+            sink.send_offsets(self._ownership.offsets(), self._ownership.group_metadata())
             for query, (at, rows) in output.snapshots.items():
                 for row, weight in rows.items():
                     sink.change(query, row, weight, at, at, snapshot=True)
@@ -263,7 +266,6 @@ class Worker:
             live = {query: record.offset for query, record in self._registrations.items()}
             for query, registration in {**output.refused, **live}.items():
                 sink.progress(query, registration, tx_last)
-            sink.send_offsets(self._ownership.offsets(), self._ownership.group_metadata())
             crash_point("before-commit")
             sink.commit()
         except TransactionFailed as error:
@@ -292,9 +294,7 @@ class Worker:
         producer left in a fatal state is replaced (``init_transactions`` ends whatever it
         left open)."""
         log.warning("tick not committed, sent again with the next one: %s", error)
-        if error.abortable:
-            self._sink.abort()
-        else:
+        if not (error.abortable and self._aborted()):
             self._sink = self._new_sink()
         for query in output.changes:
             output.first.setdefault(query, tx_first)
@@ -304,6 +304,16 @@ class Worker:
         if self._reown:
             log.warning("queries %s had pieces written: owned anew next tick",
                         ", ".join(r.key for r in self._reown))
+
+    def _aborted(self) -> bool:
+        """Abort the open transaction; False when the producer cannot (the coordinator
+        timed the transaction out and fenced it while the broker was away)."""
+        try:
+            self._sink.abort()
+        except TransactionFailed as error:
+            log.warning("abort failed, the producer is replaced: %s", error)
+            return False
+        return True
 
     def _observe(self, batch: Sequence[TxRecord]) -> None:
         """The gauges after a tick: position, lag (records and age), snapshot age, sizes."""

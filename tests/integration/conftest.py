@@ -1,4 +1,5 @@
-"""Integration tests: every worker process a test started is gone when it ends."""
+"""Integration tests: every worker process a test started is gone when it ends (those of a
+module-scoped fixture are the fixture's to stop)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from tests.integration.pipeline import WorkerProcess
 
 @pytest.fixture(autouse=True)
 def stop_workers() -> Iterator[None]:
+    before = set(WorkerProcess.running)
     yield
-    for worker in list(WorkerProcess.running):
+    for worker in WorkerProcess.running - before:
         worker.stop()

@@ -7,7 +7,12 @@ incarnation left open and fences it: a zombie can no longer commit.
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import os
+import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from confluent_kafka import KafkaException, Producer
@@ -22,6 +27,9 @@ TRANSACTION_TIMEOUT_S = 30.0  # init/commit/abort calls; well under transaction.
 QUEUE_FULL_WAIT_S = 0.1  # back off while librdkafka's send queue drains
 RETRY_FOR_S = 120.0  # a retriable transaction call is tried again this long
 RETRY_WAIT_S = 0.5
+HUNG_CALL_S = 3 * TRANSACTION_TIMEOUT_S  # a transaction call blocked this long never returns
+HUNG_EXIT_CODE = 75  # EX_TEMPFAIL: restart me
+log = logging.getLogger(__name__)
 
 
 def transactional_id(worker_id: str) -> str:
@@ -86,9 +94,6 @@ class ResultSink:
         tried again (for as long as a broker outage may last), never given up."""
         self._retried(self._producer.commit_transaction)
 
-    def abort(self) -> None:
-        self._retried(self._producer.abort_transaction)
-
     def _retried(self, method: Any) -> None:
         """A transaction call, tried again while it fails retriably (the broker is away)."""
         deadline = time.monotonic() + RETRY_FOR_S
@@ -106,29 +111,56 @@ class ResultSink:
         (say, its transaction outlived ``transaction.timeout.ms``) fails the transaction."""
         while True:
             try:
-                self._call(self._producer.produce, topic, value, key)
+                self._producer.produce(topic, value, key)
                 return
             except BufferError:
                 self._producer.poll(QUEUE_FULL_WAIT_S)
+            except KafkaException as err:
+                raise _failed(err) from err
 
     @staticmethod
     def _call(method: Any, *args: Any) -> None:
+        """A transaction call, under the watchdog."""
         try:
-            method(*args)
+            with watchdog(f"Kafka {getattr(method, '__name__', 'call')}"):
+                method(*args)
         except KafkaException as err:
-            error = err.args[0]
-            raise TransactionFailed(f"Kafka transaction failed: {error.str()}",
-                                    abortable=error.txn_requires_abort(),
-                                    retriable=error.retriable()) from err
+            raise _failed(err) from err
+
+
+def _failed(err: KafkaException) -> TransactionFailed:
+    error = err.args[0]
+    return TransactionFailed(f"Kafka transaction failed: {error.str()}",
+                             retriable=error.retriable())
+
+
+@contextlib.contextmanager
+def watchdog(what: str, limit_s: float = HUNG_CALL_S) -> Iterator[None]:
+    """End the process if ``what`` blocks longer than ``limit_s``: a worker stuck in a
+    librdkafka call that ignores its timeout would keep heartbeating, and so keep its
+    queries from every other worker forever.  Exiting hands them over; a restart recovers
+    from the snapshot and the committed progress, like after any crash."""
+    def expire() -> None:
+        log.critical("%s blocked for %.0f s (a librdkafka hang): exiting so that the "
+                     "group hands this worker's queries over", what, limit_s)
+        logging.shutdown()
+        os._exit(HUNG_EXIT_CODE)
+
+    timer = threading.Timer(limit_s, expire)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
 
 
 class TransactionFailed(WorkersError):
-    """A Kafka transaction call failed; ``abortable``: the transaction can be aborted and
-    its records sent again in a new one; ``retriable``: the same call may succeed if tried
-    again; neither: fatal for this producer."""
+    """A Kafka transaction call failed; the tick is sent again with a new producer.
+    ``retriable``: the same call may succeed if tried again (the broker is away)."""
 
     code = ErrorCode.KAFKA
 
-    def __init__(self, message: str, abortable: bool, retriable: bool = False) -> None:
+    def __init__(self, message: str, retriable: bool = False) -> None:
         super().__init__(message)
-        self.abortable, self.retriable = abortable, retriable
+        self.retriable = retriable

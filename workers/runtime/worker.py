@@ -34,10 +34,10 @@ One tick:
    retracted) is never in memory whole;
 4. in one Kafka transaction: snapshot rows, change rows, dead letters, every live query's
    progress, and the group's metadata (``send_offsets_to_transaction``: a worker that lost
-   its partitions cannot commit) — commit.  A transaction that fails is aborted and its
-   held output carried into the next tick, for the queries still owned then; a query that
-   had pieces written is owned anew instead, caught up from its committed progress like a
-   query taken over (a fatal producer error replaces the producer);
+   its partitions cannot commit) — commit.  A transaction that fails is abandoned with
+   its producer (a new one's ``init_transactions`` aborts it) and its held output carried
+   into the next tick, for the queries still owned then; a query that had pieces written
+   is owned anew instead, caught up from its committed progress like a query taken over;
 5. resume the waiting queries the position has reached; snapshot the database if the
    interval has elapsed.
 """
@@ -248,9 +248,6 @@ class Worker:
         streamed: set[str] = set()
         try:
             sink.begin()
-            # The group's metadata first: librdkafka's send_offsets_to_transaction can hang
-            # once the transaction has failed (after a broker restart, say), not so at once.
-            sink.send_offsets(self._ownership.offsets(), self._ownership.group_metadata())
             for query, (at, rows) in output.snapshots.items():
                 for row, weight in rows.items():
                     sink.change(query, row, weight, at, at, snapshot=True)
@@ -266,6 +263,7 @@ class Worker:
             live = {query: record.offset for query, record in self._registrations.items()}
             for query, registration in {**output.refused, **live}.items():
                 sink.progress(query, registration, tx_last)
+            sink.send_offsets(self._ownership.offsets(), self._ownership.group_metadata())
             crash_point("before-commit")
             sink.commit()
         except TransactionFailed as error:
@@ -290,12 +288,14 @@ class Worker:
         went away, the coordinator timed it out): its held output is sent again with the
         next tick, for the queries still owned then — the next poll drops those that moved,
         and their new owner resumes from their committed progress.  The ``streamed`` queries
-        (pieces written, not held) are owned anew: caught up from their committed view.  A
-        producer left in a fatal state is replaced (``init_transactions`` ends whatever it
-        left open)."""
-        log.warning("tick not committed, sent again with the next one: %s", error)
-        if not (error.abortable and self._aborted()):
-            self._sink = self._new_sink()
+        (pieces written, not held) are owned anew: caught up from their committed view.  The
+        producer is replaced, not just aborted: ``init_transactions`` of the new one ends the
+        open transaction, and no state of the failure stays behind (librdkafka 2.16 can hang
+        in ``send_offsets_to_transaction`` on a producer whose transaction failed around a
+        rebalance or a broker restart — confluentinc/librdkafka#5456, #5511)."""
+        log.warning("tick not committed, sent again with the next one: %s", error,
+                    extra={"tx_first": tx_first})
+        self._sink = self._new_sink()
         for query in output.changes:
             output.first.setdefault(query, tx_first)
         self._pending = output
@@ -304,16 +304,6 @@ class Worker:
         if self._reown:
             log.warning("queries %s had pieces written: owned anew next tick",
                         ", ".join(r.key for r in self._reown))
-
-    def _aborted(self) -> bool:
-        """Abort the open transaction; False when the producer cannot (the coordinator
-        timed the transaction out and fenced it while the broker was away)."""
-        try:
-            self._sink.abort()
-        except TransactionFailed as error:
-            log.warning("abort failed, the producer is replaced: %s", error)
-            return False
-        return True
 
     def _observe(self, batch: Sequence[TxRecord]) -> None:
         """The gauges after a tick: position, lag (records and age), snapshot age, sizes."""
@@ -386,7 +376,7 @@ class Worker:
         name = record.key
         self._drop(name, output)
         if record.value is None:
-            log.info("query %s removed", name)
+            log.info("query %s removed", name, extra={"query": name})
             return
         self._partition_of[name] = record.partition
         resumed = done is not None
@@ -396,13 +386,13 @@ class Worker:
             if done is not None and done > self.committed:
                 self.engine.plan(registration.edn, registration.inputs)  # refuse it now
                 self._waiting[name] = Waiting(registration, record, done)
-                log.info("query %s waits for tx %d", name, done)
+                log.info("query %s waits for tx %d", name, done, extra={"query": name})
                 return
             rows = self.engine.register(name, registration.edn, registration.inputs,
                                         bootstrap=done is None or done < self.committed)
         except WorkersError as err:
             self._partition_of.pop(name, None)
-            log.warning("query %s refused: %s", name, err)
+            log.warning("query %s refused: %s", name, err, extra={"query": name})
             if not resumed:  # a refusal already committed is not dead-lettered again
                 output.dead_letters.append((self.topics.queries, record.offset,
                                             err.code.value, f"query {name}: {err}",
@@ -412,13 +402,13 @@ class Worker:
         self._registrations[name] = record
         if done is None:
             output.snapshots[name] = (self.committed, rows)
-            log.info("query %s registered", name)
+            log.info("query %s registered", name, extra={"query": name})
         elif done < self.committed:
             output.changes[name] = add(rows, neg(views[name]))
             output.first[name] = done + 1
-            log.info("query %s caught up from tx %d", name, done)
+            log.info("query %s caught up from tx %d", name, done, extra={"query": name})
         else:
-            log.info("query %s resumed", name)
+            log.info("query %s resumed", name, extra={"query": name})
 
     def _resume_waiting(self) -> None:
         for name, waiting in list(self._waiting.items()):
@@ -429,7 +419,7 @@ class Worker:
                                      bootstrap=False)
                 self._registrations[name] = waiting.record
                 self._partition_of[name] = waiting.record.partition
-                log.info("query %s resumed", name)
+                log.info("query %s resumed", name, extra={"query": name})
 
     def _committed_views(self, names: list[str]) -> dict[str, dict[Row, int]]:
         """Each query's result as its committed change stream integrates to."""

@@ -254,7 +254,7 @@ class Engine:
 
     def restore(self, state: EngineState) -> None:
         """Adopt a snapshot's database; registered queries keep reading the same tries."""
-        self.db.state.load(state.tries)
+        self.db.load(state.tries)
         self.dispatch.restored()
         for registered in self._queries.values():
             if _keeps_state(registered):

@@ -242,6 +242,17 @@ def test_every_dashboard_and_alert_metric_is_exported_by_a_live_worker(
     assert value["deltalog_result_rows_total", (("sign", "-"),)] == ROWS_REMOVED
     written = [c.weight for c in committed_changes(observed.config, "paths") if not c.snapshot]
     assert (written.count(1), written.count(-1)) == (ROWS_ADDED, ROWS_REMOVED)
+    # One tick per good transaction (tick_tx=1), each stepping the query once, locally.
+    assert value["deltalog_query_steps_total", (("executor", "local"),)] == len(GOOD)
+    assert value["deltalog_query_step_duration_seconds_count", (("query", "paths"),)] == len(GOOD)
+    assert value["deltalog_tick_chunks_total", ()] == len(GOOD)
+    assert value["deltalog_extender_work_total", (("kind", "calls"),)] > 0
+    assert value["deltalog_tick_limit_transactions", ()] == 1
+    assert value["deltalog_memory_limit_bytes", ()] == 0  # no ceiling configured
+    assert value["deltalog_consumer_lag_seconds", ()] == 0  # caught up
+    for index in ("EAV", "AEV", "AVE", "VAE"):  # bytes: sized at the first tick, then 30 s on
+        assert value["deltalog_arrangement_datoms", (("index", index),)] == 3  # 1→2 3→4 1→3
+        assert value["deltalog_arrangement_bytes", (("index", index),)] > 0
 
 
 @pytest.mark.kafka

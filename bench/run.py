@@ -40,7 +40,7 @@ from bench.data import (
     power_law_edges,
 )
 from bench.handwritten import TriangleMaintainer
-from bench.queries import QUERIES, variants
+from bench.queries import GRAPH_QUERIES, MEMORY_KINDS, QUERIES, variants
 
 Op = tuple[bool, int, int]  # (is_add, from, to)
 Tick = list[Op]
@@ -48,6 +48,7 @@ Tx = list[list[Any]]
 Changes = dict[tuple[Any, ...], int]
 P = TypeVar("P")
 R = TypeVar("R")
+Item = TypeVar("Item", bound=tuple[Any, ...])
 
 CHUNK = 2000
 DEFAULT_TICKS = {1: 200, 100: 50, 1000: 10}
@@ -125,41 +126,60 @@ def make_stream(edges: list[Edge], plan: list[tuple[int, int]], seed: int) -> li
     Each op retracts a uniformly chosen present edge or adds a new random non-loop edge
     between known nodes (50/50). No edge is touched twice within one tick.
     """
-    rng = random.Random(seed)
     nodes = sorted(endpoints(edges))
-    present = list(edges)
-    index = {edge: i for i, edge in enumerate(present)}
+
+    def draw(rng: random.Random) -> Edge:
+        return rng.choice(nodes), rng.choice(nodes)
+
+    return [
+        Phase(size, [[(add, *edge) for add, edge in tick] for tick in ticks])
+        for size, ticks in item_stream(edges, plan, seed, draw, lambda e: e[0] != e[1])
+    ]
+
+
+def item_stream(
+    items: Sequence[Item],
+    plan: list[tuple[int, int]],
+    seed: int,
+    draw: Callable[[random.Random], Item],
+    valid: Callable[[Item], bool],
+) -> list[tuple[int, list[list[tuple[bool, Item]]]]]:
+    """Seeded ticks of (is_add, item) over a set of items, following `plan` [(size, ticks)].
+
+    Each op retracts a uniformly chosen present item or adds a new `draw`n `valid` one
+    (50/50), so every retract hits a present item and every add an absent one; no item is
+    touched twice within one tick.
+    """
+    rng = random.Random(seed)
+    present = list(items)
+    index = {item: i for i, item in enumerate(present)}
     phases = []
     for size, count in plan:
         ticks = []
         for _ in range(count):
-            tick: Tick = []
-            touched: set[Edge] = set()
+            tick: list[tuple[bool, Item]] = []
+            touched: set[Item] = set()
             while len(tick) < size:
                 retract = rng.random() < 0.5 and bool(present)
-                edge = (
-                    present[rng.randrange(len(present))]
-                    if retract
-                    else (rng.choice(nodes), rng.choice(nodes))
-                )
-                if edge in touched or edge[0] == edge[1] or (not retract and edge in index):
+                item = present[rng.randrange(len(present))] if retract else draw(rng)
+                if item in touched or not valid(item) or (not retract and item in index):
                     continue
-                touched.add(edge)
-                (remove_edge if retract else insert_edge)(present, index, edge)
-                tick.append((not retract, *edge))
+                touched.add(item)
+                (remove_edge if retract else insert_edge)(present, index, item)
+                tick.append((not retract, item))
             ticks.append(tick)
-        phases.append(Phase(size, ticks))
+        phases.append((size, ticks))
     return phases
 
 
-def insert_edge(present: list[Edge], index: dict[Edge, int], edge: Edge) -> None:
-    """Append `edge` to the indexed list."""
+def insert_edge(present: list[Item], index: dict[Item, int], edge: Item) -> None:
+    """Append `edge` (any item) to the indexed list."""
     index[edge] = len(present)
     present.append(edge)
 
 
-def remove_edge(present: list[Edge], index: dict[Edge, int], edge: Edge) -> None:
-    """Swap-remove `edge` from the indexed list in O(1)."""
+def remove_edge(present: list[Item], index: dict[Item, int], edge: Item) -> None:
+    """Swap-remove `edge` (any item) from the indexed list in O(1)."""
     i = index.pop(edge)
     last = present.pop()
     if last != edge:
@@ -482,8 +502,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--queries",
         type=csv_list,
-        default=list(QUERIES),
-        help=f"queries (default {','.join(QUERIES)})",
+        default=list(MEMORY_KINDS),
+        help=f"queries (default {','.join(MEMORY_KINDS)}; also {','.join(GRAPH_QUERIES)})",
     )
     parser.add_argument(
         "--graph",
@@ -499,9 +519,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help=f"run only the 1-vs-{MEMORY_QUERIES}-queries memory scenario",
     )
     args = parser.parse_args(argv)
-    unknown = set(args.queries) - set(QUERIES)
+    unknown = set(args.queries) - set(GRAPH_QUERIES)
     if unknown:
-        parser.error(f"unknown queries {sorted(unknown)}; choose from {list(QUERIES)}")
+        parser.error(f"unknown queries {sorted(unknown)}; choose from {list(GRAPH_QUERIES)}")
     try:
         args.sizes = [int(s) for s in args.sizes]
     except ValueError:

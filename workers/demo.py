@@ -7,6 +7,8 @@ changed, the rows that entered (+) and left (-) the result.
 
 from __future__ import annotations
 
+import gc
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -91,7 +93,6 @@ CATCH_UP_TIMEOUT_S = 60.0
 def run_demo(strategy: str = "delta", out: Callable[[str], None] = print) -> int:
     """Start a local broker and a worker, register live queries, stream transactions."""
     import tempfile
-    import threading
     import time
     from pathlib import Path
 
@@ -124,7 +125,7 @@ def run_demo(strategy: str = "delta", out: Callable[[str], None] = print) -> int
                 out(f"registered {name}: {text}")
             while set(worker.engine.queries) != set(LIVE_QUERIES) and thread.is_alive():
                 time.sleep(0.05)  # the worker picks registrations up from deltalog.queries
-            followers = [_print_changes(config, name, out) for name in LIVE_QUERIES]
+            followers = [_print_changes(config, name, out, stop) for name in LIVE_QUERIES]
             producer = TxProducer(config, source="deltalog demo")
             add, to = keyword("db/add"), keyword("g/to")
             with ProgressBar(len(KARATE) + len(PEOPLE), "tx") as bar:
@@ -142,21 +143,23 @@ def run_demo(strategy: str = "delta", out: Callable[[str], None] = print) -> int
                 time.sleep(0.1)
             time.sleep(1.0)  # let the followers print the last committed changes
             stop.set()
-            thread.join()
-            for follower in followers:
-                follower.join(timeout=0)
-            out(f"done: {worker.committed + 1} transactions, every change committed exactly once")
+            for running in [thread, *followers]:
+                running.join()
+            done = worker.committed + 1
+            # The Kafka clients go before the broker does, or they log its absence.
+            del worker, producer, admin
+            gc.collect()
+            out(f"done: {done} transactions, every change committed exactly once")
     return 0
 
 
-def _print_changes(config: Any, name: str, out: Callable[[str], None]) -> Any:
+def _print_changes(config: Any, name: str, out: Callable[[str], None],
+                   stop: threading.Event) -> threading.Thread:
     """Follow one query's committed changes in the background, printing the first few."""
-    import threading
-
     from workers.kafka.clients import follow
 
     def run() -> None:
-        for count, change in enumerate(follow(config, name), 1):
+        for count, change in enumerate(follow(config, name, stop=stop), 1):
             if count <= SHOWN_PER_QUERY:
                 sign = "+" if change.weight > 0 else "-"
                 out(f"{CLEAR_LINE}  {name:<10} tx {change.tx_first}..{change.tx_last} {sign} "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -119,8 +120,9 @@ class Change:
 
 
 def follow(config: WorkerConfig, query: str, poll_s: float = 0.5,
-           stop_at_end: bool = False) -> Iterator[Change]:
-    """A query's committed change stream from the beginning (``read_committed``)."""
+           stop_at_end: bool = False, stop: threading.Event | None = None) -> Iterator[Change]:
+    """A query's committed change stream from the beginning (``read_committed``), until its
+    end (``stop_at_end``), until ``stop`` is set, or for ever."""
     topic = Topics(config.topic_prefix).results(query)
     codec = AvroCodec("result_change", registry_for(config.registry_url))
     consumer = Consumer(config.kafka(**{
@@ -128,7 +130,7 @@ def follow(config: WorkerConfig, query: str, poll_s: float = 0.5,
         "isolation.level": "read_committed", "enable.partition.eof": True}))
     consumer.assign([TopicPartition(topic, 0, 0)])
     try:
-        while True:
+        while stop is None or not stop.is_set():
             for message in consumer.consume(500, poll_s):
                 error = message.error()
                 if error is not None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Producer
@@ -28,6 +30,8 @@ from workers.kafka.avro import AvroCodec
 from workers.kafka.clients import QueryAdmin, TxProducer, follow
 from workers.kafka.messages import transaction_to_avro
 from workers.kafka.topics import Topics
+
+TAIL_WAIT_S = 60.0  # longest the tail waits for the worker's change
 
 pytestmark = pytest.mark.kafka
 
@@ -182,14 +186,27 @@ def _dead_letters(config) -> list[dict]:
     return records
 
 
-def test_tail_follows_a_live_query(worker_factory) -> None:
+def test_tail_follows_a_live_query_even_before_it_exists(worker_factory) -> None:
+    """``deltalog tail`` started before the query's results topic exists waits for it (a
+    consumer assigned to a missing topic may not notice its creation for minutes)."""
     _, config = worker_factory()
+    ended: list[Any] = []  # to its end, a query that does not exist yet: nothing, at once
+    probe = threading.Thread(target=lambda: ended.append(
+        list(follow(config, "tri", stop_at_end=True))), daemon=True)
+    probe.start()
+    probe.join(TAIL_WAIT_S)
+    assert ended == [[]]
+    found: list[Any] = []
+    tail = threading.Thread(target=lambda: found.append(
+        next(c for c in follow(config, "tri") if not c.snapshot)), daemon=True)
+    tail.start()
+    time.sleep(1.0)  # following a query nobody registered yet
     QueryAdmin(config).add("tri", TRIANGLE)
     producer = TxProducer(config)
     producer.send("[[:db/add 1 :g/to 2] [:db/add 1 :g/to 3] [:db/add 2 :g/to 3]]")
     producer.flush()
-    change = next(c for c in follow(config, "tri") if not c.snapshot)
-    assert (change.row, change.weight) == ((1, 2, 3), 1)
+    tail.join(TAIL_WAIT_S)
+    assert [(change.row, change.weight) for change in found] == [((1, 2, 3), 1)]
 
 
 def test_the_tx_log_is_kept_forever(kafka_bootstrap: str) -> None:

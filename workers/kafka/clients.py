@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from workers.datalog import compile_query
 from workers.edn import dumps, read
 from workers.errors import ErrorCode, WorkersError
 from workers.kafka.avro import AvroCodec, registry_for
-from workers.kafka.compacted import CompactedReader, latest
+from workers.kafka.compacted import METADATA_TIMEOUT_S, CompactedReader, latest
 from workers.kafka.messages import Row, row_from_avro, transaction_to_avro
 from workers.kafka.topics import Topics, check_query_name, ensure_topics
 from workers.runtime.registration import Registration, parse_registration, registration_record
@@ -104,6 +105,20 @@ def progress_table(config: WorkerConfig) -> dict[str, dict[str, Any]]:
         reader.close()
 
 
+def _created(consumer: Consumer, topic: str, poll_s: float, once: bool,
+             stop: threading.Event | None) -> bool:
+    """Wait for ``topic`` to exist (a query's results topic appears when a worker takes the
+    query up; a consumer assigned to it before then may not notice it for minutes); False
+    when asked ``once`` and it does not exist, or when ``stop`` is set first."""
+    while stop is None or not stop.is_set():
+        if consumer.list_topics(topic, timeout=METADATA_TIMEOUT_S).topics[topic].partitions:
+            return True
+        if once:
+            return False
+        time.sleep(poll_s)
+    return False
+
+
 @dataclass(frozen=True, slots=True)
 class Change:
     """One committed change of a query's result."""
@@ -128,8 +143,10 @@ def follow(config: WorkerConfig, query: str, poll_s: float = 0.5,
     consumer = Consumer(config.kafka(**{
         "group.id": f"deltalog-tail-{uuid.uuid4()}", "enable.auto.commit": False,
         "isolation.level": "read_committed", "enable.partition.eof": True}))
-    consumer.assign([TopicPartition(topic, 0, 0)])
     try:
+        if not _created(consumer, topic, poll_s, stop_at_end, stop):
+            return
+        consumer.assign([TopicPartition(topic, 0, 0)])
         while stop is None or not stop.is_set():
             for message in consumer.consume(500, poll_s):
                 error = message.error()

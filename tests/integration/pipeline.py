@@ -9,6 +9,8 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 import uuid
 from collections import defaultdict
 from collections.abc import Sequence
@@ -89,6 +91,18 @@ class WorkerProcess:
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
+
+
+def http_get(url: str) -> tuple[int, bytes]:
+    """A GET's status and body, error statuses too (the health endpoints and Prometheus
+    explain themselves in the body); ``(0, b"")`` while nothing listens there."""
+    try:
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            return answer.status, bytes(answer.read())
+    except urllib.error.HTTPError as error:
+        return error.code, bytes(error.read())
+    except OSError:
+        return 0, b""
 
 
 def free_port() -> int:

@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -25,6 +23,7 @@ from tests.integration.pipeline import (
     committed_changes,
     committed_progress,
     free_port,
+    http_get,
     isolated_config,
     random_stream,
     reference_states,
@@ -138,7 +137,7 @@ def test_a_worker_is_ready_only_once_caught_up(kafka_bootstrap: str, tmp_path: P
     deadline = time.monotonic() + 120
     while True:
         assert time.monotonic() < deadline and worker.alive(), reasons[-3:]
-        status, body = _get(port, "/health/ready")
+        status, body = http_get(f"http://127.0.0.1:{port}/health/ready")
         if status == 200:
             break
         if status == 503:
@@ -146,19 +145,10 @@ def test_a_worker_is_ready_only_once_caught_up(kafka_bootstrap: str, tmp_path: P
         time.sleep(0.05)
     assert committed_progress(config, ["tri"]) >= len(stream) - 1 - 20
     assert any("behind the log" in r or "wait" in r for r in reasons), reasons
-    assert _get(port, "/health/live")[0] == 200
-    assert b"deltalog_consumer_lag_records" in _get(port, "/metrics")[1]
+    assert http_get(f"http://127.0.0.1:{port}/health/live")[0] == 200
+    assert b"deltalog_consumer_lag_records" in http_get(f"http://127.0.0.1:{port}/metrics")[1]
     worker.stop()
 
-
-def _get(port: int, path: str) -> tuple[int, bytes]:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as answer:
-            return answer.status, answer.read()
-    except urllib.error.HTTPError as error:
-        return error.code, error.read()
-    except OSError:
-        return 0, b""  # not serving yet
 
 
 def test_over_its_memory_ceiling_a_worker_slows_down_and_loses_nothing(
@@ -172,7 +162,7 @@ def test_over_its_memory_ceiling_a_worker_slows_down_and_loses_nothing(
                            metrics_port=port, env={"DELTALOG_MEMORY_LIMIT_MB": "1"})
     worker.start()
     wait_committed(config, ["tri"], len(stream) - 1, worker)
-    scrape = _get(port, "/metrics")[1].decode()
+    scrape = http_get(f"http://127.0.0.1:{port}/metrics")[1].decode()
     worker.stop()
     assert "deltalog_backpressure_throttled 1.0" in scrape
     check_change_stream(TRIANGLE, committed_changes(config, "tri"), reference_states(stream))

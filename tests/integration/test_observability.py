@@ -14,15 +14,14 @@ import json
 import re
 import subprocess
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from prometheus_client.metrics import MetricWrapperBase
 from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
@@ -32,6 +31,7 @@ from tests.integration.pipeline import (
     WorkerProcess,
     committed_changes,
     free_port,
+    http_get,
     isolated_config,
     wait_committed,
 )
@@ -149,15 +149,13 @@ def test_every_declared_metric_has_a_panel_and_a_readme_row() -> None:
                                   ("check", "rules", "alerts.yml"),
                                   ("test", "rules", "alerts_test.yml")], ids=" ".join)
 def test_promtool_accepts_the_deploy_files(args: tuple[str, ...]) -> None:
-    if not PROMTOOL.exists():
-        pytest.skip(MISSING_PROMETHEUS)
+    assert PROMTOOL.exists(), MISSING_PROMETHEUS
     result = subprocess.run([str(PROMTOOL), *args], cwd=PROMETHEUS_DIR, capture_output=True,
                             text=True, timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_compose_runs_the_workers_prometheus_scrapes() -> None:
-    yaml = pytest.importorskip("yaml")
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     services = compose["services"]
     workers = {name: service for name, service in services.items()
@@ -192,7 +190,7 @@ class Observed:
     worker: WorkerProcess
 
     def scrape(self) -> str:
-        return _get(f"http://127.0.0.1:{self.port}/metrics").decode()
+        return http_get(f"http://127.0.0.1:{self.port}/metrics")[1].decode()
 
 
 @pytest.fixture(scope="module")
@@ -207,7 +205,7 @@ def observed(kafka_bootstrap: str,
     worker.start()
     try:
         seen = Observed(config, port, worker)
-        _until(lambda: "deltalog_queries 1.0" in (_maybe(seen.scrape) or ""),
+        _until(lambda: "deltalog_queries 1.0" in seen.scrape(),
                "the query registered", worker)
         producer = TxProducer(config)
         for tx in GOOD[:BAD_AT]:
@@ -258,8 +256,7 @@ def test_every_dashboard_and_alert_metric_is_exported_by_a_live_worker(
 @pytest.mark.kafka
 def test_a_real_prometheus_scrapes_the_worker_and_evaluates_every_query(
         observed: Observed, tmp_path: Path) -> None:
-    if not PROMETHEUS.exists():
-        pytest.skip(MISSING_PROMETHEUS)
+    assert PROMETHEUS.exists(), MISSING_PROMETHEUS
     config = tmp_path / "prometheus.yml"
     config.write_text(json.dumps({  # JSON is YAML
         "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
@@ -304,8 +301,10 @@ def _prometheus(config: Path, tmp: Path, port: int) -> Iterator[Api]:
 
     def api(endpoint: str, **params: str) -> dict[str, Any]:
         query = urllib.parse.urlencode(params)
-        answer: dict[str, Any] = json.loads(
-            _get(f"http://127.0.0.1:{port}/api/v1/{endpoint}?{query}"))
+        status, body = http_get(f"http://127.0.0.1:{port}/api/v1/{endpoint}?{query}")
+        if not status:
+            raise ConnectionError(f"Prometheus is not listening on {port} yet")
+        answer: dict[str, Any] = json.loads(body)
         return answer
 
     try:
@@ -329,14 +328,6 @@ def _rules(api: Api) -> list[dict[str, Any]]:
     groups = _maybe(lambda: api("rules")["data"]["groups"]) or []
     return [rule for group in groups for rule in group["rules"]]
 
-
-def _get(url: str) -> bytes:
-    """The body of a GET, also for an error status (Prometheus explains errors in JSON)."""
-    try:
-        with urllib.request.urlopen(url, timeout=5) as answer:
-            return bytes(answer.read())
-    except urllib.error.HTTPError as error:
-        return bytes(error.read())
 
 
 def _maybe(read: Callable[[], Any]) -> Any:

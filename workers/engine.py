@@ -131,6 +131,8 @@ class Engine:
         the last transaction once the iterator is exhausted — the caller must exhaust it.
         """
         delta, refused = self._normalise_many(txs)
+        if len(delta) <= chunk_datoms:  # the usual tick: the delta itself, if any
+            return (self._tick(piece) for piece in [delta] if piece), refused
         datoms = list(delta.items())
         pieces = (dict(datoms[i:i + chunk_datoms]) for i in range(0, len(datoms), chunk_datoms))
         return (self._tick(piece) for piece in pieces), refused

@@ -1,24 +1,36 @@
 # Two commands on a fresh machine: `make demo` runs the main job on embedded defaults,
-# `make test` runs every test.  Both create the virtualenv and install on first use.
+# `make test` runs every test.  Each installs what it needs on first use (the virtualenv; for
+# the tests also Prometheus) and is quiet about it unless something fails.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test bench
+.PHONY: demo test bench java prometheus
 
-$(BIN)/deltalog: pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
-	touch $@
-
-demo: $(BIN)/deltalog
+demo: java $(BIN)/deltalog
 	$(BIN)/deltalog demo
 
-test: $(BIN)/deltalog
+test: java prometheus $(BIN)/deltalog
 	$(BIN)/ruff check workers tests bench
 	$(BIN)/mypy workers
 	$(BIN)/python -m pytest
 
 bench: $(BIN)/deltalog
 	$(BIN)/python -m bench.run
+
+# The package with its development extras, in a virtualenv made on first use.
+$(BIN)/deltalog: pyproject.toml
+	@echo "installing deltalog and its development tools into $(VENV)..."
+	@$(PYTHON) -m venv $(VENV)
+	@$(BIN)/pip install --quiet --disable-pip-version-check --upgrade pip
+	@$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@touch $@
+
+# The local Kafka broker runs on Java 17 from jars that Maven fetches (into ~/.cache/deltalog).
+java:
+	@command -v java >/dev/null && command -v mvn >/dev/null || { \
+	  echo "deltalog needs Java 17 and Maven on PATH (the local Kafka broker's jars come" \
+	       "through Maven from Maven Central)" >&2; exit 1; }
+
+prometheus:
+	@deploy/install-prometheus.sh

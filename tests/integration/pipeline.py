@@ -136,15 +136,17 @@ def send_stream(config: WorkerConfig, stream: Sequence[Any], batch: int = 1,
 
 
 def committed_progress(config: WorkerConfig, queries: Sequence[str]) -> int:
-    """The committed tx offset every one of ``queries`` has reached (-1 if some has none)."""
+    """The committed tx offset every one of ``queries`` has reached: -1 once all are taken up
+    on an empty log, -2 while some is not taken up yet."""
     table = progress_table(config)
     done = [table[q]["tx_last"] for q in queries if q in table]
-    return min(done) if len(done) == len(queries) else -1
+    return min(done) if len(done) == len(queries) else -2
 
 
 def wait_committed(config: WorkerConfig, queries: Sequence[str], tx_last: int,
                    worker: WorkerProcess | None = None) -> None:
-    """Wait until every query's progress reaches ``tx_last``."""
+    """Wait until every query's progress reaches ``tx_last`` (-1: until every query is taken
+    up, so a stream sent after it is seen tick by tick, not as one bootstrap)."""
     deadline = time.monotonic() + WAIT_S
     while True:
         done = committed_progress(config, queries)

@@ -27,7 +27,7 @@ from tests.integration.pipeline import (
 from workers.edn import keyword
 from workers.errors import QueryError
 from workers.kafka.avro import AvroCodec
-from workers.kafka.clients import QueryAdmin, TxProducer, follow, progress_table
+from workers.kafka.clients import QueryAdmin, TxProducer, follow
 from workers.kafka.messages import transaction_to_avro
 from workers.kafka.topics import Topics
 
@@ -57,6 +57,7 @@ def test_two_queries_share_the_log_and_match_the_oracle_at_every_tick(worker_fac
     admin = QueryAdmin(config)
     admin.add("tri", TRIANGLE)
     admin.add("paths", TWO_PATH)
+    wait_committed(config, ["tri", "paths"], -1, worker)  # > 10 ticks: at most 3 tx a tick
     stream = random_stream(seed=7, count=150)
     producer = TxProducer(config)
     for tx in stream:
@@ -71,8 +72,7 @@ def test_two_queries_share_the_log_and_match_the_oracle_at_every_tick(worker_fac
 def test_recursive_rule_with_aggregates_is_kept_through_the_worker(worker_factory) -> None:
     worker, config = worker_factory(tick_tx=2)
     QueryAdmin(config).add("reach", REACH_COUNT)
-    while "reach" not in progress_table(config):  # registered before the stream, so it
-        time.sleep(0.1)  # sees the stream tick by tick (> 10 ticks), not as one catch-up
+    wait_committed(config, ["reach"], -1, worker)  # > 10 ticks: at most 2 tx a tick
     stream = random_stream(seed=11, count=60)
     producer = TxProducer(config)
     for tx in stream:

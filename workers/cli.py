@@ -18,7 +18,6 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from workers.config import WorkerConfig, from_env, masked, to_toml
 from workers.edn import dumps, read, read_all
@@ -29,6 +28,7 @@ from workers.logs import LOG_FORMATS, configure
 from workers.plan import STRATEGIES
 
 Handler = Callable[[argparse.Namespace], int]
+SETTINGS = frozenset(setting.name for setting in dataclasses.fields(WorkerConfig))
 
 
 INPUT_HELP = ("value of the next :in binding as EDN: a scalar, [tuple], [collection], "
@@ -133,25 +133,20 @@ def _worker_options(command: argparse.ArgumentParser) -> None:
                          help="where plans run: local (default), spark, or auto (large ticks "
                               "and bootstraps on Spark)")
     command.add_argument("--spark-master", help="e.g. local[*] (default) or spark://host:7077")
-    command.add_argument("--tick-tx", type=int, help="transactions per tick at most")
-    command.add_argument("--tick-ms", type=float, help="longest wait for a tick to fill (ms)")
+    command.add_argument("--tick-max-tx", type=int, help="transactions per tick at most")
+    command.add_argument("--tick-max-wait-s", type=float,
+                         help="longest an idle worker waits for a tick's first transaction (s)")
     command.add_argument("--snapshot-dir", type=Path)
-    command.add_argument("--snapshot-interval", type=float, help="seconds between snapshots")
+    command.add_argument("--snapshot-interval-s", type=float, help="seconds between snapshots")
     command.add_argument("--metrics-port", type=int)
 
 
-def _settings(args: argparse.Namespace, **overrides: Any) -> WorkerConfig:
-    """The file, the variables, then the flags (``None``: not given)."""
-    return from_env(config_file=args.config, bootstrap_servers=args.bootstrap_servers,
-                    **overrides)
-
-
-def _worker_settings(args: argparse.Namespace) -> WorkerConfig:
-    return _settings(args, worker_id=args.worker_id, strategy=args.strategy,
-                     executor=args.executor, spark_master=args.spark_master,
-                     tick_max_tx=args.tick_tx, snapshot_dir=args.snapshot_dir,
-                     snapshot_interval_s=args.snapshot_interval, metrics_port=args.metrics_port,
-                     tick_max_wait_s=None if args.tick_ms is None else args.tick_ms / 1000)
+def _settings(args: argparse.Namespace) -> WorkerConfig:
+    """The file, the variables, then the flags (``None``: not given).  A flag sets the
+    setting it is named after (``--tick-max-tx`` sets ``tick_max_tx``), so the two cannot
+    drift apart."""
+    flags = {name: value for name, value in vars(args).items() if name in SETTINGS}
+    return from_env(config_file=args.config, **flags)
 
 
 def _connected(config: WorkerConfig) -> WorkerConfig:
@@ -188,7 +183,7 @@ def _worker(args: argparse.Namespace) -> int:
     from workers.runtime.health import serve
     from workers.runtime.worker import Worker
 
-    config = _connected(_worker_settings(args))
+    config = _connected(_settings(args))
     worker = Worker(config)
     if config.metrics_port is not None:
         serve(config.metrics_port, worker.readiness)
@@ -200,7 +195,7 @@ def _worker(args: argparse.Namespace) -> int:
 
 
 def _show_config(args: argparse.Namespace) -> int:
-    shown = masked(_worker_settings(args))
+    shown = masked(_settings(args))
     sys.stdout.write(json.dumps(shown, indent=2) + "\n" if args.json else to_toml(shown))
     return 0
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from workers.config import WorkerConfig, from_env, masked, to_toml
 from workers.edn import dumps, read, read_all
 from workers.engine import Engine
-from workers.errors import WorkersError
+from workers.errors import ErrorCode, WorkersError
 from workers.executors.dispatch import EXECUTORS
 from workers.logs import LOG_FORMATS, configure
 from workers.plan import STRATEGIES
@@ -212,6 +212,9 @@ def _tx(args: argparse.Namespace) -> int:
     from workers.kafka.clients import TxProducer
     from workers.progress import ProgressBar
 
+    if args.file is None and args.edn is None:
+        raise WorkersError("give a transaction as EDN text or --file data.edn",
+                           code=ErrorCode.USAGE)
     producer = TxProducer(_config(args), source="deltalog tx")
     if args.file is not None:
         transactions = read_all(args.file.read_text())
@@ -219,10 +222,8 @@ def _tx(args: argparse.Namespace) -> int:
             for tx in transactions:
                 producer.send(tx)
                 bar.advance()
-    elif args.edn is not None:
-        producer.send(args.edn)
     else:
-        raise WorkersError("give a transaction as EDN text or --file data.edn")
+        producer.send(args.edn)
     producer.flush()
     return 0
 
@@ -230,18 +231,18 @@ def _tx(args: argparse.Namespace) -> int:
 def _query(args: argparse.Namespace) -> int:
     from workers.kafka.clients import QueryAdmin
 
+    if args.action != "ls" and args.name is None:
+        raise WorkersError(f"query {args.action} needs a NAME", code=ErrorCode.USAGE)
+    if args.action == "add" and args.edn is None:
+        raise WorkersError("query add needs NAME and the query as EDN text",
+                           code=ErrorCode.USAGE)
     admin = QueryAdmin(_config(args))
     if args.action == "ls":
         for name, registration in admin.list().items():
             inputs = " ".join(f"--input {text}" for text in registration.inputs)
             print(f"{name}\t{registration.edn}\t{inputs}".rstrip())
-        return 0
-    if args.name is None:
-        raise WorkersError(f"query {args.action} needs a NAME")
-    if args.action == "rm":
+    elif args.action == "rm":
         admin.remove(args.name)
-    elif args.edn is None:
-        raise WorkersError("query add needs NAME and the query as EDN text")
     else:
         admin.add(args.name, args.edn, args.input)
     return 0

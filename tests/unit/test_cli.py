@@ -1,4 +1,5 @@
-"""``deltalog config``: the settings a worker with the same flags would use, secrets masked."""
+"""The command line without a broker: ``deltalog config`` (the settings a worker with the same
+flags would use, secrets masked), the flags' names and usage errors."""
 
 from __future__ import annotations
 
@@ -95,3 +96,20 @@ def test_config_refuses_a_bad_file_naming_it(settings_file: Path,
     assert main(["config", "--config", str(settings_file)]) == 2
     assert capsys.readouterr().err == (f"deltalog: error [config]: config file {settings_file}: "
                                        "tick_max_tx must be an integer, not a string\n")
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["tx"], "give a transaction as EDN text or --file data.edn"),
+    (["query", "add"], "query add needs a NAME"),
+    (["query", "rm"], "query rm needs a NAME"),
+    (["query", "add", "tri"], "query add needs NAME and the query as EDN text"),
+], ids=["tx", "add", "rm", "add-no-edn"])
+def test_a_usage_error_has_its_own_code_and_needs_no_broker(
+        argv: list[str], message: str, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    def unreachable(config: WorkerConfig) -> WorkerConfig:
+        raise AssertionError("a usage error is reported before any broker is asked")
+
+    monkeypatch.setattr("workers.cli._connected", unreachable)
+    assert main(argv) == 2
+    assert capsys.readouterr().err == f"deltalog: error [usage]: {message}\n"

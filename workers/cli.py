@@ -18,6 +18,7 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from workers.config import WorkerConfig, from_env, masked, to_toml
 from workers.edn import dumps, read, read_all
@@ -51,8 +52,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's own usage errors (an unknown flag, a bad value) with the code every other
+    usage error has: ``deltalog worker: error [usage]: ...``.  Subcommands inherit it."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error [{ErrorCode.USAGE.value}]: {message}\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="deltalog", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="deltalog", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
 
     demo = _command(commands, "demo", _demo, "broker + worker + live queries over a real graph")

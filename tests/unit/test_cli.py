@@ -113,3 +113,18 @@ def test_a_usage_error_has_its_own_code_and_needs_no_broker(
     monkeypatch.setattr("workers.cli._connected", unreachable)
     assert main(argv) == 2
     assert capsys.readouterr().err == f"deltalog: error [usage]: {message}\n"
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["config", "--tick-max-tx", "ten"],
+     "deltalog config: error [usage]: argument --tick-max-tx: invalid int value: 'ten'"),
+    (["config", "--tick-ms", "5"], "deltalog: error [usage]: unrecognized arguments: --tick-ms 5"),
+    (["worker", "--executor", "gpu"],  # the choices' quoting varies with the Python version
+     "deltalog worker: error [usage]: argument --executor: invalid choice: 'gpu'"),
+], ids=["bad-value", "unknown-flag", "bad-choice"])
+def test_argparse_usage_errors_have_the_usage_code_too(
+        argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1].startswith(message)

@@ -1,7 +1,7 @@
 """A fleet of deltalog workers on a local Kafka broker: capacity scaling and takeover time.
 
     python -m bench.fleet [--tx N] [--queries Q] [--workers 1,2,3] [--rate TX_PER_S]
-                          [--warmup-tx N] [--repeats R] [--nodes N] [--tick-tx N]
+                          [--warmup-tx N] [--repeats R] [--nodes N] [--tick-max-tx N]
                           [--only capacity|takeover] [--seed S] [--workdir DIR]
 
 A `LocalBroker` is started for the run; every measurement uses topics of its own prefix, and
@@ -169,7 +169,7 @@ class WorkerProcess:
         args = [sys.executable, "-m", "workers", "worker",
                 "--bootstrap-servers", self.config.bootstrap_servers,
                 "--worker-id", self.worker_id, "--snapshot-dir", str(self.snapshot_dir), "-v"]
-        return args + ([] if self.tick_tx is None else ["--tick-tx", str(self.tick_tx)])
+        return args + ([] if self.tick_tx is None else ["--tick-max-tx", str(self.tick_tx)])
 
     def start(self) -> None:
         env = {**os.environ, "DELTALOG_TOPIC_PREFIX": self.config.topic_prefix}
@@ -355,7 +355,7 @@ def capacity_once(bootstrap: str, k: int, args: argparse.Namespace,
     watch = Watch(config)
     cpu = children_cpu_s()
     try:
-        with fleet(config, k, workdir, args.tick_tx) as workers:
+        with fleet(config, k, workdir, args.tick_max_tx) as workers:
             started = time.monotonic()
             for worker in workers:
                 worker.start()
@@ -419,7 +419,7 @@ def takeover_scenario(bootstrap: str, args: argparse.Namespace,
     watch = Watch(config)
     rows: list[TakeoverRow] = []
     try:
-        with fleet(config, 2, workdir, args.tick_tx) as workers:
+        with fleet(config, 2, workdir, args.tick_max_tx) as workers:
             for worker in workers:
                 worker.start()
             sender.start()
@@ -493,15 +493,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="takeover: transactions preloaded before the stream (default 2000)")
     parser.add_argument("--repeats", type=int, default=3, help="takeover: kills (default 3)")
     parser.add_argument("--nodes", type=int, default=50, help="graph nodes (default 50)")
-    parser.add_argument("--tick-tx", type=int,
-                        help="the workers' --tick-tx (default: the worker's own)")
+    parser.add_argument("--tick-max-tx", type=int,
+                        help="the workers' --tick-max-tx (default: the worker's own)")
     parser.add_argument("--only", choices=["capacity", "takeover"], help="run one scenario")
     parser.add_argument("--seed", type=int, default=42, help="stream seed (default 42)")
     parser.add_argument("--workdir", type=Path,
                         help="worker logs and snapshots (default a new temp dir, kept)")
     args = parser.parse_args(argv)
-    if min(args.tx, args.queries, args.repeats, args.warmup_tx + 1, args.tick_tx or 1) < 1:
-        parser.error("--tx, --queries, --repeats and --tick-tx must be positive")
+    if min(args.tx, args.queries, args.repeats, args.warmup_tx + 1, args.tick_max_tx or 1) < 1:
+        parser.error("--tx, --queries, --repeats and --tick-max-tx must be positive")
     if args.rate <= 0 or args.nodes < 2:
         parser.error("--rate must be positive and --nodes at least 2")
     return args

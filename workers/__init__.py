@@ -1,16 +1,50 @@
 """deltalog: live EDN-Datalog views, kept up to date by incremental worst-case-optimal joins.
 
-Layers, from the outside in:
+The engine (in one process, no Kafka), from the outside in:
 
 - ``engine``        the embedding API (``Engine``): transact, register, result, query
 - ``db``            transaction forms → effective delta (Datomic semantics, schema)
 - ``datalog``       EDN query → checked AST
 - ``plan``          AST → plan IR (frozen data) and ``explain``
-- ``executors``     GenericJoin over the arrangements; the delta/recursive/binary terms
+- ``executors``     GenericJoin over the arrangements, the delta/recursive/binary terms, rules;
+                    ``executors.spark`` runs the same plans on Spark
 - ``arrangements``  the EAV, AEV, AVE, VAE tries, held once and shared by every query
-- ``zset``          Z-sets and the DBSP stream operators
-- ``edn``, ``errors``, ``testing`` (the from-scratch oracle), ``cli``, ``demo``
+- ``zset``          Z-sets and the DBSP stream operators, aggregates
+- ``edn``           EDN text ↔ Python forms
+- ``errors``        every error deltalog raises, each with a stable code
+- ``testing``       the from-scratch oracle the tests check the engine against
+
+The service (the engine as a fleet of workers over Kafka):
+
+- ``kafka``         the local broker, Avro records, topics, the tx source and result sink, the
+                    clients users run (send transactions, add queries, follow results)
+- ``runtime``       the worker: ticks as Kafka transactions, recovery, snapshots, the queries it
+                    owns in the group, back-pressure, health and status
+- ``config``        the worker's settings: defaults < TOML file < ``DELTALOG_*`` < flags
+- ``metrics``       every Prometheus metric the worker exports
+- ``logs``          the command line's log format: text or JSON lines
+- ``cli``           the ``deltalog`` command (``__main__``: ``python -m workers``)
+- ``demo``          ``deltalog demo``: a broker, a worker and live queries over a real graph
+                    (``--embedded``: the engine alone)
+- ``progress``      a progress bar for ``deltalog tx --file`` and the demo
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from workers.engine import Engine
+
 __version__ = "0.1.0"
-__all__ = ["__version__"]
+__all__ = ["Engine", "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    """``workers.Engine`` imports the engine on first use: a submodule's import
+    (``workers.errors``, ``workers.edn``) need not pay its ~0.1 s."""
+    if name == "Engine":
+        from workers.engine import Engine
+
+        return Engine
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -18,17 +18,18 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import NoReturn
 
 from workers.config import WorkerConfig, from_env, masked, to_toml
 from workers.edn import dumps, read, read_all
 from workers.engine import Engine
-from workers.errors import WorkersError
+from workers.errors import ErrorCode, WorkersError
 from workers.executors.dispatch import EXECUTORS
 from workers.logs import LOG_FORMATS, configure
 from workers.plan import STRATEGIES
 
 Handler = Callable[[argparse.Namespace], int]
+SETTINGS = frozenset(setting.name for setting in dataclasses.fields(WorkerConfig))
 
 
 INPUT_HELP = ("value of the next :in binding as EDN: a scalar, [tuple], [collection], "
@@ -51,8 +52,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's own usage errors (an unknown flag, a bad value) with the code every other
+    usage error has: ``deltalog worker: error [usage]: ...``.  Subcommands inherit it."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error [{ErrorCode.USAGE.value}]: {message}\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="deltalog", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="deltalog", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
 
     demo = _command(commands, "demo", _demo, "broker + worker + live queries over a real graph")
@@ -133,25 +143,20 @@ def _worker_options(command: argparse.ArgumentParser) -> None:
                          help="where plans run: local (default), spark, or auto (large ticks "
                               "and bootstraps on Spark)")
     command.add_argument("--spark-master", help="e.g. local[*] (default) or spark://host:7077")
-    command.add_argument("--tick-tx", type=int, help="transactions per tick at most")
-    command.add_argument("--tick-ms", type=float, help="longest wait for a tick to fill (ms)")
+    command.add_argument("--tick-max-tx", type=int, help="transactions per tick at most")
+    command.add_argument("--tick-max-wait-s", type=float,
+                         help="longest an idle worker waits for a tick's first transaction (s)")
     command.add_argument("--snapshot-dir", type=Path)
-    command.add_argument("--snapshot-interval", type=float, help="seconds between snapshots")
+    command.add_argument("--snapshot-interval-s", type=float, help="seconds between snapshots")
     command.add_argument("--metrics-port", type=int)
 
 
-def _settings(args: argparse.Namespace, **overrides: Any) -> WorkerConfig:
-    """The file, the variables, then the flags (``None``: not given)."""
-    return from_env(config_file=args.config, bootstrap_servers=args.bootstrap_servers,
-                    **overrides)
-
-
-def _worker_settings(args: argparse.Namespace) -> WorkerConfig:
-    return _settings(args, worker_id=args.worker_id, strategy=args.strategy,
-                     executor=args.executor, spark_master=args.spark_master,
-                     tick_max_tx=args.tick_tx, snapshot_dir=args.snapshot_dir,
-                     snapshot_interval_s=args.snapshot_interval, metrics_port=args.metrics_port,
-                     tick_max_wait_s=None if args.tick_ms is None else args.tick_ms / 1000)
+def _settings(args: argparse.Namespace) -> WorkerConfig:
+    """The file, the variables, then the flags (``None``: not given).  A flag sets the
+    setting it is named after (``--tick-max-tx`` sets ``tick_max_tx``), so the two cannot
+    drift apart."""
+    flags = {name: value for name, value in vars(args).items() if name in SETTINGS}
+    return from_env(config_file=args.config, **flags)
 
 
 def _connected(config: WorkerConfig) -> WorkerConfig:
@@ -188,7 +193,7 @@ def _worker(args: argparse.Namespace) -> int:
     from workers.runtime.health import serve
     from workers.runtime.worker import Worker
 
-    config = _connected(_worker_settings(args))
+    config = _connected(_settings(args))
     worker = Worker(config)
     if config.metrics_port is not None:
         serve(config.metrics_port, worker.readiness)
@@ -200,7 +205,7 @@ def _worker(args: argparse.Namespace) -> int:
 
 
 def _show_config(args: argparse.Namespace) -> int:
-    shown = masked(_worker_settings(args))
+    shown = masked(_settings(args))
     sys.stdout.write(json.dumps(shown, indent=2) + "\n" if args.json else to_toml(shown))
     return 0
 
@@ -217,6 +222,9 @@ def _tx(args: argparse.Namespace) -> int:
     from workers.kafka.clients import TxProducer
     from workers.progress import ProgressBar
 
+    if args.file is None and args.edn is None:
+        raise WorkersError("give a transaction as EDN text or --file data.edn",
+                           code=ErrorCode.USAGE)
     producer = TxProducer(_config(args), source="deltalog tx")
     if args.file is not None:
         transactions = read_all(args.file.read_text())
@@ -224,10 +232,8 @@ def _tx(args: argparse.Namespace) -> int:
             for tx in transactions:
                 producer.send(tx)
                 bar.advance()
-    elif args.edn is not None:
-        producer.send(args.edn)
     else:
-        raise WorkersError("give a transaction as EDN text or --file data.edn")
+        producer.send(args.edn)
     producer.flush()
     return 0
 
@@ -235,18 +241,18 @@ def _tx(args: argparse.Namespace) -> int:
 def _query(args: argparse.Namespace) -> int:
     from workers.kafka.clients import QueryAdmin
 
+    if args.action != "ls" and args.name is None:
+        raise WorkersError(f"query {args.action} needs a NAME", code=ErrorCode.USAGE)
+    if args.action == "add" and args.edn is None:
+        raise WorkersError("query add needs NAME and the query as EDN text",
+                           code=ErrorCode.USAGE)
     admin = QueryAdmin(_config(args))
     if args.action == "ls":
         for name, registration in admin.list().items():
             inputs = " ".join(f"--input {text}" for text in registration.inputs)
             print(f"{name}\t{registration.edn}\t{inputs}".rstrip())
-        return 0
-    if args.name is None:
-        raise WorkersError(f"query {args.action} needs a NAME")
-    if args.action == "rm":
+    elif args.action == "rm":
         admin.remove(args.name)
-    elif args.edn is None:
-        raise WorkersError("query add needs NAME and the query as EDN text")
     else:
         admin.add(args.name, args.edn, args.input)
     return 0

@@ -21,6 +21,7 @@ class ErrorCode(StrEnum):
     UNKNOWN_QUERY = "unknown-query"
     DUPLICATE_QUERY = "duplicate-query"
     CONFIG = "config"
+    USAGE = "usage"  # a command given the wrong arguments, found before it does anything
     UNDECODABLE = "undecodable"
     UNKNOWN_SCHEMA = "unknown-schema"
     KAFKA = "kafka"

@@ -50,7 +50,7 @@ def test_worker_survives_broker_trouble(own_broker: LocalBroker, tmp_path: Path,
     admin = QueryAdmin(config)
     admin.add("tri", TRIANGLE)
     admin.add("reach", REACH_COUNT)
-    worker = WorkerProcess(config, tmp_path / "snapshots", tmp_path / "w.log", tick_tx=5)
+    worker = WorkerProcess(config, tmp_path / "snapshots", tmp_path / "w.log", tick_max_tx=5)
     worker.start()
     stream = random_stream(seed=17, count=900)
     sender = threading.Thread(target=send_stream, args=(config, stream, 1, 0.02))

@@ -52,7 +52,7 @@ def _wait(config: WorkerConfig, tx: int, deadline: float) -> None:
 def test_chaos_loses_and_doubles_nothing(own_broker: LocalBroker, tmp_path: Path) -> None:
     config = isolated_config(own_broker.bootstrap_servers)
     workers = [WorkerProcess(config, tmp_path / "snapshots", tmp_path / f"w{i}.log",
-                             worker_id=f"w{i}", tick_tx=200, snapshot_interval=2)
+                             worker_id=f"w{i}", tick_max_tx=200, snapshot_interval_s=2)
                for i in range(1, 5)]
     admin = QueryAdmin(config)
     for name, query in QUERIES.items():

@@ -43,7 +43,7 @@ def test_kill_9_during_a_stream_loses_and_doubles_nothing(kafka_bootstrap: str,
                                                           tmp_path: Path) -> None:
     config = isolated_config(kafka_bootstrap)
     worker = WorkerProcess(config, tmp_path / "snapshots", tmp_path / "worker.log",
-                           tick_tx=4, snapshot_interval=0.5)
+                           tick_max_tx=4, snapshot_interval_s=0.5)
     admin = QueryAdmin(config)
     admin.add("tri", TRIANGLE)
     admin.add("paths", TWO_PATH)

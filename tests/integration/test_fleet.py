@@ -44,7 +44,7 @@ QUERIES = {f"q{i}": SHAPES[i % len(SHAPES)] for i in range(8)}
 
 def _fleet(config: WorkerConfig, tmp_path: Path, ids: Sequence[str]) -> list[WorkerProcess]:
     return [WorkerProcess(config, tmp_path / f"snapshots-{i}", tmp_path / f"{i}.log",
-                          worker_id=i, tick_tx=3, snapshot_interval=1) for i in ids]
+                          worker_id=i, tick_max_tx=3, snapshot_interval_s=1) for i in ids]
 
 
 def _owners(config: WorkerConfig) -> dict[str, list[tuple[int, str]]]:
@@ -130,7 +130,7 @@ def test_a_worker_is_ready_only_once_caught_up(kafka_bootstrap: str, tmp_path: P
     stream = random_stream(seed=3, count=1500)
     send_stream(config, stream, batch=len(stream))
     port = free_port()
-    worker = WorkerProcess(config, tmp_path / "snapshots", tmp_path / "w.log", tick_tx=10,
+    worker = WorkerProcess(config, tmp_path / "snapshots", tmp_path / "w.log", tick_max_tx=10,
                            metrics_port=port, env={"DELTALOG_READY_LAG_TX": "20"})
     worker.start()
     reasons = []
@@ -158,7 +158,7 @@ def test_over_its_memory_ceiling_a_worker_slows_down_and_loses_nothing(
     stream = random_stream(seed=9, count=300)
     send_stream(config, stream, batch=len(stream))
     port = free_port()
-    worker = WorkerProcess(config, tmp_path / "snapshots", tmp_path / "w.log", tick_tx=100,
+    worker = WorkerProcess(config, tmp_path / "snapshots", tmp_path / "w.log", tick_max_tx=100,
                            metrics_port=port, env={"DELTALOG_MEMORY_LIMIT_MB": "1"})
     worker.start()
     wait_committed(config, ["tri"], len(stream) - 1, worker)

@@ -200,7 +200,7 @@ def observed(kafka_bootstrap: str,
     config = isolated_config(kafka_bootstrap)
     QueryAdmin(config).add("paths", TWO_PATH)
     port = free_port()
-    worker = WorkerProcess(config, tmp / "snapshots", tmp / "worker.log", tick_tx=1,
+    worker = WorkerProcess(config, tmp / "snapshots", tmp / "worker.log", tick_max_tx=1,
                            metrics_port=port)
     worker.start()
     try:
@@ -240,7 +240,7 @@ def test_every_dashboard_and_alert_metric_is_exported_by_a_live_worker(
     assert value["deltalog_result_rows_total", (("sign", "-"),)] == ROWS_REMOVED
     written = [c.weight for c in committed_changes(observed.config, "paths") if not c.snapshot]
     assert (written.count(1), written.count(-1)) == (ROWS_ADDED, ROWS_REMOVED)
-    # One tick per good transaction (tick_tx=1), each stepping the query once, locally.
+    # One tick per good transaction (tick_max_tx=1), each stepping the query once, locally.
     assert value["deltalog_query_steps_total", (("executor", "local"),)] == len(GOOD)
     assert value["deltalog_query_step_duration_seconds_count", (("query", "paths"),)] == len(GOOD)
     assert value["deltalog_tick_chunks_total", ()] == len(GOOD)

@@ -53,7 +53,7 @@ def worker_factory(kafka_bootstrap: str, tmp_path: Path):
 
 
 def test_two_queries_share_the_log_and_match_the_oracle_at_every_tick(worker_factory) -> None:
-    worker, config = worker_factory(tick_tx=3)
+    worker, config = worker_factory(tick_max_tx=3)
     admin = QueryAdmin(config)
     admin.add("tri", TRIANGLE)
     admin.add("paths", TWO_PATH)
@@ -70,7 +70,7 @@ def test_two_queries_share_the_log_and_match_the_oracle_at_every_tick(worker_fac
 
 
 def test_recursive_rule_with_aggregates_is_kept_through_the_worker(worker_factory) -> None:
-    worker, config = worker_factory(tick_tx=2)
+    worker, config = worker_factory(tick_max_tx=2)
     QueryAdmin(config).add("reach", REACH_COUNT)
     wait_committed(config, ["reach"], -1, worker)  # > 10 ticks: at most 2 tx a tick
     stream = random_stream(seed=11, count=60)
@@ -133,7 +133,7 @@ def test_refused_query_is_reported_and_the_worker_keeps_going(worker_factory) ->
 
 
 def test_bad_input_goes_to_the_dlq_and_the_stream_around_it_is_kept(worker_factory) -> None:
-    worker, config = worker_factory(tick_tx=1)
+    worker, config = worker_factory(tick_max_tx=1)
     admin = QueryAdmin(config)
     admin.add("tri", TRIANGLE)
     codec = AvroCodec("transaction")

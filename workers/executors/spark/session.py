@@ -54,9 +54,11 @@ def spark_session(settings: SparkSettings = SparkSettings()) -> SparkSession:
     try:
         from pyspark.sql import SparkSession
     except ImportError as error:
-        raise WorkersError("the Spark executor needs PySpark: pip install 'deltalog[spark]' "
-                           "(or pyspark>=4.0), or use executor=local",
-                           code=ErrorCode.SPARK) from error
+        # PySpark is a dependency of deltalog, not an extra: missing, the install is broken.
+        raise WorkersError("the Spark executor needs PySpark, a dependency of deltalog that "
+                           "this Python environment lacks: reinstall deltalog with its "
+                           "dependencies (pip install -e . in a checkout), or use "
+                           "executor=local", code=ErrorCode.SPARK) from error
     if settings.remote is not None:
         return _connect(SparkSession, settings)
     _require_java()

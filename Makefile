@@ -21,4 +21,4 @@ test: $(BIN)/deltalog
 	$(BIN)/python -m pytest
 
 bench: $(BIN)/deltalog
-	$(BIN)/python -m bench.run
+	$(BIN)/python -m bench.engine.latency

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from bench.run import log
-from bench.skew import measure
+from bench.engine.latency import log
+from bench.engine.skew import measure
 from workers.plan import STRATEGIES
 
 # (query, tick edge direction at the hub, hub degrees): the 4-clique's binary plan is

@@ -13,9 +13,9 @@ from typing import Any
 from edn_format import Keyword
 
 from bench.data import Fact
+from bench.engine.latency import ADD, CHUNK, RETRACT
 from bench.peers.base import Tick
 from bench.queries import Spec, edn
-from bench.run import ADD, CHUNK, RETRACT
 
 KEYWORDS: dict[str, Keyword] = {}
 

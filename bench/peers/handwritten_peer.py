@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from bench.data import Fact
-from bench.handwritten import TriangleMaintainer
+from bench.engine.handwritten import TriangleMaintainer
 from bench.peers.base import Tick
 from bench.queries import SPECS, Spec
 

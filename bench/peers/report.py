@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from bench.run import markdown_table
+from bench.engine.latency import markdown_table
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS, IMG = ROOT / "docs" / "benchmarks.md", ROOT / "docs" / "img"

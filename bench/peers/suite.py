@@ -21,7 +21,6 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from bench.closure import dag_graph
 from bench.data import (
     Fact,
     People,
@@ -32,10 +31,11 @@ from bench.data import (
     people_facts,
     powerlaw_graph,
 )
+from bench.engine.closure import dag_graph
+from bench.engine.latency import item_stream, log
 from bench.peers.base import MismatchError, Peer, PeerFailure, Tick, check_counts
 from bench.peers.registry import REFERENCE, SPARK_TARGET, make_peer
 from bench.queries import GRAPH_QUERIES, PEOPLE_QUERIES, SPECS, TO
-from bench.run import item_stream, log
 
 MAX_TICKS = {1: 40, 10: 20, 100: 10, 1000: 4, 10000: 2}  # per phase, before the budget
 MIN_CELL_S = 0.3

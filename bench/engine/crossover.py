@@ -26,8 +26,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from bench.data import Edge, endpoints, node_count, power_law_edges
-from bench.queries import QUERIES
-from bench.run import (
+from bench.engine.latency import (
     Tx,
     load_graph,
     load_ticks,
@@ -37,6 +36,7 @@ from bench.run import (
     to_tx,
     write_results,
 )
+from bench.queries import QUERIES
 from workers.engine import Engine
 from workers.executors.spark import SparkSettings
 

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.data import Edge, node_count, powerlaw_graph
+from bench.engine.latency import CHUNK, load_graph, log, markdown_table, to_tx, write_results
 from bench.queries import QUERIES
-from bench.run import CHUNK, load_graph, log, markdown_table, to_tx, write_results
 
 QUERY = "triangle"
 PEGASE = "pegase"
@@ -156,7 +156,7 @@ def measure_one(spec: str, backend: Backend, seed: int) -> dict[str, Any]:
 
 def run_child(spec: str, backend: Backend, seed: int) -> dict[str, Any]:
     """Run one measurement in a fresh interpreter and parse its JSON (stdout's last line)."""
-    cmd = [sys.executable, "-m", "bench.bootstrap", "--one", backend.kind,
+    cmd = [sys.executable, "-m", "bench.engine.bootstrap", "--one", backend.kind,
            "--graph", spec, "--seed", str(seed)]
     if backend.master is not None:
         cmd += ["--master", backend.master]

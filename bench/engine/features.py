@@ -16,7 +16,7 @@ import gc
 import random
 import time
 
-from bench.run import load_graph, markdown_table, write_results
+from bench.engine.latency import load_graph, markdown_table, write_results
 from workers.edn import keyword
 from workers.engine import Engine
 

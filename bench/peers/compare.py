@@ -19,13 +19,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.engine.latency import csv_list, log, write_results
 from bench.peers.base import MismatchError
 from bench.peers.curve import work_curve
 from bench.peers.registry import PEER_TARGETS, STRATEGY_TARGETS, versions
 from bench.peers.report import report
 from bench.peers.suite import WORKLOADS, as_json, run_suite
 from bench.queries import SPECS
-from bench.run import csv_list, log, write_results
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -50,7 +50,7 @@ from typing import Any
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from bench.run import csv_list, log, markdown_table, write_results
+from bench.engine.latency import csv_list, log, markdown_table, write_results
 from workers.config import WorkerConfig, from_env
 from workers.kafka.avro import AvroCodec
 from workers.kafka.broker import LocalBroker

@@ -32,7 +32,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from bench.data import Edge, endpoints, node_count
-from bench.run import (
+from bench.engine.latency import (
     Op,
     insert_edge,
     load_graph,

@@ -39,7 +39,7 @@ from bench.data import (
     node_count,
     power_law_edges,
 )
-from bench.handwritten import TriangleMaintainer
+from bench.engine.handwritten import TriangleMaintainer
 from bench.queries import GRAPH_QUERIES, MEMORY_KINDS, QUERIES, variants
 
 Op = tuple[bool, int, int]  # (is_add, from, to)
@@ -56,7 +56,7 @@ FALLBACK_TICKS = 20
 MEMORY_QUERIES = 100
 MEMORY_TARGET = 1.3
 HANDWRITTEN = "handwritten"
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
+RESULTS_DIR = Path(__file__).resolve().parents[1] / "results"
 ADD, RETRACT, ATTR = Keyword("db/add"), Keyword("db/retract"), Keyword("g/to")
 MIB = 1 << 20
 

@@ -1,6 +1,6 @@
-"""Markdown tables and matplotlib charts from a `bench.peers` results JSON.
+"""Markdown tables and matplotlib charts from a `python -m bench peers` results JSON.
 
-    python -m bench.peers.report bench/results/peers-<stamp>.json [--docs]
+    python -m bench peers-report bench/results/peers-<stamp>.json [--docs]
 
 Writes `<json stem>.md` next to the JSON; with `--docs` also the PNGs into docs/img/ and the
 tables into docs/benchmarks.md between the `peers:begin` / `peers:end` markers (the prose
@@ -12,11 +12,11 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.engine.latency import markdown_table
+from bench.harness import markdown_table
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS, IMG = ROOT / "docs" / "benchmarks.md", ROOT / "docs" / "img"
@@ -268,14 +268,13 @@ def report(path: Path, docs: bool) -> Path:
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.peers.report",
-                                     description=__doc__.splitlines()[0])
+def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
+    """Parse the command line."""
     parser.add_argument("json", type=Path)
     parser.add_argument("--docs", action="store_true", help="write docs/img and docs block")
-    args = parser.parse_args()
+    return parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> None:
+    """Redraw one run's report."""
     print(f"report: {report(args.json, args.docs)}")
-
-
-if __name__ == "__main__":
-    main()

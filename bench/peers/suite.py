@@ -22,18 +22,21 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from bench.data import (
+    Edge,
     Fact,
     People,
+    Tick,
+    dag_graph,
     draw_fact,
     edge_facts,
     endpoints,
+    item_stream,
     load_pegase13659_edges,
     people_facts,
     powerlaw_graph,
 )
-from bench.engine.closure import dag_graph
-from bench.engine.latency import item_stream, log
-from bench.peers.base import MismatchError, Peer, PeerFailure, Tick, check_counts
+from bench.harness import MismatchError, log
+from bench.peers.base import Peer, PeerFailure, check_counts
 from bench.peers.registry import REFERENCE, SPARK_TARGET, make_peer
 from bench.queries import GRAPH_QUERIES, PEOPLE_QUERIES, SPECS, TO
 
@@ -111,7 +114,7 @@ def graph_draw(nodes: list[int]) -> Callable[[random.Random], Fact]:
     return lambda rng: (TO, rng.choice(nodes), rng.choice(nodes))
 
 
-def graph_workload(name: str, label: str, edges: list[tuple[int, int]],
+def graph_workload(name: str, label: str, edges: list[Edge],
                    queries: tuple[str, ...]) -> Workload:
     nodes = sorted(endpoints(edges))
     return Workload(name, f"{label}: {len(edges):,} edges, {len(nodes):,} nodes",

@@ -7,7 +7,7 @@
 3. Latency: send at half that rate (``--load``); for each transaction, the time from its send to the
    moment the first progress record covering it is visible to a ``read_committed`` consumer.
 
-    python -m bench.pipeline [--tx 20000] [--latency-seconds 20]
+    python -m bench pipeline [--tx 20000] [--latency-seconds 20]
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -40,13 +41,17 @@ LOAD_CHUNK = 2000
 PACE_S = 0.005  # the latency run sends the transactions due every 5 ms
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
+    """Parse the command line."""
     parser.add_argument("--tx", type=int, default=20000, help="transactions in the throughput run")
     parser.add_argument("--latency-seconds", type=float, default=20.0)
     parser.add_argument("--load", type=float, default=0.5,
                         help="latency run rate as a fraction of the measured throughput")
-    args = parser.parse_args()
+    return parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> None:
+    """Load the grid through a worker, then measure throughput and latency."""
     edges = load_pegase_edges()
     with tempfile.TemporaryDirectory() as scratch, LocalBroker(Path(scratch) / "kafka") as broker:
         config = from_env({}, bootstrap_servers=broker.bootstrap_servers)
@@ -207,7 +212,3 @@ class ProgressWatch:
     def seen_at(self, offset: int) -> float:
         with self._lock:
             return next(at for tx_last, at in self._marks if tx_last >= offset)
-
-
-if __name__ == "__main__":
-    main()

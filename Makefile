@@ -17,8 +17,8 @@ demo: $(BIN)/deltalog
 
 test: $(BIN)/deltalog
 	$(BIN)/ruff check workers tests bench
-	$(BIN)/mypy workers
+	$(BIN)/mypy workers bench
 	$(BIN)/python -m pytest
 
 bench: $(BIN)/deltalog
-	$(BIN)/python -m bench.engine.latency
+	$(BIN)/python -m bench

@@ -22,11 +22,12 @@ import tempfile
 import threading
 import time
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from bench.data import load_pegase_edges
+from bench.data import Edge, load_pegase_edges
 from workers.config import WorkerConfig, from_env
 from workers.edn import keyword
 from workers.kafka.avro import AvroCodec
@@ -84,7 +85,8 @@ def _start_worker(config: WorkerConfig, scratch: Path) -> subprocess.Popen[bytes
 def _edge_stream(edges: list[tuple[int, int]], count: int, seed: int) -> list[bytes]:
     """Encoded single-edge transactions: retract a present edge or add it back."""
     rng, codec = random.Random(seed), AvroCodec("transaction")
-    present, absent, stream = set(edges), [], []
+    present, stream = set(edges), []
+    absent: list[Edge] = []
     for _ in range(count):
         if absent and rng.random() < 0.5:
             edge = absent.pop(rng.randrange(len(absent)))
@@ -138,7 +140,7 @@ def _latency(config: WorkerConfig, progress: ProgressWatch, stream: list[bytes],
         now = time.perf_counter()
         due = min(count, int((now - start) * rate) + 1)
         for value in stream[sent:due]:
-            producer.produce(topic, value, on_delivery=lambda e, m, t=now: delivered(e, m, t))
+            producer.produce(topic, value, on_delivery=partial(delivered, started=now))
         sent = due
         producer.poll(0)
         time.sleep(PACE_S)
@@ -193,8 +195,8 @@ class ProgressWatch:
     def _follow(self) -> None:
         while True:
             for message in self._consumer.consume(1000, 0):
-                if message.error() is None:
-                    tx_last = self._codec.decode(message.value())["tx_last"]
+                if message.error() is None and (value := message.value()) is not None:
+                    tx_last = self._codec.decode(value)["tx_last"]
                     with self._lock:
                         if not self._marks or tx_last > self._marks[-1][0]:
                             self._marks.append((tx_last, time.perf_counter()))

@@ -144,7 +144,7 @@ def markdown(payload: dict[str, Any], images: Iterable[str]) -> str:
                 parts += ["", "Elements touched per changed fact:", "",
                           work_table(payload, w["name"], query)]
     if payload.get("curve"):
-        parts += ["", "**Work against hub degree** (`bench.skew` instance):", "",
+        parts += ["", "**Work against hub degree** (`python -m bench skew`'s instance):", "",
                   curve_table(payload)]
     parts += [""] + [f"![{Path(i).stem}](img/{Path(i).name})" for i in images]
     return "\n".join(parts) + "\n"

@@ -12,11 +12,11 @@ demo: java $(BIN)/deltalog
 
 test: java prometheus $(BIN)/deltalog
 	$(BIN)/ruff check workers tests bench
-	$(BIN)/mypy workers
+	$(BIN)/mypy workers bench
 	$(BIN)/python -m pytest
 
 bench: $(BIN)/deltalog
-	$(BIN)/python -m bench.run
+	$(BIN)/python -m bench
 
 # The package with its development extras, in a virtualenv made on first use.
 $(BIN)/deltalog: pyproject.toml

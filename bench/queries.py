@@ -2,7 +2,7 @@
 translated from the same data for every peer (SQL, Cypher, dataflow join chains).
 
 Graph queries read `[?x :g/to ?y]` edges; the people queries read entity-centric facts
-(`bench.data.people_facts`); `tc` is the transitive closure rule of `bench.closure`.
+(`bench.data.people_facts`); `tc` is the transitive closure rule of `bench.engine.closure`.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """Peers: the systems a user would pick instead of deltalog, behind one interface.
 
 Each adapter loads facts, keeps one query's result through ticks of adds and retracts and
-returns each tick's change count (`base.Peer`). `registry.make_peers` builds them by name;
+returns each tick's change count (`base.Peer`). `registry.make_peer` builds them by name;
 `suite` runs them side by side and checks every count against deltalog's; `report` turns the
-JSON into tables and charts. `python -m bench.peers --help` is the command.
+JSON into tables and charts. `python -m bench peers --help` is the command.
 """
-
-from bench.peers.base import MismatchError, Peer, PeerFailure, SetChanges, Tick, check_counts
-
-__all__ = ["MismatchError", "Peer", "PeerFailure", "SetChanges", "Tick", "check_counts"]

@@ -10,57 +10,13 @@ it tick by tick.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from bench.data import Fact
+from bench.data import Fact, Tick
+from bench.harness import MismatchError
 from bench.queries import Spec
-
-
-@dataclass(frozen=True)
-class Tick:
-    """One tick's net change: facts added (absent before) and retracted (present before)."""
-
-    adds: tuple[Fact, ...] = ()
-    removes: tuple[Fact, ...] = ()
-
-    @classmethod
-    def of(cls, ops: Iterable[tuple[bool, Fact]]) -> Tick:
-        """A tick from (is_add, fact) ops."""
-        ops = list(ops)
-        return cls(tuple(f for add, f in ops if add), tuple(f for add, f in ops if not add))
-
-    @classmethod
-    def net(cls, ticks: Iterable[Tick]) -> Tick:
-        """The net effect of consecutive ticks, as one tick (a fact added then retracted
-        cancels): how a peer that ran out of time catches up with the stream."""
-        weight: dict[Fact, int] = {}
-        for tick in ticks:
-            for f in tick.adds:
-                weight[f] = weight.get(f, 0) + 1
-            for f in tick.removes:
-                weight[f] = weight.get(f, 0) - 1
-        return cls(
-            tuple(f for f, w in weight.items() if w > 0),
-            tuple(f for f, w in weight.items() if w < 0),
-        )
-
-    def __len__(self) -> int:
-        return len(self.adds) + len(self.removes)
-
-    def to_json(self) -> dict[str, list[Fact]]:
-        return {"adds": list(self.adds), "removes": list(self.removes)}
-
-    @classmethod
-    def from_json(cls, data: dict[str, list[list[object]]]) -> Tick:
-        return cls(*(tuple(as_fact(f) for f in data[k]) for k in ("adds", "removes")))
-
-
-def as_fact(item: Sequence[object]) -> Fact:
-    """A fact decoded from JSON (a list) back into a tuple."""
-    attribute, entity, value = item
-    return str(attribute), int(entity), int(value)  # type: ignore[call-overload]
 
 
 class Peer(Protocol):
@@ -84,10 +40,6 @@ class Peer(Protocol):
     def close(self) -> None:
         """Release the peer's resources (connections, processes, threads)."""
         ...
-
-
-class MismatchError(RuntimeError):
-    """A peer's per-tick change count differs from the reference's: the run is invalid."""
 
 
 class PeerFailure(RuntimeError):

@@ -1,6 +1,6 @@
 """Work against hub degree: the skew question answered with the engine's own counters.
 
-`bench.skew`'s instance (a hub with n out-edges into a ring) with single-edge ticks at the
+`bench.engine.skew`'s instance (a hub with n out-edges into a ring) with single-edge ticks at the
 hub, per strategy: the elements the executor touched (`engine.last_work`) and the latency.
 Work counters do not depend on the machine or on what else runs on it, so the curve's shape
 (constant, linear, quadratic in n) is the evidence; the latencies only illustrate it.
@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from bench.run import log
-from bench.skew import measure
+from bench.engine.skew import measure
+from bench.harness import log
 from workers.plan import STRATEGIES
 
 # (query, tick edge direction at the hub, hub degrees): the 4-clique's binary plan is

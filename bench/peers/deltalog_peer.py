@@ -10,24 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from edn_format import Keyword
-
-from bench.data import Fact
-from bench.peers.base import Tick
+from bench.data import Fact, Tick
+from bench.engine.tx import ADD, CHUNK, RETRACT, Tx
 from bench.queries import Spec, edn
-from bench.run import ADD, CHUNK, RETRACT
-
-KEYWORDS: dict[str, Keyword] = {}
+from workers.edn import keyword  # interned: building one costs more than the datom around it
 
 
-def keyword(attribute: str) -> Keyword:
-    """Interned attribute keywords: building one costs more than the datom around it."""
-    if attribute not in KEYWORDS:
-        KEYWORDS[attribute] = Keyword(attribute)
-    return KEYWORDS[attribute]
-
-
-def to_tx(tick: Tick) -> list[list[Any]]:
+def to_tx(tick: Tick) -> Tx:
     """A tick as already-parsed EDN transaction forms (retracts first, like the peers)."""
     return [[RETRACT, e, keyword(a), v] for a, e, v in tick.removes] + [
         [ADD, e, keyword(a), v] for a, e, v in tick.adds

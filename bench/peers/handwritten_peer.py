@@ -1,17 +1,16 @@
-"""The hand-written dict-of-sets triangle maintainer (`bench.handwritten`) as a peer: the
+"""The hand-written dict-of-sets triangle maintainer (`bench.engine.handwritten`) as a peer: the
 floor a specialised program reaches for the one query it was written for."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bench.data import Fact
-from bench.handwritten import TriangleMaintainer
-from bench.peers.base import Tick
+from bench.data import Edge, Fact, Tick
+from bench.engine.handwritten import TriangleMaintainer
 from bench.queries import SPECS, Spec
 
 
-def edges(facts: Sequence[Fact]) -> list[tuple[int, int]]:
+def edges(facts: Sequence[Fact]) -> list[Edge]:
     return [(e, v) for _, e, v in facts]
 
 

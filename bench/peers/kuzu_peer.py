@@ -13,8 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from bench.data import Fact
-from bench.peers.base import Tick
+from bench.data import Fact, Tick
 from bench.peers.translate import table, to_cypher
 from bench.queries import Spec
 

@@ -15,8 +15,8 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from bench.data import Fact
-from bench.peers.base import SetChanges, Tick
+from bench.data import Fact, Tick
+from bench.peers.base import SetChanges
 from bench.peers.translate import join_chain, variables
 from bench.queries import Clause, Spec
 

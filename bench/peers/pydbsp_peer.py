@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.data import Fact, cache_dir
-from bench.peers.base import SetChanges, Tick
+from bench.data import Fact, Tick, cache_dir
+from bench.peers.base import SetChanges
 from bench.peers.translate import binding, join_chain, matches, variables
 from bench.queries import Clause, Spec
 

@@ -11,8 +11,8 @@ import importlib.util
 import sqlite3
 from collections.abc import Callable, Sequence
 
-from bench.data import Fact
-from bench.peers.base import Peer, Tick
+from bench.data import Fact, Tick
+from bench.peers.base import Peer
 from bench.peers.deltalog_peer import Deltalog
 from bench.peers.handwritten_peer import Handwritten
 from bench.peers.kuzu_peer import KuzuRecompute

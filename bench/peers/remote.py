@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.data import Fact
-from bench.peers.base import PeerFailure, Tick
+from bench.data import Fact, Tick
+from bench.peers.base import PeerFailure
 from bench.queries import Spec
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,6 +1,6 @@
-"""Markdown tables and matplotlib charts from a `bench.peers` results JSON.
+"""Markdown tables and matplotlib charts from a `python -m bench peers` results JSON.
 
-    python -m bench.peers.report bench/results/peers-<stamp>.json [--docs]
+    python -m bench peers-report bench/results/peers-<stamp>.json [--docs]
 
 Writes `<json stem>.md` next to the JSON; with `--docs` also the PNGs into docs/img/ and the
 tables into docs/benchmarks.md between the `peers:begin` / `peers:end` markers (the prose
@@ -12,11 +12,12 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from bench.run import markdown_table
+from bench.harness import markdown_table
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS, IMG = ROOT / "docs" / "benchmarks.md", ROOT / "docs" / "img"
@@ -143,7 +144,7 @@ def markdown(payload: dict[str, Any], images: Iterable[str]) -> str:
                 parts += ["", "Elements touched per changed fact:", "",
                           work_table(payload, w["name"], query)]
     if payload.get("curve"):
-        parts += ["", "**Work against hub degree** (`bench.skew` instance):", "",
+        parts += ["", "**Work against hub degree** (`python -m bench skew`'s instance):", "",
                   curve_table(payload)]
     parts += [""] + [f"![{Path(i).stem}](img/{Path(i).name})" for i in images]
     return "\n".join(parts) + "\n"
@@ -152,11 +153,22 @@ def markdown(payload: dict[str, Any], images: Iterable[str]) -> str:
 # --- charts -----------------------------------------------------------------------------
 
 
+def latency_panels(payload: dict[str, Any], workload: dict[str, Any]) -> list[str]:
+    """The queries of `workload` that ran, one latency panel each."""
+    return [q for q in workload["queries"] if runs_of(payload, workload["name"], q)]
+
+
+def work_panels(payload: dict[str, Any]) -> list[tuple[str, str]]:
+    """The (workload, query) pairs the strategies ran on, one work panel each."""
+    return [(w["name"], q) for w in payload["workloads"] for q in w["queries"]
+            if has_strategies(payload, w["name"], q)]
+
+
 def plot_latency(payload: dict[str, Any], workload: dict[str, Any], path: Path) -> None:
     """One panel per query: median latency per tick against tick size, a line per target."""
     import matplotlib.pyplot as plt
 
-    queries = [q for q in workload["queries"] if runs_of(payload, workload["name"], q)]
+    queries = latency_panels(payload, workload)
     fig, axes = plt.subplots(1, len(queries), figsize=(4.2 * len(queries), 3.6), squeeze=False)
     for ax, query in zip(axes[0], queries, strict=True):
         for run in runs_of(payload, workload["name"], query):
@@ -202,8 +214,7 @@ def plot_work(payload: dict[str, Any], path: Path) -> None:
     """Elements per changed fact against tick size, per graph workload and query."""
     import matplotlib.pyplot as plt
 
-    panels = [(w["name"], q) for w in payload["workloads"] for q in w["queries"]
-              if has_strategies(payload, w["name"], q)]
+    panels = work_panels(payload)
     cols = 4
     rows = (len(panels) + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3.2 * rows), squeeze=False)
@@ -226,23 +237,32 @@ def plot_work(payload: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
+def planned_charts(payload: dict[str, Any]) -> dict[str, Callable[[Path], None]]:
+    """File name -> drawing function of every chart with something to draw (a chart of no
+    panels is no chart: matplotlib refuses a grid of 0 rows or columns)."""
+    plans: dict[str, Callable[[Path], None]] = {
+        f"peers-{w['name']}.png": partial(plot_latency, payload, w)
+        for w in payload["workloads"] if latency_panels(payload, w)
+    }
+    if payload.get("curve"):
+        plans["skew-work-curve.png"] = partial(plot_curve, payload)
+    if work_panels(payload):
+        plans["work-per-change.png"] = partial(plot_work, payload)
+    return plans
+
+
 def charts(payload: dict[str, Any], directory: Path) -> list[Path]:
     """Every chart of the run, as PNG files in `directory`."""
+    plans = planned_charts(payload)
+    if not plans:
+        return []
     import matplotlib
 
     matplotlib.use("Agg")
     directory.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for workload in payload["workloads"]:
-        path = directory / f"peers-{workload['name']}.png"
-        plot_latency(payload, workload, path)
-        paths.append(path)
-    if payload.get("curve"):
-        paths.append(directory / "skew-work-curve.png")
-        plot_curve(payload, paths[-1])
-    paths.append(directory / "work-per-change.png")
-    plot_work(payload, paths[-1])
-    return paths
+    for name, draw in plans.items():
+        draw(directory / name)
+    return [directory / name for name in plans]
 
 
 def write_docs(text: str) -> None:
@@ -268,14 +288,13 @@ def report(path: Path, docs: bool) -> Path:
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.peers.report",
-                                     description=__doc__.splitlines()[0])
+def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
+    """Parse the command line."""
     parser.add_argument("json", type=Path)
     parser.add_argument("--docs", action="store_true", help="write docs/img and docs block")
-    args = parser.parse_args()
+    return parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> None:
+    """Redraw one run's report."""
     print(f"report: {report(args.json, args.docs)}")
-
-
-if __name__ == "__main__":
-    main()

@@ -10,8 +10,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from bench.data import Fact
-from bench.peers.base import Tick
+from bench.data import Fact, Tick
 from bench.peers.translate import table, to_sql
 from bench.queries import Spec
 

@@ -21,21 +21,24 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from bench.closure import dag_graph
 from bench.data import (
+    Edge,
     Fact,
     People,
+    Tick,
+    dag_graph,
     draw_fact,
     edge_facts,
     endpoints,
+    item_stream,
     load_pegase13659_edges,
     people_facts,
     powerlaw_graph,
 )
-from bench.peers.base import MismatchError, Peer, PeerFailure, Tick, check_counts
+from bench.harness import MismatchError, log
+from bench.peers.base import Peer, PeerFailure, check_counts
 from bench.peers.registry import REFERENCE, SPARK_TARGET, make_peer
 from bench.queries import GRAPH_QUERIES, PEOPLE_QUERIES, SPECS, TO
-from bench.run import item_stream, log
 
 MAX_TICKS = {1: 40, 10: 20, 100: 10, 1000: 4, 10000: 2}  # per phase, before the budget
 MIN_CELL_S = 0.3
@@ -111,7 +114,7 @@ def graph_draw(nodes: list[int]) -> Callable[[random.Random], Fact]:
     return lambda rng: (TO, rng.choice(nodes), rng.choice(nodes))
 
 
-def graph_workload(name: str, label: str, edges: list[tuple[int, int]],
+def graph_workload(name: str, label: str, edges: list[Edge],
                    queries: tuple[str, ...]) -> Workload:
     nodes = sorted(endpoints(edges))
     return Workload(name, f"{label}: {len(edges):,} edges, {len(nodes):,} nodes",

@@ -14,7 +14,8 @@ import time
 import traceback
 from typing import Any
 
-from bench.peers.base import Peer, Tick, as_fact
+from bench.data import Tick, as_fact
+from bench.peers.base import Peer
 from bench.queries import SPECS
 
 

@@ -1,11 +1,13 @@
-"""The pure logic behind `python -m bench.peers`: ticks, count checks, set changes,
+"""The pure logic behind `python -m bench peers`: ticks, count checks, set changes,
 query translation and the catch-up / stop rules."""
 
 import sqlite3
 
 import pytest
 
-from bench.peers.base import MismatchError, SetChanges, Tick, check_counts
+from bench.data import Tick
+from bench.harness import MismatchError
+from bench.peers.base import SetChanges, check_counts
 from bench.peers.suite import Cell, predicted_s
 from bench.peers.translate import join_chain, to_cypher, to_sql
 from bench.queries import SPECS, render

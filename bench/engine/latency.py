@@ -1,8 +1,9 @@
 """Latency / throughput / memory benchmark of the deltalog engine on the PEGASE 9241 grid.
 
-    python -m bench.run [--quick] [--ticks N] [--sizes 1,100,1000]
-                        [--strategies delta,recursive,binary] [--queries triangle,4cycle,2path]
-                        [--graph pegase|powerlaw] [--seed S] [--memory]
+    python -m bench latency [--quick] [--ticks N] [--sizes 1,100,1000]
+                            [--strategies delta,recursive,binary]
+                            [--queries triangle,4cycle,2path]
+                            [--graph pegase|powerlaw] [--seed S] [--memory]
 
 Each (query, strategy) gets a fresh engine, the graph is loaded in chunks of edges, then the
 same seeded stream of ticks (retract an existing edge or add a new random one, 50/50) is
@@ -15,49 +16,39 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
-import math
 import random
 import statistics
-import sys
-import time
 import tracemalloc
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from functools import partial
-from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from edn_format import Keyword
-
-from bench.data import (
-    PANDAPOWER_VERSION,
-    Edge,
-    endpoints,
-    load_pegase_edges,
-    node_count,
-    power_law_edges,
+from bench.data import Edge, Op, endpoints, item_stream, load_graph, node_count
+from bench.engine.handwritten import TriangleMaintainer
+from bench.engine.tx import Tx, load_ticks, to_tx
+from bench.harness import (
+    Results,
+    csv_list,
+    log,
+    markdown_table,
+    mismatch,
+    percentile,
+    positive_ints,
+    time_calls,
 )
-from bench.handwritten import TriangleMaintainer
 from bench.queries import GRAPH_QUERIES, MEMORY_KINDS, QUERIES, variants
 
-Op = tuple[bool, int, int]  # (is_add, from, to)
-Tick = list[Op]
-Tx = list[list[Any]]
 Changes = dict[tuple[Any, ...], int]
 P = TypeVar("P")
 R = TypeVar("R")
-Item = TypeVar("Item", bound=tuple[Any, ...])
 
-CHUNK = 2000
 DEFAULT_TICKS = {1: 200, 100: 50, 1000: 10}
 FALLBACK_TICKS = 20
 MEMORY_QUERIES = 100
 MEMORY_TARGET = 1.3
 HANDWRITTEN = "handwritten"
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
-ADD, RETRACT, ATTR = Keyword("db/add"), Keyword("db/retract"), Keyword("g/to")
 MIB = 1 << 20
 
 
@@ -69,16 +60,12 @@ class EngineLike(Protocol):
     def transact(self, tx: Tx) -> Mapping[str, Mapping[tuple[Any, ...], int]]: ...
 
 
-class MismatchError(RuntimeError):
-    """The engine's changes differ from the hand-written maintainer's."""
-
-
 @dataclass(frozen=True)
 class Phase:
     """A run of ticks that all have `size` edge ops."""
 
     size: int
-    ticks: list[Tick]
+    ticks: list[list[Op]]
 
 
 @dataclass
@@ -110,16 +97,6 @@ class Stats:
 # --- graph and stream -------------------------------------------------------------------
 
 
-def load_graph(name: str, seed: int) -> tuple[list[Edge], str]:
-    """The benchmark graph and a label; PEGASE falls back to power-law if it can't be fetched."""
-    if name == "pegase":
-        try:
-            return load_pegase_edges(), f"PEGASE 9241 (pandapower {PANDAPOWER_VERSION})"
-        except (OSError, RuntimeError) as exc:
-            log(f"PEGASE unavailable ({exc}); falling back to a power-law graph")
-    return power_law_edges(9241, 14232, seed), f"power-law n=9241 m=14232 seed={seed}"
-
-
 def make_stream(edges: list[Edge], plan: list[tuple[int, int]], seed: int) -> list[Phase]:
     """Seeded ticks following `plan` [(size, ticks)], applied in order from `edges`.
 
@@ -137,67 +114,7 @@ def make_stream(edges: list[Edge], plan: list[tuple[int, int]], seed: int) -> li
     ]
 
 
-def item_stream(
-    items: Sequence[Item],
-    plan: list[tuple[int, int]],
-    seed: int,
-    draw: Callable[[random.Random], Item],
-    valid: Callable[[Item], bool],
-) -> list[tuple[int, list[list[tuple[bool, Item]]]]]:
-    """Seeded ticks of (is_add, item) over a set of items, following `plan` [(size, ticks)].
-
-    Each op retracts a uniformly chosen present item or adds a new `draw`n `valid` one
-    (50/50), so every retract hits a present item and every add an absent one; no item is
-    touched twice within one tick.
-    """
-    rng = random.Random(seed)
-    present = list(items)
-    index = {item: i for i, item in enumerate(present)}
-    phases = []
-    for size, count in plan:
-        ticks = []
-        for _ in range(count):
-            tick: list[tuple[bool, Item]] = []
-            touched: set[Item] = set()
-            while len(tick) < size:
-                retract = rng.random() < 0.5 and bool(present)
-                item = present[rng.randrange(len(present))] if retract else draw(rng)
-                if item in touched or not valid(item) or (not retract and item in index):
-                    continue
-                touched.add(item)
-                (remove_edge if retract else insert_edge)(present, index, item)
-                tick.append((not retract, item))
-            ticks.append(tick)
-        phases.append((size, ticks))
-    return phases
-
-
-def insert_edge(present: list[Item], index: dict[Item, int], edge: Item) -> None:
-    """Append `edge` (any item) to the indexed list."""
-    index[edge] = len(present)
-    present.append(edge)
-
-
-def remove_edge(present: list[Item], index: dict[Item, int], edge: Item) -> None:
-    """Swap-remove `edge` (any item) from the indexed list in O(1)."""
-    i = index.pop(edge)
-    last = present.pop()
-    if last != edge:
-        present[i] = last
-        index[last] = i
-
-
-def load_ticks(edges: list[Edge]) -> list[Tick]:
-    """The initial load as add-only ticks of CHUNK edges."""
-    return [[(True, u, v) for u, v in edges[i : i + CHUNK]] for i in range(0, len(edges), CHUNK)]
-
-
-def to_tx(tick: Tick) -> Tx:
-    """A tick as already-parsed EDN transaction forms."""
-    return [[ADD if is_add else RETRACT, u, ATTR, v] for is_add, u, v in tick]
-
-
-def to_pairs(tick: Tick) -> tuple[list[Edge], list[Edge]]:
+def to_pairs(tick: list[Op]) -> tuple[list[Edge], list[Edge]]:
     """A tick as (adds, removes) edge lists for the hand-written maintainer."""
     return [(u, v) for a, u, v in tick if a], [(u, v) for a, u, v in tick if not a]
 
@@ -229,17 +146,6 @@ def loaded_maintainer(load: list[tuple[list[Edge], list[Edge]]]) -> TriangleMain
     for adds, removes in load:
         maintainer.apply(adds, removes)
     return maintainer
-
-
-def time_calls(apply: Callable[[P], R], payloads: Sequence[P]) -> tuple[list[int], list[R]]:
-    """Call `apply` on each payload; return per-call latencies (ns) and the results."""
-    latencies, results = [], []
-    for payload in payloads:
-        start = time.perf_counter_ns()
-        result = apply(payload)
-        latencies.append(time.perf_counter_ns() - start)
-        results.append(result)
-    return latencies, results
 
 
 def trace(
@@ -283,19 +189,8 @@ def check(got: Trace, want: Trace, label: str, sizes: list[int]) -> None:
     for name, got_ticks, want_ticks in streams:
         for i, (g, w) in enumerate(zip(got_ticks, want_ticks, strict=True)):
             if g != w:
-                extra = {row: n for row, n in g.items() if w.get(row) != n}
-                missing = {row: n for row, n in w.items() if g.get(row) != n}
-                raise MismatchError(
-                    f"{label}: {name} transaction {i} disagrees with the hand-written "
-                    f"maintainer; engine-only {sample(extra)}, handwritten-only {sample(missing)}"
-                )
-
-
-def sample(changes: Changes, limit: int = 5) -> str:
-    """A short printable excerpt of a change set."""
-    items = sorted(changes.items(), key=repr)
-    more = f" ... (+{len(items) - limit})" if len(items) > limit else ""
-    return f"{dict(items[:limit])}{more}"
+                raise mismatch(f"{label}: {name} transaction {i} disagrees with the "
+                               "hand-written maintainer", g, w, ("engine", HANDWRITTEN))
 
 
 def traced_memory(build: Callable[[], object]) -> tuple[int, int]:
@@ -313,12 +208,6 @@ def traced_memory(build: Callable[[], object]) -> tuple[int, int]:
 
 
 # --- reporting --------------------------------------------------------------------------
-
-
-def percentile(values: list[int], q: float) -> int:
-    """Nearest-rank percentile."""
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
 
 
 def summarise(
@@ -347,24 +236,16 @@ def summarise(
     ]
 
 
-def print_table(rows: list[Stats]) -> None:
-    """Print the latency table, one block per (query, tick size)."""
-    header = (
-        f"{'query':<9} {'k':>5} {'strategy':<12} {'ticks':>5} {'median ms':>10} "
-        f"{'p99 ms':>10} {'ops/s':>11} {'load s':>8} {'peak MiB':>9} {'live MiB':>9}"
-    )
-    print(header)
-    print("-" * len(header))
-    previous = None
-    for r in rows:
-        if previous is not None and (r.query, r.size) != previous:
-            print()
-        previous = (r.query, r.size)
-        print(
-            f"{r.query:<9} {r.size:>5} {r.strategy:<12} {r.ticks:>5} {r.median_ms:>10.3f} "
-            f"{r.p99_ms:>10.3f} {r.ops_per_s:>11.1f} {r.load_s:>8.2f} "
-            f"{r.mem_peak_mib:>9.1f} {r.mem_current_mib:>9.1f}"
-        )
+def table(rows: list[Stats]) -> str:
+    """The latency table, rows grouped by (query, tick size)."""
+    headers = ["query", "k", "strategy", "ticks", "median ms", "p99 ms", "ops/s", "load s",
+               "peak MiB", "live MiB"]
+    return markdown_table(headers, [
+        [r.query, str(r.size), r.strategy, str(r.ticks), f"{r.median_ms:.3f}",
+         f"{r.p99_ms:.3f}", f"{r.ops_per_s:.1f}", f"{r.load_s:.2f}", f"{r.mem_peak_mib:.1f}",
+         f"{r.mem_current_mib:.1f}"]
+        for r in rows
+    ])
 
 
 def ratios(rows: list[Stats]) -> dict[str, float]:
@@ -372,27 +253,6 @@ def ratios(rows: list[Stats]) -> dict[str, float]:
     single = {r.strategy: r.median_ms for r in rows if r.query == "triangle" and r.size == 1}
     base = single.pop(HANDWRITTEN, None)
     return {s: m / base for s, m in single.items()} if base else {}
-
-
-def log(message: str) -> None:
-    """Progress to stderr."""
-    print(message, file=sys.stderr, flush=True)
-
-
-def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """A right-aligned markdown table, pasteable into docs as is."""
-    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---:" for _ in headers) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-def write_results(payload: dict[str, Any], started: time.struct_time, script: str = "") -> Path:
-    """Write a run's results to bench/results/[<script>-]<start timestamp>.json."""
-    RESULTS_DIR.mkdir(exist_ok=True)
-    stamp = time.strftime("%Y%m%dT%H%M%S", started)
-    path = RESULTS_DIR / f"{script}-{stamp}.json" if script else RESULTS_DIR / f"{stamp}.json"
-    path.write_text(json.dumps(payload, indent=2) + "\n")
-    return path
 
 
 # --- scenarios --------------------------------------------------------------------------
@@ -455,32 +315,22 @@ def memory_scenario(edges: list[Edge], strategies: list[str]) -> list[dict[str, 
     return results
 
 
-def print_memory(results: list[dict[str, Any]]) -> None:
-    """Print the 1-vs-many-queries memory table."""
+def memory_table(results: list[dict[str, Any]]) -> str:
+    """The 1-vs-many-queries memory table, with the verdict against MEMORY_TARGET."""
     n = str(MEMORY_QUERIES)
-    print(
-        f"{'strategy':<12} {'1 query MiB':>12} {n + ' queries MiB':>16} {'ratio':>7}  "
-        f"target < {MEMORY_TARGET}"
+    return markdown_table(
+        ["strategy", "1 query MiB", f"{n} queries MiB", "ratio", f"target < {MEMORY_TARGET}"],
+        [[r["strategy"], f"{r['1']['current_mib']:.1f}", f"{r[n]['current_mib']:.1f}",
+          f"{r['ratio']:.2f}", "ok" if r["ratio"] < MEMORY_TARGET else "OVER"]
+         for r in results],
     )
-    for r in results:
-        verdict = "ok" if r["ratio"] < MEMORY_TARGET else "OVER"
-        print(
-            f"{r['strategy']:<12} {r['1']['current_mib']:>12.1f} {r[n]['current_mib']:>16.1f} "
-            f"{r['ratio']:>7.2f}  {verdict}"
-        )
 
 
 # --- command line -----------------------------------------------------------------------
 
 
-def csv_list(text: str) -> list[str]:
-    """Split a comma-separated flag value."""
-    return [item.strip() for item in text.split(",") if item.strip()]
-
-
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
+def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
     """Parse and validate the command line."""
-    parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.split("\n")[0])
     parser.add_argument(
         "--ticks",
         type=int,
@@ -489,8 +339,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--sizes",
-        type=csv_list,
-        default=["1", "100", "1000"],
+        type=positive_ints,
+        default=[1, 100, 1000],
         help="edge ops per tick (default 1,100,1000)",
     )
     parser.add_argument(
@@ -522,12 +372,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     unknown = set(args.queries) - set(GRAPH_QUERIES)
     if unknown:
         parser.error(f"unknown queries {sorted(unknown)}; choose from {list(GRAPH_QUERIES)}")
-    try:
-        args.sizes = [int(s) for s in args.sizes]
-    except ValueError:
-        parser.error("--sizes takes comma-separated integers")
-    if any(s < 1 for s in args.sizes) or (args.ticks is not None and args.ticks < 1):
-        parser.error("--sizes and --ticks must be positive")
+    if args.ticks is not None and args.ticks < 1:
+        parser.error("--ticks must be positive")
     return args
 
 
@@ -540,39 +386,23 @@ def tick_plan(args: argparse.Namespace) -> list[tuple[int, int]]:
     return plan
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Run the selected scenario; an engine/baseline disagreement exits with status 1."""
-    try:
-        run(parse_args(argv))
-    except MismatchError as exc:
-        sys.exit(f"error: {exc}")
-
-
 def run(args: argparse.Namespace) -> None:
     """Run the selected scenario, print tables and write the JSON results."""
-    started = time.localtime()
+    output = Results("latency", args)
     edges, graph = load_graph(args.graph, args.seed)
     nodes = node_count(edges)
     print(f"graph: {graph}: {len(edges)} directed edges, {nodes} nodes")
-    payload: dict[str, Any] = {
-        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z", started),
-        "args": vars(args),
-        "graph": {"name": graph, "edges": len(edges), "nodes": nodes},
-    }
+    payload: dict[str, Any] = {"graph": {"name": graph, "edges": len(edges), "nodes": nodes}}
     if args.memory:
-        results = memory_scenario(edges, args.strategies)
-        print_memory(results)
-        payload["memory"] = results
+        memory = memory_scenario(edges, args.strategies)
+        print(memory_table(memory))
+        payload["memory"] = memory
     else:
         phases = make_stream(edges, tick_plan(args), args.seed)
         rows = latency_scenario(edges, phases, args.strategies, args.queries)
-        print_table(rows)
+        print(table(rows))
         single = ratios(rows)
         for strategy, ratio in single.items():
             print(f"triangle k=1 median ratio {strategy}/{HANDWRITTEN}: {ratio:.2f}")
         payload |= {"latency": [asdict(r) for r in rows], "ratio_vs_handwritten_k1": single}
-    print(f"results: {write_results(payload, started)}")
-
-
-if __name__ == "__main__":
-    main()
+    output.write(payload)

@@ -1,8 +1,9 @@
-"""What a clause beyond data patterns costs: single-edge ticks of the triangle written flat
-(delta terms, stateless) and with a predicate, a function, an ``or``, a ``not`` and an
-aggregate (derived relations kept by DRed).
+"""What a clause beyond data patterns costs, on single-edge ticks of the triangle query.
 
-    python -m bench.features [--ticks K] [--seed S]
+The triangle written flat (delta terms, stateless) and with a predicate, a function, an
+``or``, a ``not`` and an aggregate (derived relations kept by DRed).
+
+    python -m bench features [--ticks K] [--seed S]
 
 The PEGASE grid (power-law if it cannot be fetched) is loaded, each query registered alone
 on its own engine (bootstrap timed), then the same K seeded single-edge adds and retracts
@@ -14,13 +15,15 @@ from __future__ import annotations
 import argparse
 import gc
 import random
+import statistics
 import time
+from collections.abc import Sequence
 
-from bench.run import load_graph, markdown_table, write_results
-from workers.edn import keyword
+from bench.data import endpoints, load_graph
+from bench.engine.tx import ADD, RETRACT, TO
+from bench.harness import Results, markdown_table, percentile
 from workers.engine import Engine
 
-ADD, RETRACT, TO = keyword("db/add"), keyword("db/retract"), keyword("g/to")
 TRIANGLE = "[?a :g/to ?b] [?a :g/to ?c] [?b :g/to ?c]"
 QUERIES = {
     "triangle (flat)": f"[:find ?a ?b ?c :where {TRIANGLE}]",
@@ -33,14 +36,18 @@ QUERIES = {
 }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ticks", type=int, default=2000)
-    parser.add_argument("--seed", type=int, default=1)
-    args = parser.parse_args()
-    started = time.gmtime()
+def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
+    """Parse the command line."""
+    parser.add_argument("--ticks", type=int, default=2000, help="single-edge ticks (default 2000)")
+    parser.add_argument("--seed", type=int, default=1, help="tick/graph seed (default 1)")
+    return parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> None:
+    """Time every query's bootstrap and ticks, print the table and write the JSON."""
+    output = Results("features", args)
     edges, label = load_graph("pegase", args.seed)
-    nodes = sorted({x for edge in edges for x in edge})
+    nodes = sorted(endpoints(edges))
     rng = random.Random(args.seed)
     ticks = [[[rng.choice((ADD, RETRACT)), rng.choice(nodes), TO, rng.choice(nodes)]]
              for _ in range(args.ticks)]
@@ -59,16 +66,9 @@ def main() -> None:
             engine.transact(tx)
             times.append((time.perf_counter() - began) * 1e6)
         gc.enable()
-        times.sort()
-        median, p95 = times[len(times) // 2], times[int(len(times) * 0.95)]
+        median, p95 = statistics.median(times), percentile(times, 0.95)
         results[name] = {"bootstrap_ms": bootstrap_ms, "median_us": median, "p95_us": p95}
         rows.append([name, f"{bootstrap_ms:.0f}", f"{median:.1f}", f"{p95:.1f}"])
     print(f"{label}, {args.ticks} single-edge ticks")
     print(markdown_table(["query", "bootstrap ms", "tick median µs", "tick p95 µs"], rows))
-    path = write_results({"graph": label, "args": vars(args), "queries": QUERIES,
-                          "results": results}, started, "features")
-    print(f"results: {path}")
-
-
-if __name__ == "__main__":
-    main()
+    output.write({"graph": label, "queries": QUERIES, "results": results})

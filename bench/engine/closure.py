@@ -1,6 +1,6 @@
 """Transitive closure kept live over single-edge ticks vs recomputing it from scratch.
 
-    python -m bench.closure [--edges N] [--ticks K] [--sample-every S]
+    python -m bench closure [--edges N] [--ticks K] [--sample-every S]
                             [--graph pegase|powerlaw] [--seed S] [--no-duckdb]
 
 The benchmark graph is oriented from the lower to the higher node id (a DAG: the closure of
@@ -21,35 +21,21 @@ status 1. Results go to bench/results/closure-<start>.json.
 from __future__ import annotations
 
 import argparse
-import gc
 import random
 import statistics
-import sys
 import time
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
-from bench.data import Edge, endpoints, node_count
-from bench.run import (
-    Op,
-    insert_edge,
-    load_graph,
-    load_ticks,
-    log,
-    markdown_table,
-    percentile,
-    remove_edge,
-    sample,
-    to_tx,
-    write_results,
-)
+from bench.data import Edge, Op, dag_graph, endpoints, insert_edge, node_count, remove_edge
+from bench.engine.tx import load_ticks, to_tx
+from bench.harness import MismatchError, Results, log, markdown_table, mismatch, percentile, timed
+from bench.queries import CLOSURE_QUERY, CLOSURE_RULES
 from workers.engine import Engine
 
 NAME = "tc"
-RULES = "[[(reach ?a ?b) [?a :g/to ?b]] [(reach ?a ?b) [?a :g/to ?c] (reach ?c ?b)]]"
-QUERY = "[:find ?a ?b :in $ % :where (reach ?a ?b)]"
 REACH_SQL = (
     "WITH RECURSIVE reach(a, b) AS (SELECT a, b FROM edges UNION "
     "SELECT r.a, e.b FROM reach r JOIN edges e ON r.b = e.a)"
@@ -57,11 +43,6 @@ REACH_SQL = (
 COUNT_SQL = f"{REACH_SQL} SELECT count(*) FROM reach"
 PAIRS_SQL = f"{REACH_SQL} SELECT a, b FROM reach"
 Pair = tuple[Any, ...]
-T = TypeVar("T")
-
-
-class ClosureMismatchError(RuntimeError):
-    """The incrementally maintained closure differs from a from-scratch one."""
 
 
 @dataclass
@@ -89,16 +70,6 @@ class Row:
 
 
 # --- graph and stream -------------------------------------------------------------------
-
-
-def dag_graph(name: str, edges: int | None, seed: int) -> tuple[list[Edge], str]:
-    """The benchmark graph oriented lower -> higher node id, cut to `edges` edges at random."""
-    raw, label = load_graph(name, seed)
-    dag = sorted({(min(u, v), max(u, v)) for u, v in raw if u != v})
-    label = f"{label}, oriented low->high id ({len(dag):,} edges)"
-    if edges is None or edges >= len(dag):
-        return dag, label
-    return sorted(random.Random(seed).sample(dag, edges)), f"{label}, random {edges:,}"
 
 
 def make_ticks(edges: list[Edge], count: int, seed: int) -> list[Op]:
@@ -134,14 +105,6 @@ def make_ticks(edges: list[Edge], count: int, seed: int) -> list[Op]:
 # --- targets ------------------------------------------------------------------------------
 
 
-def timed(call: Callable[[], T]) -> tuple[int, T]:
-    """One call's latency in ns (garbage collected first: less noise) and its result."""
-    gc.collect()
-    started = time.perf_counter_ns()
-    result = call()
-    return time.perf_counter_ns() - started, result
-
-
 def integrate(closure: set[Pair], changes: dict[Pair, int], label: str) -> None:
     """Apply a tick's set changes; a +1 on a present pair or -1 on an absent one is wrong."""
     for pair, n in changes.items():
@@ -150,22 +113,18 @@ def integrate(closure: set[Pair], changes: dict[Pair, int], label: str) -> None:
         elif n == -1 and pair in closure:
             closure.remove(pair)
         else:
-            raise ClosureMismatchError(
+            raise MismatchError(
                 f"{label}: change {pair}: {n:+d} with the pair "
                 f"{'present' if pair in closure else 'absent'}"
             )
 
 
 def compare(label: str, what: str, got: set[Pair], want: set[Pair], note: str = "") -> None:
-    """Raise ClosureMismatchError unless the incremental closure `got` equals `want`."""
-    if got == want:
-        return
-    extra = dict.fromkeys(got - want, 1)
-    missing = dict.fromkeys(want - got, 1)
-    raise ClosureMismatchError(
-        f"{label}: incremental closure ({len(got):,} pairs) != {what} ({len(want):,}); "
-        f"incremental-only {sample(extra)}, {what}-only {sample(missing)}{note}"
-    )
+    """Raise MismatchError unless the incremental closure `got` equals `want`."""
+    if got != want:
+        raise mismatch(
+            f"{label}: incremental closure ({len(got):,} pairs) != {what} ({len(want):,}){note}",
+            dict.fromkeys(got, 1), dict.fromkeys(want, 1), ("incremental", what))
 
 
 class Duck:
@@ -217,7 +176,7 @@ def check_sample(
 ) -> tuple[int, int | None]:
     """Recompute from scratch (engine, DuckDB), compare; return the two latencies in ns.
     Both recomputes run before any comparison, so a mismatch reports both sizes."""
-    local_ns, rows = timed(lambda: engine.query(QUERY, [RULES]))
+    local_ns, rows = timed(lambda: engine.query(CLOSURE_QUERY, [CLOSURE_RULES]))
     if not isinstance(rows, dict):
         raise TypeError(f"engine.query returned {type(rows).__name__}, expected {{row: 1}}")
     duck_ns, count = timed(duck.count) if duck is not None else (None, None)
@@ -225,7 +184,7 @@ def check_sample(
     compare(label, "engine recompute", closure, set(rows), note)
     if duck is not None:
         if count != len(closure):
-            raise ClosureMismatchError(
+            raise MismatchError(
                 f"{label}: incremental closure has {len(closure):,} pairs, DuckDB counts "
                 f"{count:,}"
             )
@@ -239,7 +198,7 @@ def measure(edges: list[Edge], ops: list[Op], every: int, duckdb: bool) -> Run:
     started = time.perf_counter()
     engine.transact_many((to_tx(tick), i + 1) for i, tick in enumerate(load_ticks(edges)))
     load_s = time.perf_counter() - started
-    bootstrap_ns, rows = timed(lambda: engine.register(NAME, QUERY, [RULES]))
+    bootstrap_ns, rows = timed(lambda: engine.register(NAME, CLOSURE_QUERY, [CLOSURE_RULES]))
     closure = set(rows)
     log(f"bootstrap: {len(closure):,} pairs in {bootstrap_ns / 1e9:.2f} s")
     duck = Duck(edges) if duckdb else None
@@ -317,11 +276,8 @@ def table(rows: list[Row]) -> str:
 # --- command line -------------------------------------------------------------------------
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
+def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
     """Parse and validate the command line."""
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.closure", description=__doc__.split("\n")[0]
-    )
     parser.add_argument("--edges", type=int,
                         help="random subset of the oriented graph's edges (default all)")
     parser.add_argument("--ticks", type=int, default=200,
@@ -338,17 +294,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Run the benchmark; a closure disagreement exits with status 1."""
-    try:
-        run(parse_args(argv))
-    except ClosureMismatchError as exc:
-        sys.exit(f"error: {exc}")
-
-
 def run(args: argparse.Namespace) -> None:
     """Build the graph and stream, measure, print the table and write the JSON."""
-    started = time.localtime()
+    output = Results("closure", args)
     edges, graph = dag_graph(args.graph, args.edges, args.seed)
     ops = make_ticks(edges, args.ticks, args.seed)
     inserts = sum(1 for op in ops if op[0])
@@ -369,9 +317,7 @@ def run(args: argparse.Namespace) -> None:
     for method, speedup in speedups.items():
         verdict = "meets" if speedup >= 20 else "MISSES"
         print(f"{method}: {speedup:,.1f}x the incremental median ({verdict} the >= 20x target)")
-    payload = {
-        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z", started),
-        "args": vars(args),
+    output.write({
         "graph": {"name": graph, "edges": len(edges), "nodes": node_count(edges)},
         "setup": {"load_s": result.load_s, "bootstrap_s": result.bootstrap_s,
                   "bootstrap_pairs": result.bootstrap_pairs},
@@ -385,9 +331,4 @@ def run(args: argparse.Namespace) -> None:
                      "duckdb_ns": dict(zip(result.duckdb.ticks, result.duckdb.ns,
                                            strict=True)).get(t)}
                     for t, ns in zip(result.local.ticks, result.local.ns, strict=True)],
-    }
-    print(f"results: {write_results(payload, started, 'closure')}")
-
-
-if __name__ == "__main__":
-    main()
+    })

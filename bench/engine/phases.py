@@ -1,6 +1,6 @@
 """Where a single-edge triangle tick spends its time, phase by phase (the engine's steps).
 
-    python -m bench.phases [--ticks 3000]
+    python -m bench phases [--ticks 3000]
 """
 
 from __future__ import annotations
@@ -8,28 +8,34 @@ from __future__ import annotations
 import argparse
 import random
 import time
+from collections.abc import Sequence
 
 from bench.data import load_pegase_edges
+from bench.engine.tx import ADD, RETRACT, TO
+from bench.queries import QUERIES
 from workers.arrangements import ArrangementRegistry, MemoryArrangement
 from workers.datalog import compile_query
 from workers.db import BUILTIN_SCHEMA, normalise, parse_tx
-from workers.edn import keyword
 from workers.executors import LocalExecutor, Work
 from workers.plan import plan_query
 
-TRIANGLE = "{:find [?a ?b ?c] :where [[?a :g/to ?b] [?a :g/to ?c] [?b :g/to ?c]]}"
-ADD, RETRACT, TO = keyword("db/add"), keyword("db/retract"), keyword("g/to")
 PHASES = ("parse", "normalise", "arrange delta", "step", "apply")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ticks", type=int, default=3000)
-    args = parser.parse_args()
+def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
+    """Parse the command line."""
+    parser.add_argument("--ticks", type=int, default=3000,
+                        help="single-edge ticks, half retracts (default 3000)")
+    return parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> None:
+    """Step the triangle's plan by hand over the grid, timing each phase; print the means."""
     edges = load_pegase_edges()
     db, delta_arrangement, executor = ArrangementRegistry(), MemoryArrangement(), LocalExecutor()
     db.apply({(u, TO, v): 1 for u, v in edges})
-    prepared = executor.prepare(plan_query(compile_query(TRIANGLE)), db.state, delta_arrangement)
+    plan = plan_query(compile_query(QUERIES["triangle"]))
+    prepared = executor.prepare(plan, db.state, delta_arrangement)
     totals = dict.fromkeys(PHASES, 0.0)
     rng = random.Random(1)
     for _ in range(args.ticks // 2):
@@ -53,7 +59,3 @@ def main() -> None:
     for phase, spent in totals.items():
         print(f"{phase:<14} {spent / ticks * 1e6:8.2f} us per tick")
     print(f"{'total':<14} {sum(totals.values()) / ticks * 1e6:8.2f} us per tick")
-
-
-if __name__ == "__main__":
-    main()

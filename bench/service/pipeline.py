@@ -7,7 +7,7 @@
 3. Latency: send at half that rate (``--load``); for each transaction, the time from its send to the
    moment the first progress record covering it is visible to a ``read_committed`` consumer.
 
-    python -m bench.pipeline [--tx 20000] [--latency-seconds 20]
+    python -m bench pipeline [--tx 20000] [--latency-seconds 20]
 """
 
 from __future__ import annotations
@@ -21,11 +21,13 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from bench.data import load_pegase_edges
+from bench.data import Edge, load_pegase_edges
 from workers.config import WorkerConfig, from_env
 from workers.edn import keyword
 from workers.kafka.avro import AvroCodec
@@ -40,13 +42,17 @@ LOAD_CHUNK = 2000
 PACE_S = 0.005  # the latency run sends the transactions due every 5 ms
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
+    """Parse the command line."""
     parser.add_argument("--tx", type=int, default=20000, help="transactions in the throughput run")
     parser.add_argument("--latency-seconds", type=float, default=20.0)
     parser.add_argument("--load", type=float, default=0.5,
                         help="latency run rate as a fraction of the measured throughput")
-    args = parser.parse_args()
+    return parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> None:
+    """Load the grid through a worker, then measure throughput and latency."""
     edges = load_pegase_edges()
     with tempfile.TemporaryDirectory() as scratch, LocalBroker(Path(scratch) / "kafka") as broker:
         config = from_env({}, bootstrap_servers=broker.bootstrap_servers)
@@ -79,7 +85,8 @@ def _start_worker(config: WorkerConfig, scratch: Path) -> subprocess.Popen[bytes
 def _edge_stream(edges: list[tuple[int, int]], count: int, seed: int) -> list[bytes]:
     """Encoded single-edge transactions: retract a present edge or add it back."""
     rng, codec = random.Random(seed), AvroCodec("transaction")
-    present, absent, stream = set(edges), [], []
+    present, stream = set(edges), []
+    absent: list[Edge] = []
     for _ in range(count):
         if absent and rng.random() < 0.5:
             edge = absent.pop(rng.randrange(len(absent)))
@@ -133,7 +140,7 @@ def _latency(config: WorkerConfig, progress: ProgressWatch, stream: list[bytes],
         now = time.perf_counter()
         due = min(count, int((now - start) * rate) + 1)
         for value in stream[sent:due]:
-            producer.produce(topic, value, on_delivery=lambda e, m, t=now: delivered(e, m, t))
+            producer.produce(topic, value, on_delivery=partial(delivered, started=now))
         sent = due
         producer.poll(0)
         time.sleep(PACE_S)
@@ -188,8 +195,8 @@ class ProgressWatch:
     def _follow(self) -> None:
         while True:
             for message in self._consumer.consume(1000, 0):
-                if message.error() is None:
-                    tx_last = self._codec.decode(message.value())["tx_last"]
+                if message.error() is None and (value := message.value()) is not None:
+                    tx_last = self._codec.decode(value)["tx_last"]
                     with self._lock:
                         if not self._marks or tx_last > self._marks[-1][0]:
                             self._marks.append((tx_last, time.perf_counter()))
@@ -207,7 +214,3 @@ class ProgressWatch:
     def seen_at(self, offset: int) -> float:
         with self._lock:
             return next(at for tx_last, at in self._marks if tx_last >= offset)
-
-
-if __name__ == "__main__":
-    main()

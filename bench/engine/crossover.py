@@ -1,6 +1,6 @@
 """Per-tick latency of the triangle query, local vs Spark executor, as the tick grows.
 
-    python -m bench.crossover [--sizes 1 10 100 1000 10000 100000] [--repeat 3]
+    python -m bench crossover [--sizes 1 10 100 1000 10000 100000] [--repeat 3]
                               [--spark-master local[2]] [--max-local-s S]
                               [--graph pegase|powerlaw] [--seed S]
 
@@ -16,37 +16,25 @@ smallest tick at which Spark is faster: the number behind `executor="auto"`'s ti
 from __future__ import annotations
 
 import argparse
-import gc
 import math
 import random
 import statistics
-import sys
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from functools import partial
 from typing import Any
 
-from bench.data import Edge, endpoints, node_count, power_law_edges
+from bench.data import Edge, endpoints, load_graph, node_count, power_law_edges
+from bench.engine.tx import Tx, load_ticks, to_tx
+from bench.harness import Results, log, markdown_table, mismatch, timed
 from bench.queries import QUERIES
-from bench.run import (
-    Tx,
-    load_graph,
-    load_ticks,
-    log,
-    markdown_table,
-    sample,
-    to_tx,
-    write_results,
-)
 from workers.engine import Engine
 from workers.executors.spark import SparkSettings
 
 QUERY = "triangle"
 DEFAULT_SIZES = [1, 10, 100, 1_000, 10_000, 100_000]
 Changes = dict[str, dict[tuple[Any, ...], int]]
-
-
-class ParityError(RuntimeError):
-    """The local and Spark executors returned different changes for the same tick."""
 
 
 @dataclass
@@ -155,25 +143,11 @@ def load_and_register(engines: Engines, edges: list[Edge]) -> dict[str, float]:
     return timings
 
 
-def timed(engine: Engine, tx: Tx) -> tuple[float, Changes]:
-    """One transact call's latency in ms (collected garbage first: less noise) and changes."""
-    gc.collect()
-    started = time.perf_counter_ns()
-    changes = engine.transact(tx)
-    return (time.perf_counter_ns() - started) / 1e6, changes
-
-
 def check(label: str, local: Changes, spark: Changes) -> None:
-    """Raise ParityError unless both executors returned the same changes."""
-    if local == spark:
-        return
-    got, want = spark.get(QUERY, {}), local.get(QUERY, {})
-    spark_only = {row: n for row, n in got.items() if want.get(row) != n}
-    local_only = {row: n for row, n in want.items() if got.get(row) != n}
-    raise ParityError(
-        f"{label}: executors disagree; spark-only {sample(spark_only)}, "
-        f"local-only {sample(local_only)}"
-    )
+    """Raise MismatchError unless both executors returned the same changes."""
+    if local != spark:
+        raise mismatch(f"{label}: executors disagree", spark.get(QUERY, {}),
+                       local.get(QUERY, {}), ("spark", "local"))
 
 
 def run_tick(
@@ -187,8 +161,8 @@ def run_tick(
     targets = [("local", engines.local)] if with_local else []
     targets.append(("spark", engines.spark))
     for name, engine in targets:
-        ms, inserted[name] = timed(engine, tx_of(edges, add=True))
-        latencies.append(ms)
+        ns, inserted[name] = timed(partial(engine.transact, tx_of(edges, add=True)))
+        latencies.append(ns / 1e6)
     retracted = {name: engine.transact(tx_of(edges, add=False)) for name, engine in targets}
     if with_local:
         check(f"{label} insert", inserted["local"], inserted["spark"])
@@ -234,7 +208,7 @@ def measure(
 
 def warm_up(engines: Engines, edges: list[Edge], seed: int) -> None:
     """One untimed single-edge tick, so the first measured Spark job isn't the JVM's first."""
-    (edge,) = new_edges(random.Random(seed - 1), sorted({x for e in edges for x in e}),
+    (edge,) = new_edges(random.Random(seed - 1), sorted(endpoints(edges)),
                         set(edges), 1)
     run_tick(engines, [edge], "warm-up", with_local=True)
 
@@ -281,11 +255,8 @@ def crossover_text(results: list[SizeResult]) -> str:
 # --- command line -------------------------------------------------------------------------
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
+def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
     """Parse and validate the command line."""
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.crossover", description=__doc__.split("\n")[0]
-    )
     parser.add_argument("--sizes", type=int, nargs="+", default=DEFAULT_SIZES,
                         help="edges inserted per tick (default 1 10 100 1000 10000 100000)")
     parser.add_argument("--repeat", type=int, default=3, help="ticks per size (default 3)")
@@ -303,17 +274,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Run the benchmark; a disagreement between the executors exits with status 1."""
-    try:
-        run(parse_args(argv))
-    except ParityError as exc:
-        sys.exit(f"error: {exc}")
-
-
 def run(args: argparse.Namespace) -> None:
     """Set up both engines, measure every size, print the table and write the JSON."""
-    started = time.localtime()
+    output = Results("crossover", args)
     edges, graph = tick_graph(args.graph, args.seed, max(args.sizes))
     print(f"graph: {graph}: {len(edges):,} directed edges, {node_count(edges):,} nodes")
     print(f"ticks insert new random edges between existing nodes (seed {args.seed}), "
@@ -328,16 +291,9 @@ def run(args: argparse.Namespace) -> None:
     print(table(results))
     print()
     print(crossover_text(results))
-    payload = {
-        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z", started),
-        "args": vars(args),
+    output.write({
         "graph": {"name": graph, "edges": len(edges), "nodes": node_count(edges)},
         "setup": setup,
         "results": [asdict(r) | {"ratio": r.ratio} for r in results],
         "crossover": crossover(results),
-    }
-    print(f"results: {write_results(payload, started, 'crossover')}")
-
-
-if __name__ == "__main__":
-    main()
+    })

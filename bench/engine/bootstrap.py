@@ -1,6 +1,6 @@
 """Full triangle result (a query's bootstrap, `engine.register`) vs graph size and backend.
 
-    python -m bench.bootstrap [--edges 100000 1000000] [--masters local[1] local[2]]
+    python -m bench bootstrap [--edges 100000 1000000] [--masters local[1] local[2]]
                               [--seed S] [--no-pegase]
 
 For the PEGASE grid and a seeded power-law graph per `--edges` size (one datom
@@ -21,12 +21,14 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bench.data import Edge, node_count, powerlaw_graph
+from bench.data import Edge, load_graph, node_count, powerlaw_graph
+from bench.engine.tx import load_ticks, to_tx
+from bench.harness import BenchError, MismatchError, Results, log, markdown_table
 from bench.queries import QUERIES
-from bench.run import CHUNK, load_graph, log, markdown_table, to_tx, write_results
 
 QUERY = "triangle"
 PEGASE = "pegase"
@@ -38,10 +40,6 @@ TRIANGLE_SQL = (
     "JOIN edges ac ON ac.a = ab.a AND ac.b = bc.b"
 )
 Row = tuple[Any, ...]
-
-
-class ParityError(RuntimeError):
-    """Backends returned different triangle sets for the same graph."""
 
 
 @dataclass(frozen=True)
@@ -88,8 +86,8 @@ def measure_engine(edges: list[Edge], backend: Backend) -> dict[str, Any]:
     else:
         engine = Engine(strategy="delta", executor="local")
     ready = time.perf_counter()
-    for i in range(0, len(edges), CHUNK):
-        engine.transact(to_tx([(True, u, v) for u, v in edges[i : i + CHUNK]]))
+    for tick in load_ticks(edges):
+        engine.transact(to_tx(tick))
     loaded = time.perf_counter()
     mirror_s = build_mirror(engine) if backend.kind == "spark" else 0.0
     begin = time.perf_counter()
@@ -156,7 +154,7 @@ def measure_one(spec: str, backend: Backend, seed: int) -> dict[str, Any]:
 
 def run_child(spec: str, backend: Backend, seed: int) -> dict[str, Any]:
     """Run one measurement in a fresh interpreter and parse its JSON (stdout's last line)."""
-    cmd = [sys.executable, "-m", "bench.bootstrap", "--one", backend.kind,
+    cmd = [sys.executable, "-m", "bench", "bootstrap", "--one", backend.kind,
            "--graph", spec, "--seed", str(seed)]
     if backend.master is not None:
         cmd += ["--master", backend.master]
@@ -165,17 +163,17 @@ def run_child(spec: str, backend: Backend, seed: int) -> dict[str, Any]:
     lines = proc.stdout.strip().splitlines()
     if proc.returncode != 0 or not lines:
         tail = "\n".join(proc.stderr.strip().splitlines()[-20:])
-        raise RuntimeError(f"{' '.join(cmd)} failed (status {proc.returncode}):\n{tail}")
+        raise BenchError(f"{' '.join(cmd)} failed (status {proc.returncode}):\n{tail}")
     return dict(json.loads(lines[-1]))
 
 
 def check(spec: str, results: list[dict[str, Any]]) -> None:
-    """Raise ParityError unless every backend found the same triangles."""
+    """Raise MismatchError unless every backend found the same triangles."""
     seen = {(r["rows"], r["checksum"]) for r in results}
     if len(seen) > 1:
         found = ", ".join(f"{r['backend']}: {r['rows']} rows (#{r['checksum']:x})"
                           for r in results)
-        raise ParityError(f"graph {spec}: backends disagree: {found}")
+        raise MismatchError(f"graph {spec}: backends disagree: {found}")
 
 
 def seconds(value: float) -> str:
@@ -216,11 +214,8 @@ def tables(runs: list[tuple[str, list[dict[str, Any]]]], backends: list[Backend]
     )
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
+def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
     """Parse and validate the command line (parent run, or one `--one` measurement)."""
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.bootstrap", description=__doc__.split("\n")[0]
-    )
     parser.add_argument("--edges", type=int, nargs="+", default=[100_000, 1_000_000],
                         help="sizes of the generated power-law graphs (default 100000 1000000)")
     parser.add_argument("--masters", nargs="+", default=["local[1]", "local[2]"],
@@ -239,23 +234,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def main(argv: list[str] | None = None) -> None:
-    """`--one`: measure and print JSON; otherwise the full comparison (status 1 on
-    disagreement or a failed measurement)."""
-    args = parse_args(argv)
+def run(args: argparse.Namespace) -> None:
+    """`--one`: measure and print JSON; otherwise every backend on every graph, each in a
+    subprocess: print tables, write JSON."""
     if args.one is not None:
         backend = Backend(args.one, args.master if args.one == "spark" else None)
         print(json.dumps(measure_one(args.graph, backend, args.seed)))
         return
-    try:
-        run(args)
-    except (ParityError, RuntimeError) as exc:
-        sys.exit(f"error: {exc}")
-
-
-def run(args: argparse.Namespace) -> None:
-    """Every backend on every graph, each in a subprocess; print tables, write JSON."""
-    started = time.localtime()
+    output = Results("bootstrap", args)
     backends = [Backend("local"), *(Backend("spark", m) for m in args.masters),
                 Backend("duckdb")]
     specs = ([] if args.no_pegase else [PEGASE]) + [str(n) for n in args.edges]
@@ -274,15 +260,4 @@ def run(args: argparse.Namespace) -> None:
           "call (local, spark) or of the SQL query to an Arrow table (duckdb)")
     print()
     print(tables(runs, backends))
-    payload = {
-        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z", started),
-        "args": vars(args),
-        "graphs": graphs,
-        "sql": TRIANGLE_SQL,
-        "runs": {spec: results for spec, results in runs},
-    }
-    print(f"results: {write_results(payload, started, 'bootstrap')}")
-
-
-if __name__ == "__main__":
-    main()
+    output.write({"graphs": graphs, "sql": TRIANGLE_SQL, "runs": dict(runs)})

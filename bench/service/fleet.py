@@ -1,6 +1,6 @@
 """A fleet of deltalog workers on a local Kafka broker: capacity scaling and takeover time.
 
-    python -m bench.fleet [--tx N] [--queries Q] [--workers 1,2,3] [--rate TX_PER_S]
+    python -m bench fleet [--tx N] [--queries Q] [--workers 1,2,3] [--rate TX_PER_S]
                           [--warmup-tx N] [--repeats R] [--nodes N] [--tick-max-tx N]
                           [--only capacity|takeover] [--seed S] [--workdir DIR]
 
@@ -50,7 +50,7 @@ from typing import Any
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from bench.run import csv_list, log, markdown_table, write_results
+from bench.harness import BenchError, Results, log, markdown_table, positive_ints
 from workers.config import WorkerConfig, from_env
 from workers.kafka.avro import AvroCodec
 from workers.kafka.broker import LocalBroker
@@ -75,7 +75,7 @@ STOP_TIMEOUT_S = 30.0
 LOG_TAIL_LINES = 20
 
 
-class FleetError(RuntimeError):
+class FleetError(BenchError):
     """A wait timed out or a worker died; the message quotes the workers' logs."""
 
 
@@ -467,21 +467,8 @@ def takeover_table(rows: Sequence[TakeoverRow]) -> str:
 # --- command line ---------------------------------------------------------------------------
 
 
-def positive_ints(text: str) -> list[int]:
-    """A comma-separated list of positive integers."""
-    try:
-        values = [int(item) for item in csv_list(text)]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not integers: {text!r}") from None
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"not positive: {text!r}")
-    return values
-
-
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
+def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
     """Parse and validate the command line."""
-    parser = argparse.ArgumentParser(prog="python -m bench.fleet",
-                                     description=__doc__.split("\n")[0])
     parser.add_argument("--tx", type=int, default=10_000,
                         help="capacity: preloaded transactions (default 10000)")
     parser.add_argument("--queries", type=int, default=30, help="registered queries (default 30)")
@@ -507,24 +494,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Run the benchmark; a worker that dies or a wait that times out exits with status 1."""
-    try:
-        run(parse_args(argv))
-    except FleetError as exc:
-        sys.exit(f"error: {exc}")
-
-
 def run(args: argparse.Namespace) -> None:
     """Start a broker, run the scenarios, print the tables and write the JSON."""
-    started = time.localtime()
-    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="deltalog-fleet-"))
+    output = Results("fleet", args)
+    workdir = args.workdir = args.workdir or Path(tempfile.mkdtemp(prefix="deltalog-fleet-"))
     workdir.mkdir(parents=True, exist_ok=True)
     print(f"{os.cpu_count()} cores; {args.queries} queries ({', '.join(SHAPES)}) over "
           f"{args.nodes} nodes; worker logs in {workdir}")
     payload: dict[str, Any] = {
-        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z", started),
-        "args": {**vars(args), "workdir": str(workdir)},
         "cores": os.cpu_count(),
         "queries": query_set(args.queries),
     }
@@ -546,8 +523,4 @@ def run(args: argparse.Namespace) -> None:
                   f"< {TAKEOVER_TARGET_S:g} s target)")
             payload["takeover"] = {"rows": [asdict(r) for r in takeover], "median_s": median,
                                    "target_s": TAKEOVER_TARGET_S, "sent_tx_per_s": rate}
-    print(f"results: {write_results(payload, started, 'fleet')}")
-
-
-if __name__ == "__main__":
-    main()
+    output.write(payload)

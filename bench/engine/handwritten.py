@@ -3,16 +3,19 @@
     {:find [?a ?b ?c] :where [[?a :g/to ?b] [?a :g/to ?c] [?b :g/to ?c]]}
 
 Rows are a set: (a, b, c) is in the result iff edges a->b, a->c and b->c are all present.
-`python -m bench.handwritten` checks the maintainer against brute force on random graphs.
+`python -m bench handwritten` checks the maintainer against brute force on random graphs.
 """
 
 from __future__ import annotations
 
+import argparse
 import random
 from collections import defaultdict
+from collections.abc import Sequence
 from itertools import product
 
-Edge = tuple[int, int]
+from bench.data import Edge
+
 Row = tuple[int, int, int]
 Changes = dict[Row, int]
 
@@ -89,6 +92,12 @@ def self_check(nodes: int = 7, ticks: int = 300, seed: int = 1) -> None:
             raise AssertionError(f"tick {tick}: got {got}, expected {expected}")
 
 
-if __name__ == "__main__":
+def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
+    """No flags: the check is small and seeded."""
+    return parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> None:
+    """Run the self-check and say so."""
     self_check()
     print("handwritten triangle maintainer agrees with brute force")

@@ -5,9 +5,9 @@ triangle query has n results through the hub).  Each tick adds, then retracts, a
 the hub to a fresh vertex.  GenericJoin proposes from the fresh vertex's empty side, so
 ``delta`` does constant work; a binary plan first joins the hub's n edges.
 
-    python -m bench.skew [--sizes 1000,10000,100000] [--ticks 50] [--queries triangle,4cycle]
+    python -m bench skew [--sizes 1000,10000,100000] [--ticks 50] [--queries triangle,4cycle]
 
-The same instance drives the work curve of `python -m bench.peers` (`curve`).
+The same instance drives the work curve of `python -m bench peers` (`bench.peers.curve`).
 """
 
 from __future__ import annotations
@@ -15,23 +15,23 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from collections.abc import Sequence
 
-from bench.queries import QUERIES
-from workers.edn import keyword
+from bench.engine.tx import ADD, RETRACT, TO, load_ticks, to_tx
+from bench.harness import csv_list, log, markdown_table, positive_ints
+from bench.queries import GRAPH_QUERIES, QUERIES
 from workers.engine import Engine
 from workers.plan import STRATEGIES
 
-ADD, RETRACT, TO = keyword("db/add"), keyword("db/retract"), keyword("g/to")
 HUB = 0
-CHUNK = 5000
 
 
 def hub_engine(strategy: str, n: int, query: str = "triangle") -> Engine:
     """An engine with `query` registered over a hub with n out-edges into a ring."""
     engine = Engine(strategy=strategy)
     edges = [(HUB, b) for b in range(1, n + 1)] + [(b, b % n + 1) for b in range(1, n + 1)]
-    for i in range(0, len(edges), CHUNK):
-        engine.transact([[ADD, u, TO, v] for u, v in edges[i:i + CHUNK]])
+    for tick in load_ticks(edges):
+        engine.transact(to_tx(tick))
     engine.register("q", QUERIES[query])  # after the load: only the ticks are compared
     return engine
 
@@ -54,19 +54,28 @@ def measure(strategy: str, n: int, ticks: int, query: str = "triangle",
     return statistics.median(latencies), statistics.median(elements)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="1000,10000,100000")
-    parser.add_argument("--ticks", type=int, default=50)
-    parser.add_argument("--queries", default="triangle")
-    args = parser.parse_args()
-    print(f"{'query':<9} {'hub n':>8} {'strategy':<10} {'median ms':>10} {'elements/tick':>14}")
-    for query in args.queries.split(","):
-        for n in (int(s) for s in args.sizes.split(",")):
+def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
+    """Parse and validate the command line."""
+    parser.add_argument("--sizes", type=positive_ints, default=[1000, 10000, 100000],
+                        help="hub degrees (default 1000,10000,100000)")
+    parser.add_argument("--ticks", type=int, default=50, help="ticks per hub (default 50)")
+    parser.add_argument("--queries", type=csv_list, default=["triangle"],
+                        help=f"queries (default triangle; also {','.join(GRAPH_QUERIES)})")
+    args = parser.parse_args(argv)
+    if set(args.queries) - set(GRAPH_QUERIES):
+        parser.error(f"unknown queries; choose from {list(GRAPH_QUERIES)}")
+    if args.ticks < 1:
+        parser.error("--ticks must be positive")
+    return args
+
+
+def run(args: argparse.Namespace) -> None:
+    """Measure every (query, hub degree, strategy) and print the table."""
+    rows = []
+    for query in args.queries:
+        for n in args.sizes:
             for strategy in STRATEGIES:
                 latency, elements = measure(strategy, n, args.ticks, query)
-                print(f"{query:<9} {n:>8} {strategy:<10} {latency:>10.3f} {elements:>14.0f}")
-
-
-if __name__ == "__main__":
-    main()
+                log(f"{query} n={n} {strategy}: {latency:.3f} ms, {elements:.0f} elements")
+                rows.append([query, str(n), strategy, f"{latency:.3f}", f"{elements:.0f}"])
+    print(markdown_table(["query", "hub n", "strategy", "median ms", "elements/tick"], rows))

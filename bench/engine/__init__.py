@@ -1,0 +1,1 @@
+"""Benchmarks of the engine in one process: latency, memory, bootstrap, closure, skew."""

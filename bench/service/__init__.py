@@ -1,0 +1,1 @@
+"""Benchmarks of the service: workers on a local Kafka broker (fleet, pipeline)."""

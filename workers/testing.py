@@ -9,10 +9,11 @@ re-running it).
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from random import Random
-from typing import Any
+from typing import Any, Protocol
 
 from workers.datalog import Blank, Constant, Pattern, Query, Variable, compile_query
 from workers.datalog.ast import (
@@ -32,6 +33,7 @@ from workers.datalog.ast import (
 )
 from workers.datalog.functions import FUNCTIONS, CallFailed, call, sort_key, truthy
 from workers.edn import keyword
+from workers.zset import add_into
 
 Datom = tuple[Any, Any, Any]
 Row = tuple[Any, ...]
@@ -368,6 +370,55 @@ class ReferenceDb:
                 retracts |= {d for d in self.datoms if d[:2] == (e, a) and d[2] != v}
         self.datoms = (self.datoms - retracts) | adds
         return True
+
+
+class CommittedChange(Protocol):
+    """One row of a query's committed change stream (what ``deltalog tail`` reads)."""
+
+    @property
+    def row(self) -> Row: ...
+    @property
+    def weight(self) -> int: ...
+    @property
+    def tx_first(self) -> int: ...
+    @property
+    def tx_last(self) -> int: ...
+    @property
+    def snapshot(self) -> bool: ...
+
+
+class ChangeStreamMismatch(AssertionError):
+    """A committed change stream that is not the exact change of its query's result."""
+
+
+def check_change_stream(query: Any, changes: Iterable[CommittedChange],
+                        states: Sequence[Iterable[Datom]]) -> int:
+    """The oracle of a committed change stream: tick by tick (the rows of one ``tx_first``,
+    ``tx_last`` and snapshot flag), the integrated changes equal the from-scratch result at
+    the tick's end, and ticks never overlap or repeat — so no change was lost or committed
+    twice.  ``states[i]`` is the database after transaction ``i``.  Returns the number of
+    ticks; raises :class:`ChangeStreamMismatch` naming the first tick that is wrong."""
+    ticks: dict[tuple[int, int, bool], dict[Any, int]] = defaultdict(dict)
+    for change in changes:
+        add_into(ticks[(change.tx_first, change.tx_last, change.snapshot)],
+                 {change.row: change.weight})
+    view: dict[Any, int] = {}
+    previous_last = -2
+    for (tx_first, tx_last, snapshot), rows in sorted(ticks.items(),
+                                                      key=lambda k: (k[0][1], not k[0][2])):
+        if snapshot and not tx_first == tx_last >= previous_last:
+            raise ChangeStreamMismatch(f"snapshot {tx_first}..{tx_last} after {previous_last}")
+        if not snapshot and tx_first <= previous_last:
+            raise ChangeStreamMismatch(f"tick {tx_first}..{tx_last} overlaps {previous_last}")
+        previous_last = tx_last
+        add_into(view, rows)
+        expected = evaluate_from_scratch(query, states[tx_last]) if tx_last >= 0 else {}
+        if view != expected:
+            missing = {row: w for row, w in expected.items() if view.get(row) != w}
+            extra = {row: w for row, w in view.items() if expected.get(row) != w}
+            raise ChangeStreamMismatch(f"after tick {tx_first}..{tx_last}: the view lacks "
+                                       f"{missing}, has {extra} besides")
+    return len(ticks)
 
 
 def edge_transactions(seed: int, nodes: int) -> Iterator[list[list[Any]]]:

@@ -12,7 +12,6 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections import defaultdict
 from collections.abc import Sequence
 from itertools import islice
 from pathlib import Path
@@ -22,8 +21,7 @@ from workers.config import WorkerConfig, from_env
 from workers.edn import keyword
 from workers.errors import WorkersError
 from workers.kafka.clients import Change, TxProducer, follow, progress_table
-from workers.testing import ReferenceDb, edge_transactions, evaluate_from_scratch
-from workers.zset import add_into
+from workers.testing import ReferenceDb, edge_transactions
 
 ADD = keyword("db/add")
 TO = keyword("g/to")
@@ -169,26 +167,3 @@ def reference_states(stream: Sequence[list[list[Any]]]) -> list[frozenset[tuple[
         db.transact(tx)
         states.append(frozenset(db.datoms))
     return states
-
-
-def check_change_stream(query: str, changes: Sequence[Change],
-                        states: Sequence[frozenset[tuple[Any, ...]]]) -> int:
-    """The oracle: tick by tick, the integrated changes equal the from-scratch result at the
-    tick's end; ticks never overlap or repeat.  Returns the number of ticks seen."""
-    ticks: dict[tuple[int, int, bool], dict[Any, int]] = defaultdict(dict)
-    for change in changes:
-        add_into(ticks[(change.tx_first, change.tx_last, change.snapshot)],
-                 {change.row: change.weight})
-    view: dict[Any, int] = {}
-    previous_last = -2
-    for (tx_first, tx_last, snapshot), rows in sorted(ticks.items(),
-                                                      key=lambda k: (k[0][1], not k[0][2])):
-        if snapshot:
-            assert tx_first == tx_last and tx_last >= previous_last, (tx_first, tx_last)
-        else:
-            assert tx_first > previous_last, f"tick {tx_first}..{tx_last} overlaps {previous_last}"
-        previous_last = tx_last
-        add_into(view, rows)
-        expected = evaluate_from_scratch(query, states[tx_last]) if tx_last >= 0 else {}
-        assert view == expected, f"after tick {tx_first}..{tx_last}"
-    return len(ticks)

@@ -16,7 +16,6 @@ from tests.integration.pipeline import (
     REACH_COUNT,
     TRIANGLE,
     WorkerProcess,
-    check_change_stream,
     committed_changes,
     isolated_config,
     random_stream,
@@ -26,6 +25,7 @@ from tests.integration.pipeline import (
 )
 from workers.kafka.broker import LocalBroker
 from workers.kafka.clients import QueryAdmin
+from workers.testing import check_change_stream
 
 pytestmark = pytest.mark.kafka
 OUTAGE_S = 10.0

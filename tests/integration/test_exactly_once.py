@@ -20,7 +20,6 @@ from tests.integration.pipeline import (
     TWO_PATH,
     WAIT_S,
     WorkerProcess,
-    check_change_stream,
     committed_changes,
     committed_progress,
     isolated_config,
@@ -30,6 +29,7 @@ from tests.integration.pipeline import (
 )
 from workers.config import WorkerConfig
 from workers.kafka.clients import QueryAdmin, TxProducer
+from workers.testing import check_change_stream
 
 pytestmark = pytest.mark.kafka
 KILLS = 6

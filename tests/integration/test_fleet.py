@@ -19,7 +19,6 @@ from tests.integration.pipeline import (
     TRIANGLE,
     TWO_PATH,
     WorkerProcess,
-    check_change_stream,
     committed_changes,
     committed_progress,
     free_port,
@@ -36,6 +35,7 @@ from workers.kafka.clients import QueryAdmin
 from workers.kafka.compacted import CompactedReader
 from workers.kafka.topics import Topics
 from workers.runtime.status import fleet_status
+from workers.testing import check_change_stream
 
 pytestmark = pytest.mark.kafka
 SHAPES = (TRIANGLE, TWO_PATH, REACH_COUNT)

@@ -22,7 +22,6 @@ from tests.integration.pipeline import (
     TRIANGLE,
     TWO_PATH,
     WorkerProcess,
-    check_change_stream,
     committed_changes,
     free_port,
     http_get,
@@ -34,7 +33,7 @@ from tests.integration.pipeline import (
 from workers.edn import keyword
 from workers.kafka.clients import QueryAdmin
 from workers.kafka.sink import transactional_id
-from workers.testing import evaluate_from_scratch
+from workers.testing import check_change_stream, evaluate_from_scratch
 from workers.zset import add_into
 
 pytestmark = pytest.mark.kafka

@@ -17,7 +17,6 @@ from tests.integration.pipeline import (
     TRIANGLE,
     TWO_PATH,
     WorkerProcess,
-    check_change_stream,
     committed_changes,
     isolated_config,
     random_stream,
@@ -30,6 +29,7 @@ from workers.kafka.avro import AvroCodec
 from workers.kafka.clients import QueryAdmin, TxProducer, follow
 from workers.kafka.messages import transaction_to_avro
 from workers.kafka.topics import Topics
+from workers.testing import check_change_stream
 
 TAIL_WAIT_S = 60.0  # longest the tail waits for the worker's change
 

@@ -10,7 +10,6 @@ from tests.integration.pipeline import (
     TRIANGLE,
     TWO_PATH,
     WorkerProcess,
-    check_change_stream,
     committed_changes,
     isolated_config,
     random_stream,
@@ -18,6 +17,7 @@ from tests.integration.pipeline import (
     wait_committed,
 )
 from workers.kafka.clients import QueryAdmin, TxProducer
+from workers.testing import check_change_stream
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 

@@ -1,11 +1,13 @@
-"""workers.testing.evaluate_from_scratch: the oracle itself, on hand-checked queries."""
+"""workers.testing: the oracle itself, on hand-checked queries, and the check of a committed
+change stream against it."""
 
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from workers.edn import keyword
-from workers.testing import evaluate_from_scratch
+from workers.testing import ChangeStreamMismatch, check_change_stream, evaluate_from_scratch
 
 NAME, AGE, FRIEND = keyword("name"), keyword("age"), keyword("friend")
 
@@ -100,3 +102,36 @@ def test_rules_negating_a_recursive_relation_are_refused() -> None:
                 :rules [[(p ?x) [?x :name] (not (q ?x))] [(q ?x) [?x :name] (not (p ?x))]]}"""
     with pytest.raises(ValueError, match="not stratified"):
         evaluate_from_scratch(query, PEOPLE)
+
+
+@dataclass(frozen=True)
+class Change:
+    row: tuple[Any, ...]
+    weight: int
+    tx_first: int
+    tx_last: int
+    snapshot: bool = False
+
+
+NAMES = "[:find ?n :where [?e :name ?n]]"
+# tx 0 adds alice, tx 1 adds bob, tx 2 renames alice to ann.
+NAME_STATES = [{(1, NAME, "alice")}, {(1, NAME, "alice"), (2, NAME, "bob")},
+               {(1, NAME, "ann"), (2, NAME, "bob")}]
+NAME_STREAM = [Change(("alice",), 1, 0, 0), Change(("bob",), 1, 1, 1),
+               Change(("alice",), -1, 2, 2), Change(("ann",), 1, 2, 2)]
+
+
+def test_an_exact_change_stream_passes_tick_by_tick() -> None:
+    assert check_change_stream(NAMES, NAME_STREAM, NAME_STATES) == 3
+    grouped = [Change(("alice",), 1, 0, 1), Change(("bob",), 1, 0, 1), *NAME_STREAM[2:]]
+    assert check_change_stream(NAMES, grouped, NAME_STATES) == 2  # any tick split
+
+
+@pytest.mark.parametrize(("stream", "error"), [
+    pytest.param(NAME_STREAM[:2] + NAME_STREAM[3:], "lacks", id="a change lost"),
+    pytest.param(NAME_STREAM + NAME_STREAM[3:], "has", id="a change committed twice"),
+    pytest.param([*NAME_STREAM, Change(("bob",), 1, 1, 2)], "overlaps", id="a tick twice"),
+])
+def test_a_lost_doubled_or_overlapping_change_fails(stream: list[Change], error: str) -> None:
+    with pytest.raises(ChangeStreamMismatch, match=error):
+        check_change_stream(NAMES, stream, NAME_STATES)

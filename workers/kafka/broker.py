@@ -1,7 +1,7 @@
 """A single-node Apache Kafka broker (KRaft, 127.0.0.1) run from the official jars — no Docker.
 
-The jars come from Maven Central through ``deploy/kafka/pom.xml`` (the one place the Kafka
-version is pinned) and are cached in ``~/.cache/deltalog/kafka-<version>/lib``;
+The jars come from Maven Central through ``pom.xml`` beside this module (the one place the
+Kafka version is pinned) and are cached in ``~/.cache/deltalog/kafka-<version>/lib``;
 ``DELTALOG_KAFKA_HOME`` overrides that directory. Java 17+ runs the broker; Maven is needed
 once, for the first fetch.
 
@@ -49,9 +49,10 @@ from confluent_kafka.admin import AdminClient
 
 from workers.errors import ErrorCode, WorkersError
 
-DEPLOY_DIR = Path(__file__).resolve().parents[2] / "deploy" / "kafka"
-POM_PATH = DEPLOY_DIR / "pom.xml"
-LOG4J_CONFIG_PATH = DEPLOY_DIR / "log4j2.properties"
+# Package data beside this module, so an installed deltalog finds them too; paths rather than
+# importlib.resources because Maven and the JVM are given them as files.
+POM_PATH = Path(__file__).with_name("pom.xml")
+LOG4J_CONFIG_PATH = Path(__file__).with_name("log4j2.properties")
 HOME_ENV = "DELTALOG_KAFKA_HOME"
 FETCHED_MARKER = ".fetched"  # holds the pom's sha256; written only after a complete fetch
 HOST = "127.0.0.1"
@@ -113,7 +114,7 @@ class BrokerError(WorkersError):
 
 @functools.cache
 def kafka_version() -> str:
-    """The Kafka version pinned in ``deploy/kafka/pom.xml`` (``<kafka.version>``)."""
+    """The Kafka version pinned in ``pom.xml`` (``<kafka.version>``)."""
     namespace = {"m": "http://maven.apache.org/POM/4.0.0"}
     node = ET.parse(POM_PATH).getroot().find("m:properties/m:kafka.version", namespace)
     if node is None or not node.text:
@@ -150,8 +151,6 @@ def ensure_kafka_jars() -> Path:
 
 def _fetch_jars(lib: Path) -> None:
     """Copy the pom's dependencies (the Kafka server and log4j2) into ``lib``."""
-    if not POM_PATH.is_file():
-        raise BrokerError(f"{POM_PATH} is missing; run deltalog from a source checkout")
     mvn = shutil.which("mvn")
     if mvn is None:
         raise BrokerError(INSTALL_MAVEN)

@@ -15,7 +15,6 @@ import pytest
 from tests.integration.pipeline import (
     REACH_COUNT,
     TRIANGLE,
-    WorkerProcess,
     check_change_stream,
     committed_changes,
     isolated_config,
@@ -26,6 +25,7 @@ from tests.integration.pipeline import (
 )
 from workers.kafka.broker import LocalBroker
 from workers.kafka.clients import QueryAdmin
+from workers.runtime.process import WorkerProcess
 
 pytestmark = pytest.mark.kafka
 OUTAGE_S = 10.0

@@ -18,7 +18,6 @@ from tests.integration.pipeline import (
     REACH_COUNT,
     TRIANGLE,
     TWO_PATH,
-    WorkerProcess,
     check_change_stream,
     committed_changes,
     committed_progress,
@@ -31,6 +30,7 @@ from tests.integration.pipeline import (
 from workers.config import WorkerConfig
 from workers.kafka.broker import LocalBroker
 from workers.kafka.clients import QueryAdmin
+from workers.runtime.process import WorkerProcess
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 EDGES = "{:find [?a ?b] :where [[?a :g/to ?b]]}"

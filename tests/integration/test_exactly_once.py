@@ -19,7 +19,6 @@ from tests.integration.pipeline import (
     TRIANGLE,
     TWO_PATH,
     WAIT_S,
-    WorkerProcess,
     check_change_stream,
     committed_changes,
     committed_progress,
@@ -30,6 +29,7 @@ from tests.integration.pipeline import (
 )
 from workers.config import WorkerConfig
 from workers.kafka.clients import QueryAdmin, TxProducer
+from workers.runtime.process import WorkerProcess
 
 pytestmark = pytest.mark.kafka
 KILLS = 6

@@ -9,7 +9,6 @@ import pytest
 from tests.integration.pipeline import (
     TRIANGLE,
     TWO_PATH,
-    WorkerProcess,
     check_change_stream,
     committed_changes,
     isolated_config,
@@ -18,6 +17,7 @@ from tests.integration.pipeline import (
     wait_committed,
 )
 from workers.kafka.clients import QueryAdmin, TxProducer
+from workers.runtime.process import WorkerProcess
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 

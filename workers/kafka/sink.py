@@ -32,11 +32,6 @@ HUNG_EXIT_CODE = 75  # EX_TEMPFAIL: restart me
 log = logging.getLogger(__name__)
 
 
-def transactional_id(worker_id: str) -> str:
-    """One transactional id per worker: a restart of the same worker fences its old self."""
-    return f"deltalog-worker-{worker_id}"
-
-
 class ResultSink:
     """A transactional producer writing deltalog's output records."""
 

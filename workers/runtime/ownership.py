@@ -23,6 +23,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPar
 from workers.config import WorkerConfig
 from workers.kafka.compacted import KeyedRecord, latest
 from workers.kafka.consume import data_messages
+from workers.runtime.process import client_id
 
 log = logging.getLogger(__name__)
 WATERMARK_TIMEOUT_S = 10.0
@@ -43,7 +44,7 @@ class Ownership:
         session_ms = config.session_timeout_ms
         self._consumer = Consumer(config.kafka(**{
             "group.id": config.group_id or f"{config.topic_prefix}.workers",
-            "client.id": f"deltalog-{config.worker_id}",
+            "client.id": client_id(config.worker_id),
             "enable.auto.commit": False,
             "isolation.level": "read_committed",
             "auto.offset.reset": "earliest",

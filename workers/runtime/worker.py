@@ -62,7 +62,7 @@ from workers.kafka.avro import AvroCodec, DecodeError, registry_for
 from workers.kafka.clients import progress_table
 from workers.kafka.compacted import CompactedReader, KeyedRecord
 from workers.kafka.messages import Row, row_from_avro, transaction_from_avro
-from workers.kafka.sink import ResultSink, TransactionFailed, transactional_id
+from workers.kafka.sink import ResultSink, TransactionFailed
 from workers.kafka.source import TxRecord, TxSource
 from workers.kafka.topics import Topics, check_query_name, create, ensure_topics
 from workers.runtime.backpressure import TickSize, resident_bytes
@@ -70,6 +70,7 @@ from workers.runtime.checkpoint import SnapshotStore
 from workers.runtime.faults import crash_point
 from workers.runtime.observe import StateGauges, forget_query, observe_steps
 from workers.runtime.ownership import Ownership, Polled
+from workers.runtime.process import transactional_id
 from workers.runtime.registration import Registration, parse_registration
 from workers.zset import add, add_into, neg
 

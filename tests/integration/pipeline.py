@@ -67,17 +67,17 @@ def send_stream(config: WorkerConfig, stream: Sequence[Any], batch: int = 1,
     """Send ``stream``, each ``batch`` acknowledged before the next (then ``pause_s``): while
     the broker is away the producer keeps the records queued and retries, so waiting longer
     is all it takes — nothing is sent twice."""
-    producer = TxProducer(config)
-    for start in range(0, len(stream), batch):
-        for tx in stream[start:start + batch]:
-            producer.send(tx)
-        while True:
-            try:
-                producer.flush()
-                break
-            except WorkersError:
-                continue
-        time.sleep(pause_s)
+    with TxProducer(config) as producer:
+        for start in range(0, len(stream), batch):
+            for tx in stream[start:start + batch]:
+                producer.send(tx)
+            while True:
+                try:
+                    producer.flush()
+                    break
+                except WorkersError:
+                    continue
+            time.sleep(pause_s)
 
 
 def committed_progress(config: WorkerConfig, queries: Sequence[str]) -> int:

@@ -21,6 +21,7 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
 from workers.config import WorkerConfig
+from workers.kafka.closing import Closing
 from workers.kafka.compacted import KeyedRecord, latest
 from workers.kafka.consume import data_messages
 from workers.runtime.process import client_id
@@ -37,7 +38,7 @@ class Polled:
     records: list[KeyedRecord] = field(default_factory=list)
 
 
-class Ownership:
+class Ownership(Closing):
     """A member of the workers' consumer group on the queries topic."""
 
     def __init__(self, config: WorkerConfig, topic: str) -> None:

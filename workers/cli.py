@@ -194,13 +194,13 @@ def _worker(args: argparse.Namespace) -> int:
     from workers.runtime.worker import Worker
 
     config = _connected(_settings(args))
-    worker = Worker(config)
-    if config.metrics_port is not None:
-        serve(config.metrics_port, worker.readiness)
-    stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
-    worker.run(stop)
+    with Worker(config) as worker:
+        if config.metrics_port is not None:
+            serve(config.metrics_port, worker.readiness)
+        stop = threading.Event()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, lambda *_: stop.set())
+        worker.run(stop)
     return 0
 
 
@@ -225,16 +225,16 @@ def _tx(args: argparse.Namespace) -> int:
     if args.file is None and args.edn is None:
         raise WorkersError("give a transaction as EDN text or --file data.edn",
                            code=ErrorCode.USAGE)
-    producer = TxProducer(_config(args), source="deltalog tx")
-    if args.file is not None:
-        transactions = read_all(args.file.read_text())
-        with ProgressBar(len(transactions), "tx") as bar:
-            for tx in transactions:
-                producer.send(tx)
-                bar.advance()
-    else:
-        producer.send(args.edn)
-    producer.flush()
+    with TxProducer(_config(args), source="deltalog tx") as producer:
+        if args.file is not None:
+            transactions = read_all(args.file.read_text())
+            with ProgressBar(len(transactions), "tx") as bar:
+                for tx in transactions:
+                    producer.send(tx)
+                    bar.advance()
+        else:
+            producer.send(args.edn)
+        producer.flush()
     return 0
 
 
@@ -246,15 +246,15 @@ def _query(args: argparse.Namespace) -> int:
     if args.action == "add" and args.edn is None:
         raise WorkersError("query add needs NAME and the query as EDN text",
                            code=ErrorCode.USAGE)
-    admin = QueryAdmin(_config(args))
-    if args.action == "ls":
-        for name, registration in admin.list().items():
-            inputs = " ".join(f"--input {text}" for text in registration.inputs)
-            print(f"{name}\t{registration.edn}\t{inputs}".rstrip())
-    elif args.action == "rm":
-        admin.remove(args.name)
-    else:
-        admin.add(args.name, args.edn, args.input)
+    with QueryAdmin(_config(args)) as admin:
+        if args.action == "ls":
+            for name, registration in admin.list().items():
+                inputs = " ".join(f"--input {text}" for text in registration.inputs)
+                print(f"{name}	{registration.edn}	{inputs}".rstrip())
+        elif args.action == "rm":
+            admin.remove(args.name)
+        else:
+            admin.add(args.name, args.edn, args.input)
     return 0
 
 

@@ -7,13 +7,16 @@ changed, the rows that entered (+) and left (-) the result.
 
 from __future__ import annotations
 
-import gc
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workers.edn import dumps
 from workers.engine import Engine
+
+if TYPE_CHECKING:
+    from workers.kafka.clients import QueryAdmin, TxProducer
+    from workers.runtime.worker import Worker
 
 QUERIES = {
     "adults": "[:find ?name ?age :where [?p :person/name ?name] [?p :person/age ?age]"
@@ -93,14 +96,11 @@ CATCH_UP_TIMEOUT_S = 60.0
 def run_demo(strategy: str = "delta", out: Callable[[str], None] = print) -> int:
     """Start a local broker and a worker, register live queries, stream transactions."""
     import tempfile
-    import time
     from pathlib import Path
 
     from workers.config import from_env
-    from workers.edn import keyword
     from workers.kafka.broker import LocalBroker
     from workers.kafka.clients import QueryAdmin, TxProducer
-    from workers.progress import ProgressBar
     from workers.runtime.health import serve
     from workers.runtime.worker import Worker
 
@@ -109,47 +109,20 @@ def run_demo(strategy: str = "delta", out: Callable[[str], None] = print) -> int
         with LocalBroker(Path(scratch) / "kafka") as broker:
             config = from_env(bootstrap_servers=broker.bootstrap_servers, worker_id="demo",
                               strategy=strategy, snapshot_dir=Path(scratch) / "snapshots")
-            stop = threading.Event()
-            worker = Worker(config)
-            try:
-                serve(METRICS_PORT, worker.readiness)
-                metrics_url = f"http://127.0.0.1:{METRICS_PORT}/metrics"
-            except OSError as err:
-                metrics_url = f"not served (port {METRICS_PORT}: {err.strerror})"
-            out(f"broker {broker.bootstrap_servers}; metrics {metrics_url}")
-            thread = threading.Thread(target=worker.run, args=(stop,), daemon=True)
-            thread.start()
-            admin = QueryAdmin(config)
-            for name, text in LIVE_QUERIES.items():
-                admin.add(name, text)
-                out(f"registered {name}: {text}")
-            while set(worker.engine.queries) != set(LIVE_QUERIES) and thread.is_alive():
-                time.sleep(0.05)  # the worker picks registrations up from deltalog.queries
-            followers = [_print_changes(config, name, out, stop) for name in LIVE_QUERIES]
-            producer = TxProducer(config, source="deltalog demo")
-            add, to = keyword("db/add"), keyword("g/to")
-            transactions = [[[add, a, to, b]] for a, b in KARATE] + PEOPLE
-            with ProgressBar(len(transactions), "tx") as bar:
-                for tx in transactions:
-                    producer.send(tx)
-                    producer.flush()
-                    bar.advance()
-                    time.sleep(STREAM_PAUSE_S)
-            producer.flush()
-            deadline = time.monotonic() + CATCH_UP_TIMEOUT_S
-            while worker.committed < len(transactions) - 1:
-                if time.monotonic() > deadline or not thread.is_alive():
-                    out("the worker did not catch up; see the log above")
-                    return 1
-                time.sleep(0.1)
-            wrong = _check_committed(config, transactions)
-            stop.set()
-            for running in [thread, *followers]:
-                running.join()
-            done = worker.committed + 1
-            # The Kafka clients go before the broker does, or they log its absence.
-            del worker, producer, admin
-            gc.collect()
+            # The Kafka clients close before the broker stops, or they log its absence.
+            with Worker(config) as worker, QueryAdmin(config) as admin, \
+                    TxProducer(config, source="deltalog demo") as producer:
+                try:
+                    serve(METRICS_PORT, worker.readiness)
+                    metrics_url = f"http://127.0.0.1:{METRICS_PORT}/metrics"
+                except OSError as err:
+                    metrics_url = f"not served (port {METRICS_PORT}: {err.strerror})"
+                out(f"broker {broker.bootstrap_servers}; metrics {metrics_url}")
+                done = _stream(worker, admin, producer, out)
+            if done is None:
+                out("the worker did not catch up; see the log above")
+                return 1
+            wrong = _check_committed(config)
             if wrong:
                 out(f"a committed change stream is wrong: {wrong}")
                 return 1
@@ -157,7 +130,54 @@ def run_demo(strategy: str = "delta", out: Callable[[str], None] = print) -> int
     return 0
 
 
-def _check_committed(config: Any, transactions: list[Any]) -> str | None:
+def _stream(worker: Worker, admin: QueryAdmin, producer: TxProducer,
+            out: Callable[[str], None]) -> int | None:
+    """Run ``worker`` in a thread, register the live queries, stream the transactions and
+    follow the changes; the transactions the worker committed (None: it did not catch up).
+    The worker's thread and the followers are done with their Kafka clients on return."""
+    import time
+
+    from workers.progress import ProgressBar
+
+    stop = threading.Event()
+    thread = threading.Thread(target=worker.run, args=(stop,), daemon=True)
+    thread.start()
+    followers: list[threading.Thread] = []
+    try:
+        for name, text in LIVE_QUERIES.items():
+            admin.add(name, text)
+            out(f"registered {name}: {text}")
+        while set(worker.engine.queries) != set(LIVE_QUERIES) and thread.is_alive():
+            time.sleep(0.05)  # the worker picks registrations up from deltalog.queries
+        followers = [_print_changes(worker.config, name, out, stop) for name in LIVE_QUERIES]
+        transactions = _transactions()
+        with ProgressBar(len(transactions), "tx") as bar:
+            for tx in transactions:
+                producer.send(tx)
+                producer.flush()
+                bar.advance()
+                time.sleep(STREAM_PAUSE_S)
+        deadline = time.monotonic() + CATCH_UP_TIMEOUT_S
+        while worker.committed < len(transactions) - 1:
+            if time.monotonic() > deadline or not thread.is_alive():
+                return None
+            time.sleep(0.1)
+    finally:
+        stop.set()
+        for running in [thread, *followers]:
+            running.join()
+    return worker.committed + 1
+
+
+def _transactions() -> list[Any]:
+    """The demo's stream: the karate club's friendships, then the people moving."""
+    from workers.edn import keyword
+
+    add, to = keyword("db/add"), keyword("g/to")
+    return [[[add, a, to, b]] for a, b in KARATE] + PEOPLE
+
+
+def _check_committed(config: Any) -> str | None:
     """What is wrong with the live queries' committed change streams, read to their end, or
     None: each must integrate, after every tick, to the query's from-scratch result on the
     database at the tick's end, with no tick twice — the demo's last line is checked, not
@@ -167,7 +187,7 @@ def _check_committed(config: Any, transactions: list[Any]) -> str | None:
 
     database = Engine()
     states = []
-    for offset, tx in enumerate(transactions):
+    for offset, tx in enumerate(_transactions()):
         database.transact(tx, tx_id=offset)
         states.append([datom for datom, _ in database.db.state.datoms()])
     for name, text in LIVE_QUERIES.items():

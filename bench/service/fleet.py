@@ -33,10 +33,7 @@ import itertools
 import os
 import re
 import resource
-import signal
 import statistics
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -57,6 +54,7 @@ from workers.kafka.broker import LocalBroker
 from workers.kafka.clients import QueryAdmin, TxProducer
 from workers.kafka.compacted import CompactedReader, latest
 from workers.kafka.topics import Topics
+from workers.runtime.process import WorkerProcess
 from workers.testing import edge_transactions
 
 Tx = list[list[Any]]
@@ -71,8 +69,6 @@ POLL_S = 0.1  # between progress reads while waiting
 CAPACITY_TIMEOUT_S = 600.0
 SETTLE_TIMEOUT_S = 180.0
 TAKEOVER_TIMEOUT_S = 120.0
-STOP_TIMEOUT_S = 30.0
-LOG_TAIL_LINES = 20
 
 
 class FleetError(BenchError):
@@ -145,73 +141,16 @@ class Sender(threading.Thread):
 # --- workers --------------------------------------------------------------------------------
 
 
-class WorkerProcess:
-    """`python -m workers worker` as a child process that can be killed and restarted."""
-
-    def __init__(self, config: WorkerConfig, worker_id: str, workdir: Path,
-                 tick_tx: int | None) -> None:
-        self.config, self.worker_id, self.tick_tx = config, worker_id, tick_tx
-        self.snapshot_dir = workdir / f"{config.topic_prefix}-{worker_id}-snapshots"
-        self.log = workdir / f"{config.topic_prefix}-{worker_id}.log"
-        self.process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def client_id(self) -> str:
-        """Its client id in the workers' consumer group."""
-        return f"deltalog-{self.worker_id}"
-
-    @property
-    def writer(self) -> str:
-        """The `worker` field of the progress records it commits."""
-        return f"deltalog-worker-{self.worker_id}"
-
-    def command(self) -> list[str]:
-        args = [sys.executable, "-m", "workers", "worker",
-                "--bootstrap-servers", self.config.bootstrap_servers,
-                "--worker-id", self.worker_id, "--snapshot-dir", str(self.snapshot_dir), "-v"]
-        return args + ([] if self.tick_tx is None else ["--tick-max-tx", str(self.tick_tx)])
-
-    def start(self) -> None:
-        env = {**os.environ, "DELTALOG_TOPIC_PREFIX": self.config.topic_prefix}
-        with self.log.open("ab") as out:
-            self.process = subprocess.Popen(self.command(), stdout=out,
-                                            stderr=subprocess.STDOUT, env=env)
-
-    def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
-    def kill(self) -> None:
-        """SIGKILL, then reap."""
-        assert self.process is not None
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait()
-
-    def stop(self) -> None:
-        """SIGTERM (a clean shutdown), SIGKILL if it takes too long."""
-        if not self.alive():
-            return
-        assert self.process is not None
-        self.process.terminate()
-        try:
-            self.process.wait(STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            self.kill()
-
-    def tail(self, lines: int = LOG_TAIL_LINES) -> str:
-        text = self.log.read_text(errors="replace") if self.log.exists() else ""
-        return "\n".join(text.splitlines()[-lines:])
-
-
 @contextlib.contextmanager
 def fleet(config: WorkerConfig, count: int, workdir: Path,
-          tick_tx: int | None) -> Iterator[list[WorkerProcess]]:
+          tick_max_tx: int | None) -> Iterator[list[WorkerProcess]]:
     """`count` workers w1..wN (not started); all stopped on exit."""
-    workers = [WorkerProcess(config, f"w{i + 1}", workdir, tick_tx) for i in range(count)]
-    try:
-        yield workers
-    finally:
-        for worker in workers:
-            worker.stop()
+    with contextlib.ExitStack() as stack:
+        yield [stack.enter_context(WorkerProcess(
+            config, workdir / f"{config.topic_prefix}-{worker_id}-snapshots",
+            workdir / f"{config.topic_prefix}-{worker_id}.log", worker_id,
+            tick_max_tx=tick_max_tx))
+            for worker_id in (f"w{i + 1}" for i in range(count))]
 
 
 def failure(message: str, workers: Sequence[WorkerProcess]) -> FleetError:
@@ -394,7 +333,7 @@ def takeover_once(watch: Watch, queries: Sequence[str], victim: WorkerProcess,
     """Kill -9 `victim`; time until the survivor holds every query partition, and until
     every query passes the log end as it was at the kill."""
     watch.refresh()
-    moved = watch.writers(queries)[victim.writer]
+    moved = watch.writers(queries)[victim.transactional_id]
     wanted = {survivor.client_id: sum(watch.holders().values())}
     end = watch.last_tx()
     victim.kill()

@@ -16,8 +16,6 @@ import argparse
 import os
 import random
 import statistics
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -35,6 +33,7 @@ from workers.kafka.broker import LocalBroker
 from workers.kafka.clients import QueryAdmin, TxProducer
 from workers.kafka.messages import transaction_to_avro
 from workers.kafka.topics import Topics
+from workers.runtime.process import WorkerProcess
 
 TRIANGLE = "{:find [?a ?b ?c] :where [[?a :g/to ?b] [?a :g/to ?c] [?b :g/to ?c]]}"
 ADD, RETRACT, TO = keyword("db/add"), keyword("db/retract"), keyword("g/to")
@@ -56,8 +55,9 @@ def run(args: argparse.Namespace) -> None:
     edges = load_pegase_edges()
     with tempfile.TemporaryDirectory() as scratch, LocalBroker(Path(scratch) / "kafka") as broker:
         config = from_env({}, bootstrap_servers=broker.bootstrap_servers)
-        worker = _start_worker(config, Path(scratch))
-        try:
+        with WorkerProcess(config, Path(scratch) / "snapshots", Path(scratch) / "worker.log",
+                           "bench") as worker:
+            worker.start()
             QueryAdmin(config).add("tri", TRIANGLE)
             progress = ProgressWatch(config)
             producer = TxProducer(config)
@@ -69,17 +69,6 @@ def run(args: argparse.Namespace) -> None:
             stream = _edge_stream(edges, args.tx + int(args.latency_seconds * 20000), seed=1)
             rate = _throughput(config, progress, stream[:args.tx])
             _latency(config, progress, stream[args.tx:], rate * args.load, args.latency_seconds)
-        finally:
-            worker.terminate()
-            worker.wait(30)
-
-
-def _start_worker(config: WorkerConfig, scratch: Path) -> subprocess.Popen[bytes]:
-    log = (scratch / "worker.log").open("wb")
-    return subprocess.Popen([sys.executable, "-m", "workers", "worker", "--bootstrap-servers",
-                             config.bootstrap_servers, "--worker-id", "bench",
-                             "--snapshot-dir", str(scratch / "snapshots")],
-                            stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ))
 
 
 def _edge_stream(edges: list[tuple[int, int]], count: int, seed: int) -> list[bytes]:

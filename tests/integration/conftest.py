@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.integration.pipeline import WorkerProcess
+from workers.runtime.process import WorkerProcess
 
 
 @pytest.fixture(autouse=True)

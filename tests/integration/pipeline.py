@@ -1,26 +1,23 @@
-"""Helpers for pipeline tests: a worker in its own process, a seeded transaction stream,
-and the oracle that checks a committed change stream tick by tick."""
+"""Helpers for pipeline tests: a seeded transaction stream, waits for committed progress,
+and the oracle that checks a committed change stream tick by tick.  The worker runs in its
+own process (:class:`workers.runtime.process.WorkerProcess`)."""
 
 from __future__ import annotations
 
-import os
-import signal
 import socket
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Sequence
 from itertools import islice
-from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from workers.config import WorkerConfig, from_env
 from workers.edn import keyword
 from workers.errors import WorkersError
 from workers.kafka.clients import Change, TxProducer, follow, progress_table
+from workers.runtime.process import WorkerProcess
 from workers.testing import ReferenceDb, edge_transactions
 
 ADD = keyword("db/add")
@@ -37,58 +34,6 @@ def isolated_config(bootstrap: str, **overrides: Any) -> WorkerConfig:
     """Settings with a fresh topic prefix, so tests on one broker never share topics."""
     return from_env({}, bootstrap_servers=bootstrap,
                     topic_prefix=f"t{uuid.uuid4().hex[:10]}", **overrides)
-
-
-class WorkerProcess:
-    """``deltalog worker`` as a child process that a test can kill -9 and restart.  Those
-    still running when a test ends are stopped by the ``stop_workers`` fixture, so a failed
-    test leaves no worker behind to slow down the next ones."""
-
-    running: ClassVar[set[WorkerProcess]] = set()
-
-    def __init__(self, config: WorkerConfig, snapshot_dir: Path, log: Path,
-                 worker_id: str = "w1", env: dict[str, str] | None = None, **flags: Any) -> None:
-        self.config, self.snapshot_dir, self.log, self.flags = config, snapshot_dir, log, flags
-        self.worker_id, self.env = worker_id, env or {}
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        args = [sys.executable, "-m", "workers", "worker", "--bootstrap-servers",
-                self.config.bootstrap_servers, "--worker-id", self.worker_id,
-                "--snapshot-dir", str(self.snapshot_dir), "-v"]
-        for flag, value in self.flags.items():
-            args += [f"--{flag.replace('_', '-')}", str(value)]
-        env = {**os.environ, "DELTALOG_TOPIC_PREFIX": self.config.topic_prefix, **self.env}
-        with self.log.open("ab") as log:
-            self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env)
-        WorkerProcess.running.add(self)
-
-    def kill(self) -> None:
-        assert self.process is not None
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait()
-
-    def pause(self) -> None:
-        """SIGSTOP: the process hangs (no heartbeat, no progress) until :meth:`resume`."""
-        assert self.process is not None
-        self.process.send_signal(signal.SIGSTOP)
-
-    def resume(self) -> None:
-        assert self.process is not None
-        self.process.send_signal(signal.SIGCONT)
-
-    def stop(self) -> None:
-        WorkerProcess.running.discard(self)
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-
-    def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
 
 
 def http_get(url: str) -> tuple[int, bytes]:
@@ -120,17 +65,17 @@ def send_stream(config: WorkerConfig, stream: Sequence[Any], batch: int = 1,
     """Send ``stream``, each ``batch`` acknowledged before the next (then ``pause_s``): while
     the broker is away the producer keeps the records queued and retries, so waiting longer
     is all it takes — nothing is sent twice."""
-    producer = TxProducer(config)
-    for start in range(0, len(stream), batch):
-        for tx in stream[start:start + batch]:
-            producer.send(tx)
-        while True:
-            try:
-                producer.flush()
-                break
-            except WorkersError:
-                continue
-        time.sleep(pause_s)
+    with TxProducer(config) as producer:
+        for start in range(0, len(stream), batch):
+            for tx in stream[start:start + batch]:
+                producer.send(tx)
+            while True:
+                try:
+                    producer.flush()
+                    break
+                except WorkersError:
+                    continue
+            time.sleep(pause_s)
 
 
 def committed_progress(config: WorkerConfig, queries: Sequence[str]) -> int:

@@ -15,7 +15,6 @@ import pytest
 from tests.integration.pipeline import (
     REACH_COUNT,
     TRIANGLE,
-    WorkerProcess,
     committed_changes,
     isolated_config,
     random_stream,
@@ -25,6 +24,7 @@ from tests.integration.pipeline import (
 )
 from workers.kafka.broker import LocalBroker
 from workers.kafka.clients import QueryAdmin
+from workers.runtime.process import WorkerProcess
 from workers.testing import check_change_stream
 
 pytestmark = pytest.mark.kafka

@@ -18,7 +18,6 @@ from tests.integration.pipeline import (
     REACH_COUNT,
     TRIANGLE,
     TWO_PATH,
-    WorkerProcess,
     committed_changes,
     committed_progress,
     isolated_config,
@@ -30,6 +29,7 @@ from tests.integration.pipeline import (
 from workers.config import WorkerConfig
 from workers.kafka.broker import LocalBroker
 from workers.kafka.clients import QueryAdmin
+from workers.runtime.process import WorkerProcess
 from workers.testing import check_change_stream
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.pipeline import TRIANGLE, WorkerProcess, isolated_config, wait_committed
+from tests.integration.pipeline import TRIANGLE, isolated_config, wait_committed
+from workers.runtime.process import WorkerProcess
 
 pytestmark = pytest.mark.kafka
 CLI_TIMEOUT_S = 60

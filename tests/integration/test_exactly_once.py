@@ -19,7 +19,6 @@ from tests.integration.pipeline import (
     TRIANGLE,
     TWO_PATH,
     WAIT_S,
-    WorkerProcess,
     committed_changes,
     committed_progress,
     isolated_config,
@@ -29,6 +28,7 @@ from tests.integration.pipeline import (
 )
 from workers.config import WorkerConfig
 from workers.kafka.clients import QueryAdmin, TxProducer
+from workers.runtime.process import WorkerProcess
 from workers.testing import check_change_stream
 
 pytestmark = pytest.mark.kafka

@@ -18,7 +18,6 @@ from tests.integration.pipeline import (
     REACH_COUNT,
     TRIANGLE,
     TWO_PATH,
-    WorkerProcess,
     committed_changes,
     committed_progress,
     free_port,
@@ -34,6 +33,7 @@ from workers.kafka.avro import AvroCodec
 from workers.kafka.clients import QueryAdmin
 from workers.kafka.compacted import CompactedReader
 from workers.kafka.topics import Topics
+from workers.runtime.process import WorkerProcess
 from workers.runtime.status import fleet_status
 from workers.testing import check_change_stream
 

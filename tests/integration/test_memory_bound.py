@@ -21,7 +21,6 @@ from tests.integration.pipeline import (
     TO,
     TRIANGLE,
     TWO_PATH,
-    WorkerProcess,
     committed_changes,
     free_port,
     http_get,
@@ -32,7 +31,7 @@ from tests.integration.pipeline import (
 )
 from workers.edn import keyword
 from workers.kafka.clients import QueryAdmin
-from workers.kafka.sink import transactional_id
+from workers.runtime.process import WorkerProcess, transactional_id
 from workers.testing import check_change_stream, evaluate_from_scratch
 from workers.zset import add_into
 

@@ -28,7 +28,6 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.integration.pipeline import (
     TWO_PATH,
-    WorkerProcess,
     committed_changes,
     free_port,
     http_get,
@@ -38,6 +37,7 @@ from tests.integration.pipeline import (
 from workers import metrics
 from workers.config import WorkerConfig
 from workers.kafka.clients import QueryAdmin, TxProducer
+from workers.runtime.process import WorkerProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMETHEUS_DIR = ROOT / "deploy" / "prometheus"

@@ -16,7 +16,6 @@ from tests.integration.pipeline import (
     TO,
     TRIANGLE,
     TWO_PATH,
-    WorkerProcess,
     committed_changes,
     isolated_config,
     random_stream,
@@ -29,6 +28,7 @@ from workers.kafka.avro import AvroCodec
 from workers.kafka.clients import QueryAdmin, TxProducer, follow
 from workers.kafka.messages import transaction_to_avro
 from workers.kafka.topics import Topics
+from workers.runtime.process import WorkerProcess
 from workers.testing import check_change_stream
 
 TAIL_WAIT_S = 60.0  # longest the tail waits for the worker's change

@@ -15,7 +15,6 @@ import pytest
 
 from tests.integration.pipeline import (
     TRIANGLE,
-    WorkerProcess,
     committed_changes,
     send_stream,
     wait_committed,
@@ -23,6 +22,7 @@ from tests.integration.pipeline import (
 from workers.config import from_env
 from workers.kafka.broker import LocalBroker
 from workers.kafka.clients import QueryAdmin
+from workers.runtime.process import WorkerProcess
 
 pytestmark = pytest.mark.kafka
 USER, PASSWORD, WRONG = "alice", "alice-secret", "wrong-pw-7"

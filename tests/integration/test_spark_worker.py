@@ -9,7 +9,6 @@ import pytest
 from tests.integration.pipeline import (
     TRIANGLE,
     TWO_PATH,
-    WorkerProcess,
     committed_changes,
     isolated_config,
     random_stream,
@@ -17,6 +16,7 @@ from tests.integration.pipeline import (
     wait_committed,
 )
 from workers.kafka.clients import QueryAdmin, TxProducer
+from workers.runtime.process import WorkerProcess
 from workers.testing import check_change_stream
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]

@@ -513,9 +513,9 @@ def _answers(config: dict[str, Any]) -> bool:
         socket.create_connection((host, int(port)), timeout=METADATA_TIMEOUT_S).close()
     except OSError:
         return False
-    admin = AdminClient(config)
     try:
-        return bool(admin.list_topics(timeout=METADATA_TIMEOUT_S).brokers)
+        with AdminClient(config) as admin:
+            return bool(admin.list_topics(timeout=METADATA_TIMEOUT_S).brokers)
     except KafkaException:
         return False
 

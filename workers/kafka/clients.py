@@ -17,6 +17,7 @@ from workers.datalog import compile_query
 from workers.edn import dumps, read
 from workers.errors import ErrorCode, WorkersError
 from workers.kafka.avro import AvroCodec, registry_for
+from workers.kafka.closing import Closing, close_producer
 from workers.kafka.compacted import METADATA_TIMEOUT_S, CompactedReader, latest
 from workers.kafka.messages import Row, row_from_avro, transaction_to_avro
 from workers.kafka.topics import Topics, check_query_name, ensure_topics
@@ -26,12 +27,13 @@ FLUSH_TIMEOUT_S = 30.0  # all sent records acknowledged (acks=all)
 QUEUE_FULL_WAIT_S = 0.1
 
 
-class TxProducer:
+class TxProducer(Closing):
     """Sends transactions (EDN text or forms) to ``deltalog.tx`` as Avro records."""
 
     def __init__(self, config: WorkerConfig, source: str | None = None) -> None:
         self.topic = Topics(config.topic_prefix).tx
-        ensure_topics(AdminClient(config.kafka()), Topics(config.topic_prefix))
+        with AdminClient(config.kafka()) as admin:
+            ensure_topics(admin, Topics(config.topic_prefix))
         self._producer = Producer(config.kafka(**{"enable.idempotence": True, "linger.ms": 5}))
         self._codec = AvroCodec("transaction", registry_for(config.registry_url))
         self._source = source
@@ -55,14 +57,19 @@ class TxProducer:
             raise WorkersError(f"transactions not acknowledged within {FLUSH_TIMEOUT_S} s",
                                code=ErrorCode.KAFKA)
 
+    def close(self) -> None:
+        """Close; what was sent and not flushed gets the flush's time to be acknowledged."""
+        close_producer(self._producer, FLUSH_TIMEOUT_S)
 
-class QueryAdmin:
+
+class QueryAdmin(Closing):
     """``query add / rm / ls`` through the compacted ``deltalog.queries`` topic."""
 
     def __init__(self, config: WorkerConfig) -> None:
         self.config = config
         self.topics = Topics(config.topic_prefix)
-        ensure_topics(AdminClient(config.kafka()), self.topics)
+        with AdminClient(config.kafka()) as admin:
+            ensure_topics(admin, self.topics)
         self._codec = AvroCodec("query_registration", registry_for(config.registry_url))
         self._producer = Producer(config.kafka(**{"enable.idempotence": True}))
 
@@ -80,11 +87,8 @@ class QueryAdmin:
         self._send(name, None)
 
     def list(self) -> dict[str, Registration]:
-        reader = CompactedReader(self.config, self.topics.queries)
-        try:
+        with CompactedReader(self.config, self.topics.queries) as reader:
             table = latest(reader.catch_up())
-        finally:
-            reader.close()
         return {name: parse_registration(self._codec, record.value)  # type: ignore[arg-type]
                 for name, record in sorted(table.items())}
 
@@ -93,16 +97,16 @@ class QueryAdmin:
         if self._producer.flush(FLUSH_TIMEOUT_S):
             raise WorkersError("query registration not acknowledged", code=ErrorCode.KAFKA)
 
+    def close(self) -> None:
+        close_producer(self._producer, FLUSH_TIMEOUT_S)
+
 
 def progress_table(config: WorkerConfig) -> dict[str, dict[str, Any]]:
     """The committed ``Progress`` record of every query (``deltalog.progress`` as a table)."""
     codec = AvroCodec("progress", registry_for(config.registry_url))
-    reader = CompactedReader(config, Topics(config.topic_prefix).progress)
-    try:
+    with CompactedReader(config, Topics(config.topic_prefix).progress) as reader:
         return {name: codec.decode(record.value or b"")
                 for name, record in latest(reader.catch_up()).items()}
-    finally:
-        reader.close()
 
 
 def _created(consumer: Consumer, topic: str, poll_s: float, once: bool,
@@ -140,10 +144,9 @@ def follow(config: WorkerConfig, query: str, poll_s: float = 0.5,
     end (``stop_at_end``), until ``stop`` is set, or for ever."""
     topic = Topics(config.topic_prefix).results(query)
     codec = AvroCodec("result_change", registry_for(config.registry_url))
-    consumer = Consumer(config.kafka(**{
-        "group.id": f"deltalog-tail-{uuid.uuid4()}", "enable.auto.commit": False,
-        "isolation.level": "read_committed", "enable.partition.eof": True}))
-    try:
+    with Consumer(config.kafka(**{
+            "group.id": f"deltalog-tail-{uuid.uuid4()}", "enable.auto.commit": False,
+            "isolation.level": "read_committed", "enable.partition.eof": True})) as consumer:
         if not _created(consumer, topic, poll_s, stop_at_end, stop):
             return
         consumer.assign([TopicPartition(topic, 0, 0)])
@@ -159,5 +162,3 @@ def follow(config: WorkerConfig, query: str, poll_s: float = 0.5,
                 record = codec.decode(message.value() or b"")
                 yield Change(row_from_avro(record["values"]), record["weight"],
                              record["tx_first"], record["tx_last"], record["snapshot"])
-    finally:
-        consumer.close()

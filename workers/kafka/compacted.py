@@ -12,6 +12,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from workers.config import WorkerConfig
 from workers.errors import ErrorCode, WorkersError
+from workers.kafka.closing import Closing
 from workers.kafka.consume import data_messages
 
 POLL_S = 0.05  # one poll: consume() waits this long unless a full batch arrives first
@@ -28,7 +29,7 @@ class KeyedRecord:
     topic: str = ""
 
 
-class CompactedReader:
+class CompactedReader(Closing):
     """Reads every partition of ``topics`` from the beginning, ``read_committed``;
     ``catch_up`` returns everything up to the current end, ``poll`` what arrived since.  A
     key always lands in the same partition, so the order per key is kept.  A topic that does

@@ -30,21 +30,21 @@ def check_connection(config: WorkerConfig, timeout_s: float = CONNECT_TIMEOUT_S)
     """Return once a broker answers a metadata request; raise a ``WorkersError`` (code
     ``kafka``) at once when the login is refused, or after ``timeout_s`` without an answer."""
     errors: list[KafkaError] = []
-    admin = AdminClient(config.kafka(error_cb=errors.append))
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            admin.list_topics(timeout=PROBE_S)
-            return
-        except KafkaException:
-            admin.poll(0)  # serves error_cb
-        refused = next((e for e in errors if e.code() in LOGIN_ERRORS), None)
-        if refused is not None:
-            raise WorkersError(f"cannot log in to Kafka at {config.bootstrap_servers}: "
-                               f"authentication failed ({refused.str()}); check security."
-                               "protocol, sasl.mechanism, sasl.username, sasl.password and the "
-                               "ssl.* settings (`deltalog config` shows them)",
-                               code=ErrorCode.KAFKA)
+    with AdminClient(config.kafka(error_cb=errors.append)) as admin:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                admin.list_topics(timeout=PROBE_S)
+                return
+            except KafkaException:
+                admin.poll(0)  # serves error_cb
+            refused = next((e for e in errors if e.code() in LOGIN_ERRORS), None)
+            if refused is not None:
+                raise WorkersError(f"cannot log in to Kafka at {config.bootstrap_servers}: "
+                                   f"authentication failed ({refused.str()}); check security."
+                                   "protocol, sasl.mechanism, sasl.username, sasl.password and the "
+                                   "ssl.* settings (`deltalog config` shows them)",
+                                   code=ErrorCode.KAFKA)
     last = f" (last error: {errors[-1].str()})" if errors else ""
     raise WorkersError(f"no Kafka broker answered at {config.bootstrap_servers} within "
                        f"{timeout_s:.0f} s{last}", code=ErrorCode.KAFKA)

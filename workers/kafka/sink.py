@@ -20,6 +20,7 @@ from confluent_kafka import KafkaException, Producer
 from workers.config import WorkerConfig
 from workers.errors import ErrorCode, WorkersError
 from workers.kafka.avro import AvroCodec, registry_for
+from workers.kafka.closing import Closing, close_producer
 from workers.kafka.messages import Row, row_to_avro
 from workers.kafka.topics import Topics
 
@@ -32,12 +33,7 @@ HUNG_EXIT_CODE = 75  # EX_TEMPFAIL: restart me
 log = logging.getLogger(__name__)
 
 
-def transactional_id(worker_id: str) -> str:
-    """One transactional id per worker: a restart of the same worker fences its old self."""
-    return f"deltalog-worker-{worker_id}"
-
-
-class ResultSink:
+class ResultSink(Closing):
     """A transactional producer writing deltalog's output records."""
 
     def __init__(self, config: WorkerConfig, topics: Topics, transactional_id: str) -> None:
@@ -117,6 +113,13 @@ class ResultSink:
                 self._producer.poll(QUEUE_FULL_WAIT_S)
             except KafkaException as err:
                 raise _failed(err) from err
+
+    def close(self) -> None:
+        """Close between transactions: records not committed mean nothing, so none is waited
+        for.  Not for a producer whose transaction failed: closing aborts the transaction
+        first, the very call librdkafka can hang in (see ``Worker._lost``)."""
+        with watchdog("Kafka close"):
+            close_producer(self._producer, 0.0)
 
     @staticmethod
     def _call(method: Any, *args: Any) -> None:

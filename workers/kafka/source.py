@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 
 from workers.config import WorkerConfig
+from workers.kafka.closing import Closing
 from workers.kafka.consume import data_messages
 
 
@@ -20,7 +21,7 @@ class TxRecord:
     appended_s: float = 0.0  # when the broker appended it (Unix seconds; the lag's age)
 
 
-class TxSource:
+class TxSource(Closing):
     """Reads partition 0 of the tx topic (the total order) with ``read_committed``."""
 
     def __init__(self, config: WorkerConfig, topic: str, position: int) -> None:

@@ -21,8 +21,10 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
 from workers.config import WorkerConfig
+from workers.kafka.closing import Closing
 from workers.kafka.compacted import KeyedRecord, latest
 from workers.kafka.consume import data_messages
+from workers.runtime.process import client_id
 
 log = logging.getLogger(__name__)
 WATERMARK_TIMEOUT_S = 10.0
@@ -36,14 +38,14 @@ class Polled:
     records: list[KeyedRecord] = field(default_factory=list)
 
 
-class Ownership:
+class Ownership(Closing):
     """A member of the workers' consumer group on the queries topic."""
 
     def __init__(self, config: WorkerConfig, topic: str) -> None:
         session_ms = config.session_timeout_ms
         self._consumer = Consumer(config.kafka(**{
             "group.id": config.group_id or f"{config.topic_prefix}.workers",
-            "client.id": f"deltalog-{config.worker_id}",
+            "client.id": client_id(config.worker_id),
             "enable.auto.commit": False,
             "isolation.level": "read_committed",
             "auto.offset.reset": "earliest",

@@ -71,29 +71,23 @@ def fleet_status(config: WorkerConfig) -> FleetStatus:
 
 
 def _workers(config: WorkerConfig, group: str) -> tuple[WorkerStatus, ...]:
-    admin = AdminClient(config.kafka())
-    description = admin.describe_consumer_groups([group])[group].result(timeout=TIMEOUT_S)
+    with AdminClient(config.kafka()) as admin:
+        description = admin.describe_consumer_groups([group])[group].result(timeout=TIMEOUT_S)
     return tuple(sorted((WorkerStatus(m.client_id, m.host, tuple(sorted(
         tp.partition for tp in (m.assignment.topic_partitions if m.assignment else []))))
         for m in description.members), key=lambda w: w.client_id))
 
 
 def _table(config: WorkerConfig, topic: str) -> dict[str, KeyedRecord]:
-    reader = CompactedReader(config, topic)
-    try:
+    with CompactedReader(config, topic) as reader:
         return latest(reader.catch_up())
-    finally:
-        reader.close()
 
 
 def _log_end(config: WorkerConfig, topic: str) -> int:
-    consumer = Consumer(config.kafka(**{"group.id": "deltalog-status",
-                                        "isolation.level": "read_committed"}))
-    try:
+    with Consumer(config.kafka(**{"group.id": "deltalog-status",
+                                  "isolation.level": "read_committed"})) as consumer:
         return int(consumer.get_watermark_offsets(TopicPartition(topic, 0),
                                                   timeout=TIMEOUT_S)[1])
-    finally:
-        consumer.close()
 
 
 def _show(value: int | None) -> str:

@@ -44,6 +44,7 @@ One tick:
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 import threading
@@ -60,9 +61,10 @@ from workers.engine import Changes, Engine
 from workers.errors import WorkersError
 from workers.kafka.avro import AvroCodec, DecodeError, registry_for
 from workers.kafka.clients import progress_table
+from workers.kafka.closing import Closing
 from workers.kafka.compacted import CompactedReader, KeyedRecord
 from workers.kafka.messages import Row, row_from_avro, transaction_from_avro
-from workers.kafka.sink import ResultSink, TransactionFailed, transactional_id
+from workers.kafka.sink import ResultSink, TransactionFailed
 from workers.kafka.source import TxRecord, TxSource
 from workers.kafka.topics import Topics, check_query_name, create, ensure_topics
 from workers.runtime.backpressure import TickSize, resident_bytes
@@ -70,6 +72,7 @@ from workers.runtime.checkpoint import SnapshotStore
 from workers.runtime.faults import crash_point
 from workers.runtime.observe import StateGauges, forget_query, observe_steps
 from workers.runtime.ownership import Ownership, Polled
+from workers.runtime.process import transactional_id
 from workers.runtime.registration import Registration, parse_registration
 from workers.zset import add, add_into, neg
 
@@ -103,8 +106,9 @@ class Waiting:
     progress: int
 
 
-class Worker:
-    """One worker process: shared arrangements, the queries it owns, one tx log."""
+class Worker(Closing):
+    """One worker process: shared arrangements, the queries it owns, one tx log.  Its Kafka
+    clients close with it (``with Worker(config) as worker``)."""
 
     def __init__(self, config: WorkerConfig) -> None:
         self.config = config
@@ -117,8 +121,10 @@ class Worker:
         self._tx_codec = AvroCodec("transaction", registry)
         self._registration_codec = AvroCodec("query_registration", registry)
         self._change_codec = AvroCodec("result_change", registry)
-        self._admin = AdminClient(config.kafka())
+        self._clients = contextlib.ExitStack()  # closed last opened first: the group first
+        self._admin = self._clients.enter_context(AdminClient(config.kafka()))
         self._sink = ResultSink(config, self.topics, transactional_id(config.worker_id))
+        self._clients.callback(lambda: self._sink.close())  # the sink of the moment
         self._registrations: dict[str, KeyedRecord] = {}  # live query -> its registration
         self._reown: list[KeyedRecord] = []  # owned anew next tick (their tick was lost)
         self._partition_of: dict[str, int] = {}  # query owned here -> its queries partition
@@ -151,8 +157,10 @@ class Worker:
             log.info("loaded snapshot at tx %d", state.tx)
             self.committed = state.tx
         self.engine.tx = self.committed
-        self._source = TxSource(config, self.topics.tx, self.committed + 1)
-        self._ownership = Ownership(config, self.topics.queries)  # Step 4
+        self._source = self._clients.enter_context(
+            TxSource(config, self.topics.tx, self.committed + 1))
+        self._ownership = self._clients.enter_context(
+            Ownership(config, self.topics.queries))  # Step 4
         deadline = time.monotonic() + 2 * config.session_timeout_ms / 1000
         while time.monotonic() < deadline and (not self._ownership.assigned_once
                                                or self._ownership.catching_up):
@@ -165,12 +173,10 @@ class Worker:
     # -- ticks ---------------------------------------------------------------------------
 
     def run(self, stop: threading.Event) -> None:
+        """Start, then tick until ``stop`` is set."""
         self.start()
-        try:
-            while not stop.is_set():
-                self.tick()
-        finally:
-            self.close()
+        while not stop.is_set():
+            self.tick()
 
     def tick(self) -> bool:
         """One tick; False when there was nothing to do."""
@@ -292,7 +298,9 @@ class Worker:
         producer is replaced, not just aborted: ``init_transactions`` of the new one ends the
         open transaction, and no state of the failure stays behind (librdkafka 2.16 can hang
         in ``send_offsets_to_transaction`` on a producer whose transaction failed around a
-        rebalance or a broker restart — confluentinc/librdkafka#5456, #5511)."""
+        rebalance or a broker restart — confluentinc/librdkafka#5456, #5511).  The failed one
+        is let go, not closed: closing would abort its transaction first, while dropping the
+        last reference destroys it without that call."""
         log.warning("tick not committed, sent again with the next one: %s", error,
                     extra={"tx_first": tx_first})
         self._sink = self._new_sink()
@@ -427,14 +435,11 @@ class Worker:
         if not names:
             return views
         query_of = {self.topics.results(name): name for name in names}
-        reader = CompactedReader(self.config, *query_of)
-        try:
+        with CompactedReader(self.config, *query_of) as reader:
             for record in reader.catch_up():
                 change = self._change_codec.decode(record.value or b"")
                 add_into(views[query_of[record.topic]],
                          {row_from_avro(change["values"]): change["weight"]})
-        finally:
-            reader.close()
         return views
 
     # -- snapshots and shutdown ------------------------------------------------------------
@@ -448,9 +453,9 @@ class Worker:
         self._last_snapshot = time.monotonic()
 
     def close(self) -> None:
-        for client in (self._source, self._ownership):
-            if client is not None:
-                client.close()
+        """Leave the group (its queries move at once, not after the session timeout), then
+        close the tx log's consumer, the producer and the admin client."""
+        self._clients.close()
 
 
 

@@ -70,9 +70,13 @@ def test_auto_sends_bootstraps_and_large_ticks_to_spark(spark_settings: SparkSet
     assert auto.dispatch.last == "spark"
 
 
-def test_200_ticks_do_not_grow_the_spark_work_per_tick(spark_settings: SparkSettings) -> None:
-    """The mirror keeps ``old`` a fixed-shape plan (compacted base ▷ removed ∪ added), so the
-    jobs and stages of a tick are the same at tick 200 as at tick 1."""
+def test_ticks_do_not_grow_the_spark_work_per_tick(spark_settings: SparkSettings) -> None:
+    """The mirror keeps ``old`` a fixed-shape plan (compacted base ▷ removed ∪ added), so no
+    tick of the last 20, over a pending layer of 20 to 39 ticks and ending in the second
+    compaction, runs more jobs or stages than the most a tick of the first 20 ran.  (A tick
+    while nothing is pending runs one job fewer, so sums over the windows depend on where
+    they start.)  Compacting every 40 ticks instead of every 100 keeps it short: the schedule
+    is a parameter, the plan's shape does not depend on it."""
     engine, local = Engine(executor="spark", spark=spark_settings), Engine()
     load = [[keyword("db/add"), a, TO, b] for a, b in random_edges(500, 100, seed=3)]
     for each in (engine, local):
@@ -80,9 +84,10 @@ def test_200_ticks_do_not_grow_the_spark_work_per_tick(spark_settings: SparkSett
         each.register("out", "[:find ?a :where [?a :g/to ?b]]")
     spark = engine.dispatch.spark
     assert spark is not None
+    spark.mirror.compact_ticks = 40
     rnd = random.Random(4)
     counts = []
-    for tick in range(200):
+    for tick in range(80):
         a, b = rnd.randrange(100), rnd.randrange(100, 200)
         op = keyword("db/add") if tick % 3 else keyword("db/retractEntity")
         tx = [[op, a, TO, b] if tick % 3 else [op, a], [keyword("db/add"), b, TO, tick]]
@@ -90,8 +95,8 @@ def test_200_ticks_do_not_grow_the_spark_work_per_tick(spark_settings: SparkSett
         counts.append((spark.jobs.last.jobs, spark.jobs.last.stages))
     assert spark.mirror.compactions == 2
     first, last = counts[:20], counts[-20:]
-    assert sum(j for j, _ in last) <= sum(j for j, _ in first)
-    assert sum(s for _, s in last) <= sum(s for _, s in first)
+    assert max(j for j, _ in last) <= max(j for j, _ in first)
+    assert max(s for _, s in last) <= max(s for _, s in first)
     assert engine.result("out") == local.result("out")
 
 

@@ -13,7 +13,7 @@ demo: java $(BIN)/deltalog
 test: java prometheus $(BIN)/deltalog
 	$(BIN)/ruff check workers tests bench
 	$(BIN)/mypy workers bench
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2 --dist loadgroup
 
 bench: $(BIN)/deltalog
 	$(BIN)/python -m bench

@@ -1,7 +1,9 @@
-"""Shared test configuration: hypothesis profiles (``ci`` is the default, ``dev`` is quick)."""
+"""Shared test configuration: hypothesis profiles (``ci`` is the default, ``dev`` is quick),
+the Spark tests kept together under pytest-xdist."""
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile("ci", max_examples=150, deadline=None, derandomize=True,
@@ -9,3 +11,11 @@ settings.register_profile("ci", max_examples=150, deadline=None, derandomize=Tru
 settings.register_profile("dev", max_examples=30, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 pytest_plugins = ["tests.fixtures.kafka", "tests.fixtures.spark"]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under ``pytest -n`` (``make test``), the tests of the shared SparkSession run in one
+    worker process: one Spark JVM, started once, rather than one per process."""
+    for item in items:
+        if "spark_settings" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("spark"))

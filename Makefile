@@ -13,7 +13,8 @@ demo: java $(BIN)/deltalog
 test: java prometheus $(BIN)/deltalog
 	$(BIN)/ruff check workers tests bench
 	$(BIN)/mypy workers bench
-	$(BIN)/python -m pytest -n 2 --dist loadgroup
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -m "not serial"
+	$(BIN)/python -m pytest -m serial
 
 bench: $(BIN)/deltalog
 	$(BIN)/python -m bench

@@ -27,7 +27,7 @@ from workers.kafka.clients import QueryAdmin
 from workers.runtime.process import WorkerProcess
 from workers.testing import check_change_stream
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.serial]
 OUTAGE_S = 10.0
 
 

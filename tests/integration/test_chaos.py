@@ -32,7 +32,7 @@ from workers.kafka.clients import QueryAdmin
 from workers.runtime.process import WorkerProcess
 from workers.testing import check_change_stream
 
-pytestmark = [pytest.mark.kafka, pytest.mark.slow]
+pytestmark = [pytest.mark.kafka, pytest.mark.slow, pytest.mark.serial]
 EDGES = "{:find [?a ?b] :where [[?a :g/to ?b]]}"
 SHAPES = (TRIANGLE, TWO_PATH, REACH_COUNT, EDGES)
 QUERIES = {f"q{i:02d}": SHAPES[i % len(SHAPES)] for i in range(20)}

@@ -31,7 +31,7 @@ from workers.kafka.clients import QueryAdmin, TxProducer
 from workers.runtime.process import WorkerProcess
 from workers.testing import check_change_stream
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.serial]
 KILLS = 6
 FAULTS = "before-commit=0.02,mid-produce=0.02,after-commit=0.02,after-snapshot=0.05"
 QUERIES = ("tri", "paths", "reach")

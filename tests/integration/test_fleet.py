@@ -37,7 +37,7 @@ from workers.runtime.process import WorkerProcess
 from workers.runtime.status import fleet_status
 from workers.testing import check_change_stream
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.serial]
 SHAPES = (TRIANGLE, TWO_PATH, REACH_COUNT)
 QUERIES = {f"q{i}": SHAPES[i % len(SHAPES)] for i in range(8)}
 

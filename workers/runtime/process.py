@@ -35,9 +35,9 @@ def client_id(worker_id: str) -> str:
 class WorkerProcess:
     """``python -m workers worker`` as a child process: start (again after a kill), kill -9,
     pause and resume (SIGSTOP/SIGCONT), stop (SIGTERM, SIGKILL if it takes too long); ``with``
-    stops it at the end.  ``flags`` become the worker's flags (``tick_max_tx=5``: ``--tick-max-tx 5``;
-    None: left out).  Those started and not stopped yet are in ``running``, so a test harness
-    can stop what a failed test left behind."""
+    stops it at the end.  ``flags`` become the worker's flags (``tick_max_tx=5``:
+    ``--tick-max-tx 5``; None: left out).  Those started and not stopped yet are in
+    ``running``, so a test harness can stop what a failed test left behind."""
 
     running: ClassVar[set[WorkerProcess]] = set()
 

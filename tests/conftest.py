@@ -14,8 +14,9 @@ pytest_plugins = ["tests.fixtures.kafka", "tests.fixtures.spark"]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under ``pytest -n`` (``make test``), the tests of the shared SparkSession run in one
-    worker process: one Spark JVM, started once, rather than one per process."""
+    """Under ``pytest -n`` (``make test``), the Spark tests run in one test process: one
+    shared SparkSession (and the Spark workers and Connect server some start) at a time, not
+    one per process competing for the two cores."""
     for item in items:
-        if "spark_settings" in getattr(item, "fixturenames", ()):
+        if item.get_closest_marker("spark") is not None:
             item.add_marker(pytest.mark.xdist_group("spark"))

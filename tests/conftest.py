@@ -13,6 +13,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 pytest_plugins = ["tests.fixtures.kafka", "tests.fixtures.spark"]
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under ``pytest -n`` (``make test``), the Spark tests run in one test process: one
     shared SparkSession (and the Spark workers and Connect server some start) at a time, not

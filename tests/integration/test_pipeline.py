@@ -191,7 +191,7 @@ def _dead_letters(config) -> list[dict]:
 def test_tail_follows_a_live_query_even_before_it_exists(worker_factory) -> None:
     """``deltalog tail`` started before the query's results topic exists waits for it (a
     consumer assigned to a missing topic may not notice its creation for minutes)."""
-    _, config = worker_factory()
+    worker, config = worker_factory()
     ended: list[Any] = []  # to its end, a query that does not exist yet: nothing, at once
     probe = threading.Thread(target=lambda: ended.append(
         list(follow(config, "tri", stop_at_end=True))), daemon=True)
@@ -204,7 +204,8 @@ def test_tail_follows_a_live_query_even_before_it_exists(worker_factory) -> None
     tail.start()
     time.sleep(1.0)  # following a query nobody registered yet
     QueryAdmin(config).add("tri", TRIANGLE)
-    producer = TxProducer(config)
+    wait_committed(config, ["tri"], -1, worker)  # taken up first: the triangle is a change,
+    producer = TxProducer(config)  # not part of a snapshot, however slow the worker starts
     producer.send("[[:db/add 1 :g/to 2] [:db/add 1 :g/to 3] [:db/add 2 :g/to 3]]")
     producer.flush()
     tail.join(TAIL_WAIT_S)

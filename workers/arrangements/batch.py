@@ -1,0 +1,254 @@
+"""One index order's immutable batch: a consolidated Z-set of id triples as a columnar trie.
+
+The triples ``(k0, k1, k2)`` (a datom permuted by the order) are sorted and stored as three
+levels of compressed sparse rows::
+
+    keys0[i]  its level-1 keys are keys1[bounds0[i]:bounds0[i+1]]
+    keys1[j]  its level-2 keys are keys2[bounds1[j]:bounds1[j+1]]
+    keys2[l]  the leaf, weighing weights[l] (no column when every weight is 1: a set)
+
+so the subtree under any prefix is a slice, and the leaves under it a contiguous range.
+Level 0 is *dense* when that is smaller (``keys0`` is None and key ``k`` is row ``k``):
+ids are dense, so an entity-major or value-major index of a whole database costs 4 bytes per
+id and a lookup is two array reads instead of a binary search.
+
+Invariants: keys strictly increase within a row; no row is empty except the dense level's
+absent ids; no leaf weighs 0 (consolidated).  So "a key is in the batch" means "some triple
+under it has a non-zero weight", as in the dict tries.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Sequence
+from typing import Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+Ids = npt.NDArray[np.int32]
+Ints = npt.NDArray[np.int64]
+Offsets = npt.NDArray[np.int32] | npt.NDArray[np.int64]
+Mask = npt.NDArray[np.bool_]
+Column = TypeVar("Column", bound=npt.NDArray[np.integer[Any]])
+
+
+def offsets(positions: npt.NDArray[np.integer[Any]], end: int) -> Offsets:
+    """Row starts plus the end, as int32 when they fit (half the bytes)."""
+    bounds = np.append(positions, end)
+    return bounds.astype(np.int32) if end < 2**31 else bounds.astype(np.int64)
+
+
+def starts(*columns: npt.NDArray[np.integer[Any]]) -> Ints:
+    """Positions where the sorted tuple of ``columns`` changes (the first row included)."""
+    n = len(columns[0])
+    new = np.zeros(n, bool)
+    if n:
+        new[0] = True
+        for column in columns:
+            new[1:] |= column[1:] != column[:-1]
+    return np.flatnonzero(new)
+
+
+def consolidate(columns: tuple[Column, ...],
+                w: Ints | None) -> tuple[tuple[Column, ...], Ints | None]:
+    """Sorted tuples with duplicates summed and zero weights dropped; ``None`` weights when
+    every weight is 1 (a set needs no column)."""
+    first = starts(*columns)
+    if not len(first) or (w is None and len(first) == len(columns[0])):
+        return columns, None
+    summed = np.add.reduceat(np.ones(len(columns[0]), np.int64) if w is None else w, first)
+    keep = first[summed != 0]
+    summed = summed[summed != 0]
+    return tuple(c[keep] for c in columns), None if (summed == 1).all() else summed
+
+
+def sort_order(c0: Ids, c1: Ids, c2: Ids) -> Ints:
+    """The permutation sorting the triples: one 64-bit key per triple when the ids fit in
+    21 bits, else ``(k0, k1)`` packed and ``k2`` in a second stable pass."""
+    top = max((int(c.max()) for c in (c0, c1, c2) if len(c)), default=0)
+    if top < 2**21:
+        key = (c0.astype(np.int64) << 42) | (c1.astype(np.int64) << 21) | c2
+        return np.argsort(key, kind="stable")
+    return np.lexsort((c2, (c0.astype(np.int64) << 32) | c1))
+
+
+class Batch:
+    """One order's sorted columns; every read is a slice or a binary search."""
+
+    __slots__ = ("_b0", "_b1", "_k0", "_k1", "_k2", "bounds0", "bounds1", "keys0", "keys1",
+                 "keys2", "positive", "weights", "width0")
+
+    def __init__(self, c0: Ids, c1: Ids, c2: Ids, weights: Ints | None) -> None:
+        """From triples already sorted and consolidated (see :func:`consolidate`)."""
+        n = len(c2)
+        pairs = starts(c0, c1)
+        firsts = starts(c0[pairs])
+        keys0 = c0[pairs][firsts]
+        bounds0 = offsets(firsts, len(pairs))
+        self.width0 = len(firsts)
+        self.keys0: Ids | None = keys0
+        if self.width0 and int(keys0[-1]) + 2 <= 2 * self.width0 + 1:  # dense is smaller
+            bounds0 = bounds0[np.searchsorted(keys0, np.arange(int(keys0[-1]) + 2))]
+            self.keys0 = None
+        self.bounds0 = bounds0
+        self.keys1, self.bounds1 = c1[pairs], offsets(pairs, n)
+        self.keys2, self.weights = c2, weights
+        self.positive = weights is None or bool((weights > 0).all())
+        # memoryviews: item reads and bisect on them return Python ints (no NumPy scalars)
+        self._k0 = None if self.keys0 is None else self.keys0.data
+        self._k1, self._k2 = self.keys1.data, c2.data
+        self._b0, self._b1 = self.bounds0.data, self.bounds1.data
+
+    def __len__(self) -> int:
+        return len(self.keys2)
+
+    @property
+    def nbytes(self) -> int:
+        arrays = (self.keys0, self.bounds0, self.keys1, self.bounds1, self.keys2, self.weights)
+        return sum(a.nbytes for a in arrays if a is not None)
+
+    def columns(self) -> tuple[Ids, Ids, Ids, Ints | None]:
+        """Every triple, sorted, with its weights."""
+        rows1 = np.diff(self.bounds1)
+        keys0 = np.arange(len(self.bounds0) - 1, dtype=np.int32) if self.keys0 is None else (
+            self.keys0)
+        c0 = np.repeat(np.repeat(keys0, np.diff(self.bounds0)), rows1)
+        return c0, np.repeat(self.keys1, rows1), self.keys2, self.weights
+
+    # -- one prefix ----------------------------------------------------------------------
+
+    def node(self, prefix: Sequence[int]) -> tuple[int, int]:
+        """The range, at level ``len(prefix)``, of the keys under ``prefix`` (empty: lo == hi);
+        at level 3 the leaf itself."""
+        if not prefix:
+            return 0, len(self._b0) - 1
+        k = prefix[0]
+        if self._k0 is None:
+            if not 0 <= k < len(self._b0) - 1:
+                return 0, 0
+            lo, hi = self._b0[k], self._b0[k + 1]
+        else:
+            i = bisect_left(self._k0, k)
+            if i == len(self._k0) or self._k0[i] != k:
+                return 0, 0
+            lo, hi = self._b0[i], self._b0[i + 1]
+        if len(prefix) >= 2:
+            k = prefix[1]
+            i = bisect_left(self._k1, k, lo, hi)
+            if i == hi or self._k1[i] != k:
+                return 0, 0
+            lo, hi = self._b1[i], self._b1[i + 1]
+        if len(prefix) == 3:
+            k = prefix[2]
+            i = bisect_left(self._k2, k, lo, hi)
+            if i == hi or self._k2[i] != k:
+                return 0, 0
+            lo, hi = i, i + 1
+        return lo, hi
+
+    def count(self, depth: int, lo: int, hi: int) -> int:
+        """How many keys the node holds (the dense level's absent ids not counted)."""
+        return self.width0 if depth == 0 else hi - lo
+
+    def level(self, depth: int, lo: int, hi: int) -> tuple[Ids, Ints]:
+        """The node's keys and, for each, the summed weight of the leaves under it."""
+        if depth == 2:
+            keys = self.keys2[lo:hi]
+            return keys, self.weights[lo:hi] if self.weights is not None else np.ones(
+                hi - lo, np.int64)
+        if depth == 1:
+            keys, leaf_bounds = self.keys1[lo:hi], self.bounds1[lo:hi + 1]
+        else:
+            rows = self.bounds0[lo:hi + 1]
+            present = np.flatnonzero(rows[1:] > rows[:-1])
+            keys = (present.astype(np.int32) + lo if self.keys0 is None else
+                    self.keys0[lo:hi][present])
+            leaf_bounds = self.bounds1[np.append(rows[present], rows[-1])]
+        if self.weights is None:
+            return keys, np.diff(leaf_bounds).astype(np.int64)
+        first = int(leaf_bounds[0])
+        return keys, np.add.reduceat(self.weights[first:int(leaf_bounds[-1])],
+                                     leaf_bounds[:-1] - first) if len(keys) else (
+            np.zeros(0, np.int64))
+
+    def below(self, depth: int, lo: int, hi: int, key: int) -> int | None:
+        """The summed weight under ``key`` in the node at ``depth`` (None: ``key`` absent)."""
+        if depth == 0:
+            lo, hi = self.node((key,))
+            return None if lo == hi else self.leaf_weight(*self.leaf_range(1, lo, hi))
+        keys = self._k1 if depth == 1 else self._k2
+        i = bisect_left(keys, key, lo, hi)
+        if i == hi or keys[i] != key:
+            return None
+        if depth == 2:
+            return 1 if self.weights is None else int(self.weights[i])
+        return self.leaf_weight(self._b1[i], self._b1[i + 1])
+
+    def leaf_range(self, depth: int, lo: int, hi: int) -> tuple[int, int]:
+        """The leaves under a node at ``depth`` with key range ``lo:hi``: contiguous."""
+        if depth == 0:
+            return self._b1[self._b0[lo]], self._b1[self._b0[hi]]
+        if depth == 1:
+            return self._b1[lo], self._b1[hi]
+        return lo, hi
+
+    def leaf_weight(self, first: int, end: int) -> int:
+        return end - first if self.weights is None else int(self.weights[first:end].sum())
+
+    # -- a batch of prefixes -------------------------------------------------------------
+
+    def ranges(self, prefixes: Ints) -> tuple[Ints, Ints]:
+        """:meth:`node` for every row of ``prefixes`` (shape ``(n, depth)``)."""
+        n, depth = prefixes.shape
+        if depth == 0:
+            return np.zeros(n, np.int64), np.full(n, len(self.bounds0) - 1, np.int64)
+        k = prefixes[:, 0]
+        if self.keys0 is None:
+            inside = (k >= 0) & (k < len(self.bounds0) - 1)
+            i = np.where(inside, k, 0)
+        else:
+            i = np.minimum(np.searchsorted(self.keys0, k), max(len(self.keys0) - 1, 0))
+            inside = self.keys0[i] == k if len(self.keys0) else np.zeros(n, bool)
+        lo = np.where(inside, self.bounds0[i], 0).astype(np.int64)
+        hi = np.where(inside, self.bounds0[i + 1], 0).astype(np.int64)
+        if depth >= 2:
+            j, found = segment_search(self.keys1, lo, hi, prefixes[:, 1])
+            lo = np.where(found, self.bounds1[j], 0).astype(np.int64)
+            hi = np.where(found, self.bounds1[np.minimum(j + 1, len(self.keys1))], 0).astype(
+                np.int64)
+        if depth == 3:
+            j, found = segment_search(self.keys2, lo, hi, prefixes[:, 2])
+            lo, hi = np.where(found, j, 0), np.where(found, j + 1, 0)
+        return lo, hi
+
+    def leaf_ranges(self, depth: int, lo: Ints, hi: Ints) -> tuple[Ints, Ints]:
+        """:meth:`leaf_range` for arrays of nodes."""
+        if depth == 0:
+            return (self.bounds1[self.bounds0[lo]].astype(np.int64),
+                    self.bounds1[self.bounds0[hi]].astype(np.int64))
+        if depth == 1:
+            return self.bounds1[lo].astype(np.int64), self.bounds1[hi].astype(np.int64)
+        return lo, hi
+
+    def leaf_columns(self, leaves: Ints) -> tuple[Ids, Ids, Ids]:
+        """The triples at the given leaf positions (a binary search up each level)."""
+        j = np.searchsorted(self.bounds1, leaves, side="right") - 1
+        i = np.searchsorted(self.bounds0, j, side="right") - 1
+        c0 = i.astype(np.int32) if self.keys0 is None else self.keys0[i]
+        return c0, self.keys1[j], self.keys2[leaves]
+
+
+def segment_search(keys: Ids, lo: Ints, hi: Ints, targets: Ints) -> tuple[Ints, Mask]:
+    """Vectorised ``bisect_left(keys, target, lo, hi)`` per row, and whether it was found."""
+    lo, hi, end = lo.copy(), hi.copy(), hi
+    active = np.flatnonzero(lo < hi)
+    while len(active):
+        mid = (lo[active] + hi[active]) // 2
+        right = keys[mid] < targets[active]
+        lo[active] = np.where(right, mid + 1, lo[active])
+        hi[active] = np.where(right, hi[active], mid)
+        active = active[lo[active] < hi[active]]
+    found = lo < end
+    found[found] = keys[lo[found]] == targets[found]
+    return lo, found

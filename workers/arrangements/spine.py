@@ -1,0 +1,362 @@
+"""A Z-set of datoms (as value ids) kept as a spine: sorted columnar batches plus a small
+mutable layer, read through GenericJoin's verbs for one prefix or a batch of prefixes.
+
+The Z-set is ``Σ batches + layer``.  A write goes to the layer (the dict tries of
+:class:`MemoryArrangement`, over ids: a single-transaction tick stays a few dict updates);
+when the layer holds ``layer_limit`` datoms it is frozen into a batch.  A bulk write becomes
+a batch at once.  Batches are merged geometrically, as differential dataflow's spine does:
+after a push, while the newest batch is at least half the one before, the two merge
+(consolidating: equal datoms summed, zeros dropped).  So sizes at least double going back,
+there are O(log n) batches, and a datom is re-sorted O(log n) times.  Merging is addition,
+which never changes the Z-set (the property tests check it).
+
+Every verb answers exactly as the dict tries of the same Z-set do: a prefix's *node* is
+read in each source holding it; one source (the common case: data loaded long ago, or new)
+answers from its structure, a slice.  Several sources answer together by adding their keys
+when all of them are *positive* (no negative weight: a key present in one is present in the
+sum), else by consolidating the leaves under the prefix (a retraction may empty a key).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from workers.arrangements.batch import Batch, Ids, Ints, consolidate, sort_order, starts
+from workers.arrangements.keys import INDEX_ORDERS, IndexOrder
+from workers.arrangements.memory import MemoryArrangement
+from workers.zset import add_into
+
+IdDatom = tuple[int, int, int]
+Node = tuple[Batch, int, int] | dict[int, Any] | int  # a batch's key range, or a layer node
+Leaves = tuple[Ints, tuple[Ids, ...], Ints]  # per leaf: its prefix's row, suffix, weight
+
+
+class DatomBatch:
+    """One consolidated Z-set of datoms in the four index orders, built and merged together."""
+
+    __slots__ = ("orders",)
+
+    def __init__(self, orders: dict[IndexOrder, Batch]) -> None:
+        self.orders = orders
+
+    @classmethod
+    def build(cls, e: Ids, a: Ids, v: Ids, w: Ints | None = None) -> DatomBatch | None:
+        """Sort and consolidate; None when nothing is left."""
+        perm = sort_order(e, a, v)
+        (e, a, v), w = consolidate((e[perm], a[perm], v[perm]), None if w is None else w[perm])
+        if not len(e):
+            return None
+        datom = (e, a, v)
+        orders = {}
+        for order in INDEX_ORDERS:
+            c0, c1, c2 = (datom[p] for p in order.positions)
+            perm = sort_order(c0, c1, c2)
+            orders[order] = Batch(c0[perm], c1[perm], c2[perm], None if w is None else w[perm])
+        return cls(orders)
+
+    def __len__(self) -> int:
+        return len(self.orders[IndexOrder.EAV])
+
+    @property
+    def nbytes(self) -> int:
+        return sum(batch.nbytes for batch in self.orders.values())
+
+    def merge(self, other: DatomBatch) -> DatomBatch | None:
+        """``self + other`` consolidated."""
+        e, a, v, w = self.orders[IndexOrder.EAV].columns()
+        e2, a2, v2, w2 = other.orders[IndexOrder.EAV].columns()
+        weights = None if w is None and w2 is None else np.concatenate(
+            [np.ones(len(e), np.int64) if w is None else w,
+             np.ones(len(e2), np.int64) if w2 is None else w2])
+        return DatomBatch.build(np.concatenate([e, e2]), np.concatenate([a, a2]),
+                                np.concatenate([v, v2]), weights)
+
+
+class SpineArrangement:
+    """The four indexes of a Z-set of datom ids as a spine; ``update`` and
+    ``update_columns`` are the only writers."""
+
+    __slots__ = ("_layer_batch", "_layer_negative", "_layer_rows", "batches", "layer",
+                 "layer_limit")
+
+    def __init__(self, layer_limit: int = 4096) -> None:
+        self.batches: list[DatomBatch] = []  # largest (oldest) first
+        self.layer = MemoryArrangement()
+        self.layer_limit = layer_limit
+        self._layer_rows = 0  # datoms written to the layer since it was last frozen (a bound)
+        self._layer_negative = False  # whether a negative weight was written since then
+        self._layer_batch: tuple[int, DatomBatch | None] = (-1, None)  # (layer version, batch)
+
+    # -- writes --------------------------------------------------------------------------
+
+    def update(self, delta: Mapping[IdDatom, int]) -> None:
+        """Add a (small) delta to the layer, freezing it into a batch when it is full."""
+        self.layer.update(delta)
+        self._layer_rows += len(delta)
+        self._layer_negative = self._layer_negative or any(w < 0 for w in delta.values())
+        if self._layer_rows >= self.layer_limit:
+            self.flush()
+
+    def update_columns(self, e: Ids, a: Ids, v: Ids, w: Ints | None = None) -> None:
+        """Add a (large) delta given as columns: it becomes a batch directly."""
+        self._push(DatomBatch.build(e, a, v, w))
+
+    def flush(self) -> None:
+        """Freeze the layer into a batch."""
+        columns = self._layer_columns()
+        self.layer.reset({})
+        self._layer_rows, self._layer_negative = 0, False
+        self._push(DatomBatch.build(*columns))
+
+    def _layer_columns(self) -> tuple[Ids, Ids, Ids, Ints]:
+        datoms = dict(self.layer.datoms())
+        e, a, v = (np.fromiter((d[i] for d in datoms), np.int32, len(datoms)) for i in range(3))
+        return e, a, v, np.fromiter(datoms.values(), np.int64, len(datoms))
+
+    def compact(self) -> None:
+        """Everything in one batch (a set's then needs no weight column)."""
+        self.flush()
+        while len(self.batches) > 1:
+            self._merge_last()
+
+    def _push(self, batch: DatomBatch | None) -> None:
+        if batch is None:
+            return
+        self.batches.append(batch)
+        while len(self.batches) > 1 and len(self.batches[-2]) <= 2 * len(self.batches[-1]):
+            self._merge_last()
+
+    def _merge_last(self) -> None:
+        newest = self.batches.pop()
+        merged = self.batches.pop().merge(newest)
+        if merged is not None:
+            self.batches.append(merged)
+
+    # -- the whole Z-set -----------------------------------------------------------------
+
+    def datoms(self) -> dict[IdDatom, int]:
+        """Every datom with its weight (consolidated across batches and layer)."""
+        return self.enumerate(IndexOrder.EAV, ())  # type: ignore[return-value]
+
+    @property
+    def nbytes(self) -> int:
+        """The batches' arrays (the layer's dicts not counted)."""
+        return sum(batch.nbytes for batch in self.batches)
+
+    # -- one prefix ----------------------------------------------------------------------
+
+    def count(self, order: IndexOrder, prefix: Sequence[int]) -> int:
+        """How many keys follow ``prefix`` (``len(trie[k0]...)``), ``len(prefix) <= 2``."""
+        nodes, depth = self._nodes(order, prefix), len(prefix)
+        if len(nodes) == 1:
+            node = nodes[0]
+            return node[0].count(depth, node[1], node[2]) if isinstance(node, tuple) else len(
+                node)  # type: ignore[arg-type]
+        if self._positive(nodes):
+            return len(set().union(*(_sums(node, depth) for node in nodes)))
+        return len(_group(_leaves(nodes, depth)))
+
+    def propose(self, order: IndexOrder, prefix: Sequence[int]) -> dict[int, int]:
+        """Each key following ``prefix`` with the summed weight of the datoms under it."""
+        nodes, depth = self._nodes(order, prefix), len(prefix)
+        if len(nodes) <= 1:
+            return _sums(nodes[0], depth) if nodes else {}
+        if self._positive(nodes):
+            out: dict[int, int] = {}
+            for node in nodes:
+                add_into(out, _sums(node, depth))
+            return out
+        return _group(_leaves(nodes, depth))
+
+    def intersect(self, order: IndexOrder, prefix: Sequence[int],
+                  candidates: Mapping[int, int]) -> dict[int, int]:
+        """The candidates following ``prefix``, each weight times the summed weight under it."""
+        nodes, depth = self._nodes(order, prefix), len(prefix)
+        if len(nodes) > 1 and not self._positive(nodes):
+            sums = _group(_leaves(nodes, depth))
+            return {x: w * sums[x] for x, w in candidates.items() if x in sums}
+        out: dict[int, int] = {}
+        for x, w in candidates.items():
+            found = [s for node in nodes if (s := _below(node, depth, x)) is not None]
+            if found:
+                out[x] = w * sum(found)
+        return out
+
+    def weight(self, order: IndexOrder, prefix: Sequence[int]) -> int:
+        """The summed weight of the datoms under ``prefix`` (a whole datom: its weight)."""
+        return sum(_weight(node, len(prefix)) for node in self._nodes(order, prefix))
+
+    def enumerate(self, order: IndexOrder, prefix: Sequence[int]) -> dict[tuple[int, ...], int]:
+        """Every datom under ``prefix``, as its suffix in ``order``, with its weight."""
+        return _leaves(self._nodes(order, prefix), len(prefix))
+
+    def _nodes(self, order: IndexOrder, prefix: Sequence[int]) -> list[Node]:
+        """The sources' non-empty nodes under ``prefix``."""
+        nodes: list[Node] = []
+        for batch in self.batches:
+            index = batch.orders[order]
+            lo, hi = index.node(prefix)
+            if lo < hi:
+                nodes.append((index, lo, hi))
+        node: Any = self.layer.index(order)
+        for key in prefix:
+            node = node.get(key)
+            if node is None:
+                return nodes
+        if node:
+            nodes.append(node)
+        return nodes
+
+    def _positive(self, nodes: list[Node]) -> bool:
+        return all(node[0].positive if isinstance(node, tuple) else not self._layer_negative
+                   for node in nodes)
+
+    # -- a batch of prefixes -------------------------------------------------------------
+
+    def counts(self, order: IndexOrder, prefixes: Ints) -> Ints:
+        """:meth:`count` of each row of ``prefixes`` (shape ``(n, depth)``)."""
+        n, depth = prefixes.shape
+        total, holders = np.zeros(n, np.int64), np.zeros(n, np.int64)
+        for index in self._indexes(order):
+            lo, hi = index.ranges(prefixes)
+            held = hi > lo
+            total += np.where(held, index.width0 if depth == 0 else hi - lo, 0)
+            holders += held
+        several = np.flatnonzero(holders > 1)
+        if len(several):
+            rows, suffix, _ = self._leaves(order, prefixes[several])
+            first = starts(rows, suffix[0])
+            total[several] = np.bincount(rows[first], minlength=len(several))
+        return total
+
+    def proposals(self, order: IndexOrder, prefixes: Ints) -> tuple[Ints, Ids, Ints]:
+        """:meth:`propose` of each row: ``(row, key, summed weight)`` sorted by row, key."""
+        rows, suffix, weights = self._leaves(order, prefixes)
+        first = starts(rows, suffix[0])
+        sums = np.add.reduceat(weights, first) if len(first) else weights
+        return rows[first], suffix[0][first], sums
+
+    def intersections(self, order: IndexOrder, prefixes: Ints, rows: Ints, keys: Ids,
+                      weights: Ints) -> tuple[Ints, Ids, Ints]:
+        """:meth:`intersect` of candidates ``(row, key, weight)`` (a row of ``prefixes``
+        each): the candidates found, their weights times the summed weight under them."""
+        found_rows, found_keys, sums = self.proposals(order, prefixes)
+        present = (found_rows << 32) | found_keys
+        wanted = (rows.astype(np.int64) << 32) | keys
+        pos = np.minimum(np.searchsorted(present, wanted), max(len(present) - 1, 0))
+        hit = present[pos] == wanted if len(present) else np.zeros(len(wanted), bool)
+        return rows[hit], keys[hit], weights[hit] * sums[pos[hit]]
+
+    def weights(self, order: IndexOrder, prefixes: Ints) -> Ints:
+        """:meth:`weight` of each row."""
+        rows, _, weights = self._leaves(order, prefixes)
+        out = np.zeros(len(prefixes), np.int64)
+        np.add.at(out, rows, weights)
+        return out
+
+    def enumerations(self, order: IndexOrder, prefixes: Ints) -> Leaves:
+        """:meth:`enumerate` of each row: ``(row, suffix columns, weight)``, sorted."""
+        return self._leaves(order, prefixes)
+
+    def _indexes(self, order: IndexOrder) -> list[Batch]:
+        """The sources as batches: the layer frozen on demand (cached until it changes)."""
+        indexes = [batch.orders[order] for batch in self.batches]
+        if self._layer_rows:
+            if self._layer_batch[0] != self.layer.version:
+                self._layer_batch = (self.layer.version, DatomBatch.build(*self._layer_columns()))
+            if self._layer_batch[1] is not None:
+                indexes.append(self._layer_batch[1].orders[order])
+        return indexes
+
+    def _leaves(self, order: IndexOrder, prefixes: Ints) -> Leaves:
+        """The consolidated datoms under each row of ``prefixes``, sorted by row, suffix."""
+        n, depth = prefixes.shape
+        parts: list[Leaves] = []
+        for index in self._indexes(order):
+            first, end = index.leaf_ranges(depth, *index.ranges(prefixes))
+            sizes = end - first
+            rows = np.repeat(np.arange(n), sizes)
+            leaves = np.arange(len(rows)) + np.repeat(first - (np.cumsum(sizes) - sizes), sizes)
+            weights = (np.ones(len(leaves), np.int64) if index.weights is None else
+                       index.weights[leaves])
+            parts.append((rows, index.leaf_columns(leaves)[depth:], weights))
+        if not parts:
+            return np.zeros(0, np.int64), tuple(np.zeros(0, np.int32) for _ in range(3 - depth)), (
+                np.zeros(0, np.int64))
+        if len(parts) == 1:
+            return parts[0]
+        rows = np.concatenate([p[0] for p in parts])
+        suffix = tuple(np.concatenate([p[1][i] for p in parts]) for i in range(3 - depth))
+        weights = np.concatenate([p[2] for p in parts])
+        perm = np.lexsort((*reversed(suffix), rows))
+        columns, summed = consolidate((rows[perm], *(c[perm].astype(np.int64) for c in suffix)),
+                                      weights[perm])
+        return (columns[0], tuple(c.astype(np.int32) for c in columns[1:]),
+                np.ones(len(columns[0]), np.int64) if summed is None else summed)
+
+
+# -- reading one node, a batch's key range or a layer trie node ----------------------------
+
+
+def _sums(node: Node, depth: int) -> dict[int, int]:
+    if isinstance(node, tuple):
+        keys, sums = node[0].level(depth, node[1], node[2])
+        return dict(zip(keys.tolist(), sums.tolist(), strict=True))
+    assert isinstance(node, dict)
+    if depth == 2:
+        return dict(node)
+    return {key: _weight(sub, depth + 1) for key, sub in node.items()}
+
+
+def _weight(node: Node, depth: int) -> int:
+    if isinstance(node, tuple):
+        return node[0].leaf_weight(*node[0].leaf_range(depth, node[1], node[2]))
+    if depth == 3:
+        return node  # type: ignore[return-value]
+    assert isinstance(node, dict)
+    return sum(_weight(sub, depth + 1) for sub in node.values())
+
+
+def _below(node: Node, depth: int, key: int) -> int | None:
+    if isinstance(node, tuple):
+        return node[0].below(depth, node[1], node[2], key)
+    assert isinstance(node, dict)
+    sub = node.get(key)
+    return None if sub is None else _weight(sub, depth + 1)
+
+
+def _leaves(nodes: list[Node], depth: int) -> dict[tuple[int, ...], int]:
+    """The nodes' datoms added up (suffixes from ``depth``), zeros dropped."""
+    out: dict[tuple[int, ...], int] = {}
+    for node in nodes:
+        if isinstance(node, tuple):
+            index = node[0]
+            first, end = index.leaf_range(depth, node[1], node[2])
+            leaves = np.arange(first, end)
+            suffix = [c.tolist() for c in index.leaf_columns(leaves)[depth:]]
+            weights = ([1] * len(leaves) if index.weights is None else
+                       index.weights[first:end].tolist())
+            keys = list(zip(*suffix, strict=True)) if suffix else [()] * len(leaves)
+            add_into(out, dict(zip(keys, weights, strict=True)))
+        else:
+            add_into(out, _dict_leaves(node, depth))
+    return out
+
+
+def _dict_leaves(node: Node, depth: int) -> dict[tuple[int, ...], int]:
+    if depth == 3:
+        return {(): node}  # type: ignore[dict-item]
+    assert isinstance(node, dict)
+    return {(key, *rest): w for key, sub in node.items()
+            for rest, w in _dict_leaves(sub, depth + 1).items()}
+
+
+def _group(leaves: dict[tuple[int, ...], int]) -> dict[int, int]:
+    """Leaves summed by their first key."""
+    out: dict[int, int] = {}
+    for suffix, w in leaves.items():
+        out[suffix[0]] = out.get(suffix[0], 0) + w
+    return out

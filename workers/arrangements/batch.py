@@ -64,11 +64,14 @@ def consolidate(columns: tuple[Column, ...],
 
 
 def sort_order(c0: Ids, c1: Ids, c2: Ids) -> Ints:
-    """The permutation sorting the triples: one 64-bit key per triple when the ids fit in
-    21 bits, else ``(k0, k1)`` packed and ``k2`` in a second stable pass."""
-    top = max((int(c.max()) for c in (c0, c1, c2) if len(c)), default=0)
-    if top < 2**21:
-        key = (c0.astype(np.int64) << 42) | (c1.astype(np.int64) << 21) | c2
+    """The stable permutation sorting the triples: one 64-bit key per triple when the ids'
+    bit widths add up to 63 or less (a graph's attribute ids take a bit or two), else
+    ``(k0, k1)`` packed and ``k2`` in a second pass.  Stable sorting is a merge of runs, so
+    sorting two sorted batches put end to end is linear (a spine merge)."""
+    w1, w2 = (int(c.max()).bit_length() if len(c) else 0 for c in (c1, c2))
+    w0 = int(c0.max()).bit_length() if len(c0) else 0
+    if w0 + w1 + w2 <= 63:
+        key = (c0.astype(np.int64) << (w1 + w2)) | (c1.astype(np.int64) << w2) | c2
         return np.argsort(key, kind="stable")
     return np.lexsort((c2, (c0.astype(np.int64) << 32) | c1))
 
@@ -76,7 +79,7 @@ def sort_order(c0: Ids, c1: Ids, c2: Ids) -> Ints:
 class Batch:
     """One order's sorted columns; every read is a slice or a binary search."""
 
-    __slots__ = ("_b0", "_b1", "_k0", "_k1", "_k2", "bounds0", "bounds1", "keys0", "keys1",
+    __slots__ = ("_b0", "_b1", "_k0", "_k1", "_k2", "_w", "bounds0", "bounds1", "keys0", "keys1",
                  "keys2", "positive", "weights", "width0")
 
     def __init__(self, c0: Ids, c1: Ids, c2: Ids, weights: Ints | None) -> None:
@@ -99,6 +102,7 @@ class Batch:
         self._k0 = None if self.keys0 is None else self.keys0.data
         self._k1, self._k2 = self.keys1.data, c2.data
         self._b0, self._b1 = self.bounds0.data, self.bounds1.data
+        self._w = None if weights is None else weights.data
 
     def __len__(self) -> int:
         return len(self.keys2)
@@ -151,12 +155,18 @@ class Batch:
         """How many keys the node holds (the dense level's absent ids not counted)."""
         return self.width0 if depth == 0 else hi - lo
 
+    def sums(self, depth: int, lo: int, hi: int) -> dict[int, int]:
+        """The node's keys, each with the summed weight of the leaves under it."""
+        if depth == 2:  # the leaves themselves: no NumPy call on the one-prefix path
+            leaves = self._k2[lo:hi].tolist()
+            if self._w is None:
+                return dict.fromkeys(leaves, 1)
+            return dict(zip(leaves, self._w[lo:hi].tolist(), strict=True))
+        keys, sums = self.level(depth, lo, hi)
+        return dict(zip(keys.tolist(), sums.tolist(), strict=True))
+
     def level(self, depth: int, lo: int, hi: int) -> tuple[Ids, Ints]:
-        """The node's keys and, for each, the summed weight of the leaves under it."""
-        if depth == 2:
-            keys = self.keys2[lo:hi]
-            return keys, self.weights[lo:hi] if self.weights is not None else np.ones(
-                hi - lo, np.int64)
+        """:meth:`sums` as two arrays, for a node at depth 0 or 1."""
         if depth == 1:
             keys, leaf_bounds = self.keys1[lo:hi], self.bounds1[lo:hi + 1]
         else:
@@ -182,7 +192,7 @@ class Batch:
         if i == hi or keys[i] != key:
             return None
         if depth == 2:
-            return 1 if self.weights is None else int(self.weights[i])
+            return 1 if self._w is None else self._w[i]  # type: ignore[no-any-return]
         return self.leaf_weight(self._b1[i], self._b1[i + 1])
 
     def leaf_range(self, depth: int, lo: int, hi: int) -> tuple[int, int]:
@@ -194,7 +204,9 @@ class Batch:
         return lo, hi
 
     def leaf_weight(self, first: int, end: int) -> int:
-        return end - first if self.weights is None else int(self.weights[first:end].sum())
+        if self._w is None:
+            return end - first
+        return self._w[first] if end == first + 1 else int(self.weights[first:end].sum())  # type: ignore[index]
 
     # -- a batch of prefixes -------------------------------------------------------------
 
@@ -231,9 +243,14 @@ class Batch:
             return self.bounds1[lo].astype(np.int64), self.bounds1[hi].astype(np.int64)
         return lo, hi
 
-    def leaf_columns(self, leaves: Ints) -> tuple[Ids, Ids, Ids]:
-        """The triples at the given leaf positions (a binary search up each level)."""
+    def leaf_columns(self, leaves: Ints, depth: int) -> tuple[Ids, ...]:
+        """The triples at the given leaf positions from level ``depth`` on (a binary search
+        up each level above the leaves)."""
+        if depth >= 2:
+            return (self.keys2[leaves],)[:3 - depth]
         j = np.searchsorted(self.bounds1, leaves, side="right") - 1
+        if depth == 1:
+            return self.keys1[j], self.keys2[leaves]
         i = np.searchsorted(self.bounds0, j, side="right") - 1
         c0 = i.astype(np.int32) if self.keys0 is None else self.keys0[i]
         return c0, self.keys1[j], self.keys2[leaves]

@@ -65,14 +65,23 @@ class DatomBatch:
         return sum(batch.nbytes for batch in self.orders.values())
 
     def merge(self, other: DatomBatch) -> DatomBatch | None:
-        """``self + other`` consolidated."""
-        e, a, v, w = self.orders[IndexOrder.EAV].columns()
-        e2, a2, v2, w2 = other.orders[IndexOrder.EAV].columns()
-        weights = None if w is None and w2 is None else np.concatenate(
-            [np.ones(len(e), np.int64) if w is None else w,
-             np.ones(len(e2), np.int64) if w2 is None else w2])
-        return DatomBatch.build(np.concatenate([e, e2]), np.concatenate([a, a2]),
-                                np.concatenate([v, v2]), weights)
+        """``self + other`` consolidated: each order's two sorted runs merged (a stable sort
+        of runs is linear) and equal datoms summed, so every order drops the same zeros."""
+        orders = {}
+        for order, index in self.orders.items():
+            *mine, w = index.columns()
+            *theirs, w2 = other.orders[order].columns()
+            columns = tuple(np.concatenate(pair) for pair in zip(mine, theirs, strict=True))
+            weights = None if w is None and w2 is None else np.concatenate(
+                [np.ones(len(index), np.int64) if w is None else w,
+                 np.ones(len(theirs[0]), np.int64) if w2 is None else w2])
+            perm = sort_order(*columns)
+            (c0, c1, c2), weights = consolidate(tuple(c[perm] for c in columns),
+                                                None if weights is None else weights[perm])
+            if not len(c0):
+                return None
+            orders[order] = Batch(c0, c1, c2, weights)
+        return DatomBatch(orders)
 
 
 class SpineArrangement:
@@ -195,13 +204,17 @@ class SpineArrangement:
 
     def _nodes(self, order: IndexOrder, prefix: Sequence[int]) -> list[Node]:
         """The sources' non-empty nodes under ``prefix``."""
+        if len(prefix) >= 2 and order in _MAJOR:
+            order, prefix = _MAJOR[order], (prefix[1], prefix[0], *prefix[2:])
         nodes: list[Node] = []
         for batch in self.batches:
             index = batch.orders[order]
             lo, hi = index.node(prefix)
             if lo < hi:
                 nodes.append((index, lo, hi))
-        node: Any = self.layer.index(order)
+        if not self._layer_rows:
+            return nodes
+        node: Any = self.layer.tries[order]
         for key in prefix:
             node = node.get(key)
             if node is None:
@@ -219,6 +232,7 @@ class SpineArrangement:
     def counts(self, order: IndexOrder, prefixes: Ints) -> Ints:
         """:meth:`count` of each row of ``prefixes`` (shape ``(n, depth)``)."""
         n, depth = prefixes.shape
+        order, prefixes = _major(order, prefixes)
         total, holders = np.zeros(n, np.int64), np.zeros(n, np.int64)
         for index in self._indexes(order):
             lo, hi = index.ranges(prefixes)
@@ -274,6 +288,7 @@ class SpineArrangement:
     def _leaves(self, order: IndexOrder, prefixes: Ints) -> Leaves:
         """The consolidated datoms under each row of ``prefixes``, sorted by row, suffix."""
         n, depth = prefixes.shape
+        order, prefixes = _major(order, prefixes)
         parts: list[Leaves] = []
         for index in self._indexes(order):
             first, end = index.leaf_ranges(depth, *index.ranges(prefixes))
@@ -282,7 +297,7 @@ class SpineArrangement:
             leaves = np.arange(len(rows)) + np.repeat(first - (np.cumsum(sizes) - sizes), sizes)
             weights = (np.ones(len(leaves), np.int64) if index.weights is None else
                        index.weights[leaves])
-            parts.append((rows, index.leaf_columns(leaves)[depth:], weights))
+            parts.append((rows, index.leaf_columns(leaves, depth), weights))
         if not parts:
             return np.zeros(0, np.int64), tuple(np.zeros(0, np.int32) for _ in range(3 - depth)), (
                 np.zeros(0, np.int64))
@@ -300,11 +315,23 @@ class SpineArrangement:
 
 # -- reading one node, a batch's key range or a layer trie node ----------------------------
 
+# AEV's node under (a, e) holds the leaves EAV's holds under (e, a), in the same order (and
+# AVE's under (a, v), VAE's under (v, a)): read those from the entity- or value-major order,
+# whose level 0 is dense in a large batch (two array reads, not a binary search over a).
+_MAJOR = {IndexOrder.AEV: IndexOrder.EAV, IndexOrder.AVE: IndexOrder.VAE}
+
+
+def _major(order: IndexOrder, prefixes: Ints) -> tuple[IndexOrder, Ints]:
+    """:data:`_MAJOR` for a batch of prefixes."""
+    if prefixes.shape[1] < 2 or order not in _MAJOR:
+        return order, prefixes
+    return _MAJOR[order], prefixes[:, [1, 0, *range(2, prefixes.shape[1])]]
+
+
 
 def _sums(node: Node, depth: int) -> dict[int, int]:
     if isinstance(node, tuple):
-        keys, sums = node[0].level(depth, node[1], node[2])
-        return dict(zip(keys.tolist(), sums.tolist(), strict=True))
+        return node[0].sums(depth, node[1], node[2])
     assert isinstance(node, dict)
     if depth == 2:
         return dict(node)
@@ -336,7 +363,7 @@ def _leaves(nodes: list[Node], depth: int) -> dict[tuple[int, ...], int]:
             index = node[0]
             first, end = index.leaf_range(depth, node[1], node[2])
             leaves = np.arange(first, end)
-            suffix = [c.tolist() for c in index.leaf_columns(leaves)[depth:]]
+            suffix = [c.tolist() for c in index.leaf_columns(leaves, depth)]
             weights = ([1] * len(leaves) if index.weights is None else
                        index.weights[first:end].tolist())
             keys = list(zip(*suffix, strict=True)) if suffix else [()] * len(leaves)

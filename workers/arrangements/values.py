@@ -109,8 +109,9 @@ class ValueIds:
 
     @property
     def nbytes(self) -> int:
-        """The NumPy columns' bytes (the dicts of recent and non-numeric values not counted)."""
-        return sum(a.nbytes for a in (self._keys, self._key_ids, self._kind, self._payload))
+        """The NumPy columns' bytes in use (the dicts of recent and non-numeric values not
+        counted)."""
+        return self._keys.nbytes + self._key_ids.nbytes + self.size * (1 + 8)
 
     def _append(self, kind: int, payload: int) -> int:
         new = self.size
@@ -120,10 +121,14 @@ class ValueIds:
         return new
 
     def _reserve(self, size: int) -> None:
+        """Grow the per-id columns geometrically; pages past ``size`` stay untouched (not
+        resident) until used."""
         if size > len(self._kind):
             capacity = max(size, 2 * len(self._kind))
-            self._kind = np.resize(self._kind, capacity)
-            self._payload = np.resize(self._payload, capacity)
+            kind, payload = np.empty(capacity, np.int8), np.empty(capacity, np.int64)
+            kind[:self.size], payload[:self.size] = self._kind[:self.size], self._payload[
+                :self.size]
+            self._kind, self._payload = kind, payload
 
     def _merge_recent(self) -> None:
         if self._recent:

@@ -88,11 +88,12 @@ class SpineArrangement:
     """The four indexes of a Z-set of datom ids as a spine; ``update`` and
     ``update_columns`` are the only writers."""
 
-    __slots__ = ("_layer_batch", "_layer_negative", "_layer_rows", "batches", "layer",
-                 "layer_limit")
+    __slots__ = ("_by_order", "_layer_batch", "_layer_negative", "_layer_rows", "batches",
+                 "layer", "layer_limit")
 
     def __init__(self, layer_limit: int = 4096) -> None:
         self.batches: list[DatomBatch] = []  # largest (oldest) first
+        self._by_order: dict[IndexOrder, list[Batch]] = {order: [] for order in INDEX_ORDERS}
         self.layer = MemoryArrangement()
         self.layer_limit = layer_limit
         self._layer_rows = 0  # datoms written to the layer since it was last frozen (a bound)
@@ -130,13 +131,15 @@ class SpineArrangement:
         self.flush()
         while len(self.batches) > 1:
             self._merge_last()
+        self._push(None)
 
     def _push(self, batch: DatomBatch | None) -> None:
-        if batch is None:
-            return
-        self.batches.append(batch)
+        if batch is not None:
+            self.batches.append(batch)
         while len(self.batches) > 1 and len(self.batches[-2]) <= 2 * len(self.batches[-1]):
             self._merge_last()
+        self._by_order = {order: [b.orders[order] for b in self.batches]
+                          for order in INDEX_ORDERS}
 
     def _merge_last(self) -> None:
         newest = self.batches.pop()
@@ -204,11 +207,10 @@ class SpineArrangement:
 
     def _nodes(self, order: IndexOrder, prefix: Sequence[int]) -> list[Node]:
         """The sources' non-empty nodes under ``prefix``."""
-        if len(prefix) >= 2 and order in _MAJOR:
+        if len(prefix) >= 2 and (order is IndexOrder.AEV or order is IndexOrder.AVE):
             order, prefix = _MAJOR[order], (prefix[1], prefix[0], *prefix[2:])
         nodes: list[Node] = []
-        for batch in self.batches:
-            index = batch.orders[order]
+        for index in self._by_order[order]:
             lo, hi = index.node(prefix)
             if lo < hi:
                 nodes.append((index, lo, hi))
@@ -277,7 +279,7 @@ class SpineArrangement:
 
     def _indexes(self, order: IndexOrder) -> list[Batch]:
         """The sources as batches: the layer frozen on demand (cached until it changes)."""
-        indexes = [batch.orders[order] for batch in self.batches]
+        indexes = list(self._by_order[order])
         if self._layer_rows:
             if self._layer_batch[0] != self.layer.version:
                 self._layer_batch = (self.layer.version, DatomBatch.build(*self._layer_columns()))

@@ -15,6 +15,10 @@ id and a lookup is two array reads instead of a binary search.
 Invariants: keys strictly increase within a row; no row is empty except the dense level's
 absent ids; no leaf weighs 0 (consolidated).  So "a key is in the batch" means "some triple
 under it has a non-zero weight", as in the dict tries.
+
+A :class:`PairBatch` (AEV, AVE) keeps only levels 0 and 1 and points each level-1 entry at
+the entity- or value-major batch's entry with the same leaves (measured: the leaves are 4
+bytes per datom per order, a fifth of a graph's spine).
 """
 
 from __future__ import annotations
@@ -64,16 +68,24 @@ def consolidate(columns: tuple[Column, ...],
 
 
 def sort_order(c0: Ids, c1: Ids, c2: Ids) -> Ints:
-    """The stable permutation sorting the triples: one 64-bit key per triple when the ids'
-    bit widths add up to 63 or less (a graph's attribute ids take a bit or two), else
-    ``(k0, k1)`` packed and ``k2`` in a second pass.  Stable sorting is a merge of runs, so
-    sorting two sorted batches put end to end is linear (a spine merge)."""
-    w1, w2 = (int(c.max()).bit_length() if len(c) else 0 for c in (c1, c2))
-    w0 = int(c0.max()).bit_length() if len(c0) else 0
+    """The stable permutation sorting the triples (``c2`` empty: the pairs): one 64-bit key
+    per triple when the ids' bit widths add up to 63 or less (a graph's attribute ids take a
+    bit or two), else ``(k0, k1)`` packed and ``k2`` in a second pass.  Stable sorting is a
+    merge of runs, so sorting two sorted batches put end to end is linear (a spine merge)."""
+    w0, w1, w2 = (int(c.max()).bit_length() if len(c) else 0 for c in (c0, c1, c2))
     if w0 + w1 + w2 <= 63:
-        key = (c0.astype(np.int64) << (w1 + w2)) | (c1.astype(np.int64) << w2) | c2
+        key = (c0.astype(np.int64) << (w1 + w2)) | (c1.astype(np.int64) << w2)
+        if len(c2):
+            key |= c2
         return np.argsort(key, kind="stable")
     return np.lexsort((c2, (c0.astype(np.int64) << 32) | c1))
+
+
+def spans(first: Ints, end: Ints) -> tuple[Ints, Ints]:
+    """The ranges ``first[i]:end[i]`` end to end: each position's range, and the position."""
+    sizes = end - first
+    owner = np.repeat(np.arange(len(first)), sizes)
+    return owner, np.arange(len(owner)) + np.repeat(first - (np.cumsum(sizes) - sizes), sizes)
 
 
 class Batch:
@@ -84,25 +96,29 @@ class Batch:
 
     def __init__(self, c0: Ids, c1: Ids, c2: Ids, weights: Ints | None) -> None:
         """From triples already sorted and consolidated (see :func:`consolidate`)."""
-        n = len(c2)
         pairs = starts(c0, c1)
-        firsts = starts(c0[pairs])
-        keys0 = c0[pairs][firsts]
-        bounds0 = offsets(firsts, len(pairs))
+        self._upper_levels(c0[pairs], c1[pairs])
+        self.bounds1 = offsets(pairs, len(c2))
+        self.keys2, self.weights = c2, weights
+        self.positive = weights is None or bool((weights > 0).all())
+        self._b1, self._k2 = self.bounds1.data, c2.data
+        self._w = None if weights is None else weights.data
+
+    def _upper_levels(self, p0: Ids, p1: Ids) -> None:
+        """Levels 0 and 1 from the sorted distinct ``(k0, k1)`` pairs: one level-1 *entry*
+        per pair."""
+        firsts = starts(p0)
+        keys0 = p0[firsts]
+        bounds0 = offsets(firsts, len(p0))
         self.width0 = len(firsts)
         self.keys0: Ids | None = keys0
         if self.width0 and int(keys0[-1]) + 2 <= 2 * self.width0 + 1:  # dense is smaller
             bounds0 = bounds0[np.searchsorted(keys0, np.arange(int(keys0[-1]) + 2))]
             self.keys0 = None
-        self.bounds0 = bounds0
-        self.keys1, self.bounds1 = c1[pairs], offsets(pairs, n)
-        self.keys2, self.weights = c2, weights
-        self.positive = weights is None or bool((weights > 0).all())
+        self.bounds0, self.keys1 = bounds0, p1
         # memoryviews: item reads and bisect on them return Python ints (no NumPy scalars)
         self._k0 = None if self.keys0 is None else self.keys0.data
-        self._k1, self._k2 = self.keys1.data, c2.data
-        self._b0, self._b1 = self.bounds0.data, self.bounds1.data
-        self._w = None if weights is None else weights.data
+        self._k1, self._b0 = self.keys1.data, self.bounds0.data
 
     def __len__(self) -> int:
         return len(self.keys2)
@@ -115,10 +131,19 @@ class Batch:
     def columns(self) -> tuple[Ids, Ids, Ids, Ints | None]:
         """Every triple, sorted, with its weights."""
         rows1 = np.diff(self.bounds1)
-        keys0 = np.arange(len(self.bounds0) - 1, dtype=np.int32) if self.keys0 is None else (
-            self.keys0)
-        c0 = np.repeat(np.repeat(keys0, np.diff(self.bounds0)), rows1)
-        return c0, np.repeat(self.keys1, rows1), self.keys2, self.weights
+        return (np.repeat(self._level0_keys(np.arange(len(self.keys1))), rows1),
+                np.repeat(self.keys1, rows1), self.keys2, self.weights)
+
+    # -- where the leaves of level-1 entries are (a PairBatch's are in another batch) ----
+
+    def entry_leaves(self, entries: Ints) -> tuple[Ints, Ints]:
+        """The leaf range ``first:end`` of each level-1 entry."""
+        return (self.bounds1[entries].astype(np.int64),
+                self.bounds1[entries + 1].astype(np.int64))
+
+    def entries_weight(self, lo: int, hi: int) -> int:
+        """The summed weight of the leaves of entries ``lo:hi`` (contiguous here)."""
+        return self.weight(2, self._b1[lo], self._b1[hi])
 
     # -- one prefix ----------------------------------------------------------------------
 
@@ -167,46 +192,48 @@ class Batch:
 
     def level(self, depth: int, lo: int, hi: int) -> tuple[Ids, Ints]:
         """:meth:`sums` as two arrays, for a node at depth 0 or 1."""
+        first_entry = self._b0[lo] if depth == 0 else lo
+        entries = np.arange(first_entry, self._b0[hi] if depth == 0 else hi)
+        first, end = self.entry_leaves(entries)
+        sums = end - first if self.weights is None else self._span_sums(first, end)
         if depth == 1:
-            keys, leaf_bounds = self.keys1[lo:hi], self.bounds1[lo:hi + 1]
-        else:
-            rows = self.bounds0[lo:hi + 1]
-            present = np.flatnonzero(rows[1:] > rows[:-1])
-            keys = (present.astype(np.int32) + lo if self.keys0 is None else
-                    self.keys0[lo:hi][present])
-            leaf_bounds = self.bounds1[np.append(rows[present], rows[-1])]
-        if self.weights is None:
-            return keys, np.diff(leaf_bounds).astype(np.int64)
-        first = int(leaf_bounds[0])
-        return keys, np.add.reduceat(self.weights[first:int(leaf_bounds[-1])],
-                                     leaf_bounds[:-1] - first) if len(keys) else (
+            return self.keys1[lo:hi], sums
+        rows = self.bounds0[lo:hi + 1]
+        present = np.flatnonzero(rows[1:] > rows[:-1])
+        keys = (present.astype(np.int32) + lo if self.keys0 is None else
+                self.keys0[lo:hi][present])
+        return keys, np.add.reduceat(sums, rows[present] - first_entry) if len(present) else (
             np.zeros(0, np.int64))
 
     def below(self, depth: int, lo: int, hi: int, key: int) -> int | None:
         """The summed weight under ``key`` in the node at ``depth`` (None: ``key`` absent)."""
         if depth == 0:
             lo, hi = self.node((key,))
-            return None if lo == hi else self.leaf_weight(*self.leaf_range(1, lo, hi))
+            return None if lo == hi else self.entries_weight(lo, hi)
         keys = self._k1 if depth == 1 else self._k2
         i = bisect_left(keys, key, lo, hi)
         if i == hi or keys[i] != key:
             return None
-        if depth == 2:
-            return 1 if self._w is None else self._w[i]  # type: ignore[no-any-return]
-        return self.leaf_weight(self._b1[i], self._b1[i + 1])
+        return self.entries_weight(i, i + 1) if depth == 1 else self.weight(2, i, i + 1)
 
-    def leaf_range(self, depth: int, lo: int, hi: int) -> tuple[int, int]:
-        """The leaves under a node at ``depth`` with key range ``lo:hi``: contiguous."""
-        if depth == 0:
-            return self._b1[self._b0[lo]], self._b1[self._b0[hi]]
-        if depth == 1:
-            return self._b1[lo], self._b1[hi]
-        return lo, hi
-
-    def leaf_weight(self, first: int, end: int) -> int:
+    def weight(self, depth: int, lo: int, hi: int) -> int:
+        """The summed weight of the leaves under the node."""
+        if depth <= 1:
+            return self.entries_weight(*((self._b0[lo], self._b0[hi]) if depth == 0 else (lo,
+                                                                                         hi)))
         if self._w is None:
-            return end - first
-        return self._w[first] if end == first + 1 else int(self.weights[first:end].sum())  # type: ignore[index]
+            return hi - lo
+        return self._w[lo] if hi == lo + 1 else int(self.weights[lo:hi].sum())  # type: ignore[index]
+
+    def _span_sums(self, first: Ints, end: Ints) -> Ints:
+        """The summed weights of non-empty leaf ranges."""
+        _, positions = spans(first, end)
+        return np.add.reduceat(self.weights[positions],  # type: ignore[index]
+                               np.cumsum(end - first) - (end - first))
+
+    def _level0_keys(self, entries: Ints) -> Ids:
+        i = np.searchsorted(self.bounds0, entries, side="right") - 1
+        return i.astype(np.int32) if self.keys0 is None else self.keys0[i]
 
     # -- a batch of prefixes -------------------------------------------------------------
 
@@ -234,26 +261,58 @@ class Batch:
             lo, hi = np.where(found, j, 0), np.where(found, j + 1, 0)
         return lo, hi
 
-    def leaf_ranges(self, depth: int, lo: Ints, hi: Ints) -> tuple[Ints, Ints]:
-        """:meth:`leaf_range` for arrays of nodes."""
-        if depth == 0:
-            return (self.bounds1[self.bounds0[lo]].astype(np.int64),
-                    self.bounds1[self.bounds0[hi]].astype(np.int64))
-        if depth == 1:
-            return self.bounds1[lo].astype(np.int64), self.bounds1[hi].astype(np.int64)
-        return lo, hi
-
-    def leaf_columns(self, leaves: Ints, depth: int) -> tuple[Ids, ...]:
-        """The triples at the given leaf positions from level ``depth`` on (a binary search
-        up each level above the leaves)."""
+    def expand(self, depth: int, lo: Ints, hi: Ints) -> tuple[Ints, tuple[Ids, ...], Ints]:
+        """The leaves under each row's node (from :meth:`ranges`): ``(row, suffix from level
+        depth, weight)``, sorted by row and suffix."""
         if depth >= 2:
-            return (self.keys2[leaves],)[:3 - depth]
-        j = np.searchsorted(self.bounds1, leaves, side="right") - 1
-        if depth == 1:
-            return self.keys1[j], self.keys2[leaves]
-        i = np.searchsorted(self.bounds0, j, side="right") - 1
-        c0 = i.astype(np.int32) if self.keys0 is None else self.keys0[i]
-        return c0, self.keys1[j], self.keys2[leaves]
+            rows, positions = spans(lo, hi)
+            suffix: tuple[Ids, ...] = (self.keys2[positions],)[:3 - depth]
+        else:
+            if depth == 0:
+                lo, hi = self.bounds0[lo].astype(np.int64), self.bounds0[hi].astype(np.int64)
+            rows, entries = spans(lo, hi)
+            owner, positions = spans(*self.entry_leaves(entries))
+            rows, entries = rows[owner], entries[owner]
+            suffix = (self.keys1[entries], self.keys2[positions])
+            if depth == 0:
+                suffix = (self._level0_keys(entries), *suffix)
+        weights = (np.ones(len(rows), np.int64) if self.weights is None else
+                   self.weights[positions])
+        return rows, suffix, weights
+
+
+class PairBatch(Batch):
+    """An attribute-major order (AEV, AVE) that stores only its levels 0 and 1 and reads
+    its leaves from the entity- or value-major batch (EAV, VAE) of the same datoms.
+
+    AEV's entry ``(a, e)`` has exactly the leaves EAV's entry ``(e, a)`` has, in the same
+    order, so ``pair[j]`` (the major's entry) replaces a second copy of every leaf and
+    weight.  Prefixes of two keys or more are read from the major order itself
+    (``SpineArrangement`` redirects them), so only nodes at depth 0 and 1 are read here.
+    """
+
+    __slots__ = ("major", "pair")
+
+    def __init__(self, major: Batch) -> None:
+        entries = np.arange(len(major.keys1))
+        perm = sort_order(major.keys1, major._level0_keys(entries), np.zeros(0, np.int32))
+        self._upper_levels(major.keys1[perm], major._level0_keys(perm))
+        self.pair, self.major = perm.astype(np.int32), major
+        self.keys2, self.weights, self.positive = major.keys2, major.weights, major.positive
+        self._k2, self._w = major._k2, major._w
+
+    @property
+    def nbytes(self) -> int:
+        arrays = (self.keys0, self.bounds0, self.keys1, self.pair)
+        return sum(a.nbytes for a in arrays if a is not None)
+
+    def entry_leaves(self, entries: Ints) -> tuple[Ints, Ints]:
+        return self.major.entry_leaves(self.pair[entries].astype(np.int64))
+
+    def entries_weight(self, lo: int, hi: int) -> int:
+        first, end = self.entry_leaves(np.arange(lo, hi))
+        return int((end - first).sum() if self.weights is None else
+                   self._span_sums(first, end).sum())
 
 
 def segment_search(keys: Ids, lo: Ints, hi: Ints, targets: Ints) -> tuple[Ints, Mask]:

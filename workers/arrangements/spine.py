@@ -24,7 +24,15 @@ from typing import Any
 
 import numpy as np
 
-from workers.arrangements.batch import Batch, Ids, Ints, consolidate, sort_order, starts
+from workers.arrangements.batch import (
+    Batch,
+    Ids,
+    Ints,
+    PairBatch,
+    consolidate,
+    sort_order,
+    starts,
+)
 from workers.arrangements.keys import INDEX_ORDERS, IndexOrder
 from workers.arrangements.memory import MemoryArrangement
 from workers.zset import add_into
@@ -35,12 +43,15 @@ Leaves = tuple[Ints, tuple[Ids, ...], Ints]  # per leaf: its prefix's row, suffi
 
 
 class DatomBatch:
-    """One consolidated Z-set of datoms in the four index orders, built and merged together."""
+    """One consolidated Z-set of datoms in the four index orders, built and merged together:
+    EAV and VAE hold the leaves, AEV and AVE point into them (:class:`PairBatch`)."""
 
     __slots__ = ("orders",)
 
-    def __init__(self, orders: dict[IndexOrder, Batch]) -> None:
-        self.orders = orders
+    def __init__(self, eav: Batch, vae: Batch) -> None:
+        self.orders: dict[IndexOrder, Batch] = {
+            IndexOrder.EAV: eav, IndexOrder.AEV: PairBatch(eav),
+            IndexOrder.AVE: PairBatch(vae), IndexOrder.VAE: vae}
 
     @classmethod
     def build(cls, e: Ids, a: Ids, v: Ids, w: Ints | None = None) -> DatomBatch | None:
@@ -49,13 +60,9 @@ class DatomBatch:
         (e, a, v), w = consolidate((e[perm], a[perm], v[perm]), None if w is None else w[perm])
         if not len(e):
             return None
-        datom = (e, a, v)
-        orders = {}
-        for order in INDEX_ORDERS:
-            c0, c1, c2 = (datom[p] for p in order.positions)
-            perm = sort_order(c0, c1, c2)
-            orders[order] = Batch(c0[perm], c1[perm], c2[perm], None if w is None else w[perm])
-        return cls(orders)
+        perm = sort_order(v, a, e)
+        return cls(Batch(e, a, v, w), Batch(v[perm], a[perm], e[perm],
+                                            None if w is None else w[perm]))
 
     def __len__(self) -> int:
         return len(self.orders[IndexOrder.EAV])
@@ -65,23 +72,23 @@ class DatomBatch:
         return sum(batch.nbytes for batch in self.orders.values())
 
     def merge(self, other: DatomBatch) -> DatomBatch | None:
-        """``self + other`` consolidated: each order's two sorted runs merged (a stable sort
-        of runs is linear) and equal datoms summed, so every order drops the same zeros."""
-        orders = {}
-        for order, index in self.orders.items():
-            *mine, w = index.columns()
+        """``self + other`` consolidated: EAV's and VAE's two sorted runs merged (a stable
+        sort of runs is linear) and equal datoms summed, so both drop the same zeros."""
+        merged = []
+        for order in (IndexOrder.EAV, IndexOrder.VAE):
+            *mine, w = self.orders[order].columns()
             *theirs, w2 = other.orders[order].columns()
             columns = tuple(np.concatenate(pair) for pair in zip(mine, theirs, strict=True))
             weights = None if w is None and w2 is None else np.concatenate(
-                [np.ones(len(index), np.int64) if w is None else w,
+                [np.ones(len(mine[0]), np.int64) if w is None else w,
                  np.ones(len(theirs[0]), np.int64) if w2 is None else w2])
             perm = sort_order(*columns)
             (c0, c1, c2), weights = consolidate(tuple(c[perm] for c in columns),
                                                 None if weights is None else weights[perm])
             if not len(c0):
                 return None
-            orders[order] = Batch(c0, c1, c2, weights)
-        return DatomBatch(orders)
+            merged.append(Batch(c0, c1, c2, weights))
+        return DatomBatch(*merged)
 
 
 class SpineArrangement:
@@ -289,17 +296,10 @@ class SpineArrangement:
 
     def _leaves(self, order: IndexOrder, prefixes: Ints) -> Leaves:
         """The consolidated datoms under each row of ``prefixes``, sorted by row, suffix."""
-        n, depth = prefixes.shape
+        depth = prefixes.shape[1]
         order, prefixes = _major(order, prefixes)
-        parts: list[Leaves] = []
-        for index in self._indexes(order):
-            first, end = index.leaf_ranges(depth, *index.ranges(prefixes))
-            sizes = end - first
-            rows = np.repeat(np.arange(n), sizes)
-            leaves = np.arange(len(rows)) + np.repeat(first - (np.cumsum(sizes) - sizes), sizes)
-            weights = (np.ones(len(leaves), np.int64) if index.weights is None else
-                       index.weights[leaves])
-            parts.append((rows, index.leaf_columns(leaves, depth), weights))
+        parts: list[Leaves] = [index.expand(depth, *index.ranges(prefixes))
+                               for index in self._indexes(order)]
         if not parts:
             return np.zeros(0, np.int64), tuple(np.zeros(0, np.int32) for _ in range(3 - depth)), (
                 np.zeros(0, np.int64))
@@ -342,7 +342,7 @@ def _sums(node: Node, depth: int) -> dict[int, int]:
 
 def _weight(node: Node, depth: int) -> int:
     if isinstance(node, tuple):
-        return node[0].leaf_weight(*node[0].leaf_range(depth, node[1], node[2]))
+        return node[0].weight(depth, node[1], node[2])
     if depth == 3:
         return node  # type: ignore[return-value]
     assert isinstance(node, dict)
@@ -362,14 +362,10 @@ def _leaves(nodes: list[Node], depth: int) -> dict[tuple[int, ...], int]:
     out: dict[tuple[int, ...], int] = {}
     for node in nodes:
         if isinstance(node, tuple):
-            index = node[0]
-            first, end = index.leaf_range(depth, node[1], node[2])
-            leaves = np.arange(first, end)
-            suffix = [c.tolist() for c in index.leaf_columns(leaves, depth)]
-            weights = ([1] * len(leaves) if index.weights is None else
-                       index.weights[first:end].tolist())
-            keys = list(zip(*suffix, strict=True)) if suffix else [()] * len(leaves)
-            add_into(out, dict(zip(keys, weights, strict=True)))
+            _, suffix, weights = node[0].expand(depth, np.array([node[1]]), np.array([node[2]]))
+            keys = (list(zip(*(c.tolist() for c in suffix), strict=True)) if suffix else
+                    [()] * len(weights))
+            add_into(out, dict(zip(keys, weights.tolist(), strict=True)))
         else:
             add_into(out, _dict_leaves(node, depth))
     return out

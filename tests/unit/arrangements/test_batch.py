@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from workers.arrangements.batch import Batch, consolidate, segment_search
+from workers.arrangements.batch import Batch, PairBatch, consolidate, segment_search
 
 TRIPLES = [(0, 1, 5), (0, 1, 7), (0, 2, 5), (1, 1, 7), (3, 2, 2)]
 
@@ -26,7 +26,7 @@ def test_a_prefix_is_a_range_of_keys_and_the_leaves_under_it_are_contiguous() ->
     for absent in [(2,), (9,), (0, 3), (0, 1, 6)]:
         lo, hi = batch.node(absent)
         assert lo == hi
-    assert batch.leaf_range(1, *batch.node((0,))) == (0, 3)
+    assert batch.weight(1, *batch.node((0,))) == 3
     assert batch.count(0, *batch.node(())) == 3  # the dense level's absent id 2 not counted
 
 
@@ -66,3 +66,17 @@ def test_segment_search_is_bisect_left_within_each_row() -> None:
     pos, found = segment_search(keys, np.array([0, 0, 3, 3]), np.array([3, 3, 5, 3]),
                                 np.array([3, 4, 4, 4]))
     assert pos.tolist() == [1, 2, 4, 3] and found.tolist() == [True, False, True, False]
+
+
+def test_an_attribute_major_batch_reads_its_leaves_from_the_entity_major_one() -> None:
+    eav = _batch(TRIPLES, [1, 2, -1, 1, 1])  # (e, a, v) sorted
+    aev = PairBatch(eav)
+    assert aev.sums(0, *aev.node(())) == {1: 4, 2: 0}  # attributes, the weights under each
+    assert aev.keys1.tolist() == [0, 1, 0, 3]  # entities under a=1, then under a=2
+    lo, hi = aev.node((1,))
+    assert aev.sums(1, lo, hi) == {0: 3, 1: 1} and aev.weight(1, lo, hi) == 4
+    assert aev.below(1, lo, hi, 1) == 1 and aev.below(1, lo, hi, 3) is None
+    _, (e, v), weights = aev.expand(1, np.array([lo]), np.array([hi]))
+    assert list(zip(e.tolist(), v.tolist(), weights.tolist(), strict=True)) == [
+        (0, 5, 1), (0, 7, 2), (1, 7, 1)]
+    assert aev.nbytes < eav.nbytes  # no leaves of its own

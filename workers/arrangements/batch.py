@@ -67,18 +67,18 @@ def consolidate(columns: tuple[Column, ...],
     return tuple(c[keep] for c in columns), None if (summed == 1).all() else summed
 
 
-def sort_order(c0: Ids, c1: Ids, c2: Ids) -> Ints:
-    """The stable permutation sorting the triples (``c2`` empty: the pairs): one 64-bit key
-    per triple when the ids' bit widths add up to 63 or less (a graph's attribute ids take a
-    bit or two), else ``(k0, k1)`` packed and ``k2`` in a second pass.  Stable sorting is a
-    merge of runs, so sorting two sorted batches put end to end is linear (a spine merge)."""
-    w0, w1, w2 = (int(c.max()).bit_length() if len(c) else 0 for c in (c0, c1, c2))
-    if w0 + w1 + w2 <= 63:
-        key = (c0.astype(np.int64) << (w1 + w2)) | (c1.astype(np.int64) << w2)
-        if len(c2):
-            key |= c2
-        return np.argsort(key, kind="stable")
-    return np.lexsort((c2, (c0.astype(np.int64) << 32) | c1))
+def sort_order(*columns: npt.NDArray[np.integer[Any]]) -> Ints:
+    """The stable permutation sorting the rows of non-negative ``columns``: one 64-bit key
+    per row when the columns' bit widths add up to 63 or less (a graph's attribute ids take
+    a bit or two), else a lexicographic sort.  Stable sorting is a merge of runs, so sorting
+    sorted parts put end to end is linear (a spine merge, consolidating sources)."""
+    widths = [int(c.max()).bit_length() if len(c) else 0 for c in columns]
+    if sum(widths) > 63:
+        return np.lexsort(columns[::-1])
+    key = np.zeros(len(columns[0]), np.int64)
+    for column, width in zip(columns, widths, strict=True):
+        key = (key << width) | column
+    return np.argsort(key, kind="stable")
 
 
 def spans(first: Ints, end: Ints) -> tuple[Ints, Ints]:
@@ -295,7 +295,7 @@ class PairBatch(Batch):
 
     def __init__(self, major: Batch) -> None:
         entries = np.arange(len(major.keys1))
-        perm = sort_order(major.keys1, major._level0_keys(entries), np.zeros(0, np.int32))
+        perm = sort_order(major.keys1, major._level0_keys(entries))
         self._upper_levels(major.keys1[perm], major._level0_keys(perm))
         self.pair, self.major = perm.astype(np.int32), major
         self.keys2, self.weights, self.positive = major.keys2, major.weights, major.positive

@@ -308,7 +308,7 @@ class SpineArrangement:
         rows = np.concatenate([p[0] for p in parts])
         suffix = tuple(np.concatenate([p[1][i] for p in parts]) for i in range(3 - depth))
         weights = np.concatenate([p[2] for p in parts])
-        perm = np.lexsort((*reversed(suffix), rows))
+        perm = sort_order(rows, *suffix)  # the parts are sorted runs: merged in linear time
         columns, summed = consolidate((rows[perm], *(c[perm].astype(np.int64) for c in suffix)),
                                       weights[perm])
         return (columns[0], tuple(c.astype(np.int32) for c in columns[1:]),

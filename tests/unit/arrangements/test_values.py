@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import edn_format
 import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
 
 from workers.arrangements.values import ValueIds
 from workers.edn import keyword
@@ -53,3 +55,18 @@ def test_a_column_of_ints_gets_the_ids_interning_each_in_turn_would() -> None:
     bulk.intern(9)
     assert bulk.intern_ints(column).tolist() == expected
     assert [bulk.value(i) for i in expected] == column.tolist()
+
+
+values = st.one_of(st.integers(-3, 3), st.sampled_from([-1.0, 0.0, 1.0, 2.5, True, False]),
+                   st.sampled_from(["1", "a", keyword("a"), edn_format.Keyword("b")]),
+                   st.integers(-2**63, 2**63 - 1))
+
+
+@given(st.lists(values, max_size=40))
+def test_two_values_share_an_id_exactly_when_python_finds_them_equal(xs: list[object]) -> None:
+    ids = ValueIds()
+    assigned = [ids.intern(x) for x in xs]
+    for x, i in zip(xs, assigned, strict=True):
+        for y, j in zip(xs, assigned, strict=True):
+            assert (i == j) == (x == y)
+        assert ids.value(i) == x and ids.lookup(x) == i

@@ -148,6 +148,7 @@ def measure_spine(us: np.ndarray, vs: np.ndarray, args: argparse.Namespace) -> d
     batches = [len(batch) for batch in spine.batches]
     orders = {order.name: sum(b.orders[order].nbytes for b in spine.batches)
               for order in IndexOrder}
+    orders["batches holding each id"] = spine.nbytes - sum(orders.values())
     fresh = int(max(us.max(), vs.max())) + 1
 
     def tick(t: int) -> None:

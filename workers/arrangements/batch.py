@@ -231,6 +231,12 @@ class Batch:
         return np.add.reduceat(self.weights[positions],  # type: ignore[index]
                                np.cumsum(end - first) - (end - first))
 
+    def level0(self) -> Ids:
+        """The level-0 keys present."""
+        if self.keys0 is not None:
+            return self.keys0
+        return np.flatnonzero(self.bounds0[1:] > self.bounds0[:-1]).astype(np.int32)
+
     def _level0_keys(self, entries: Ints) -> Ids:
         i = np.searchsorted(self.bounds0, entries, side="right") - 1
         return i.astype(np.int32) if self.keys0 is None else self.keys0[i]

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from workers.arrangements.batch import (
     Batch,
@@ -95,12 +96,13 @@ class SpineArrangement:
     """The four indexes of a Z-set of datom ids as a spine; ``update`` and
     ``update_columns`` are the only writers."""
 
-    __slots__ = ("_by_order", "_layer_batch", "_layer_negative", "_layer_rows", "batches",
-                 "layer", "layer_limit")
+    __slots__ = ("_by_order", "_holders", "_layer_batch", "_layer_negative", "_layer_rows",
+                 "batches", "layer", "layer_limit")
 
     def __init__(self, layer_limit: int = 4096) -> None:
         self.batches: list[DatomBatch] = []  # largest (oldest) first
         self._by_order: dict[IndexOrder, list[Batch]] = {order: [] for order in INDEX_ORDERS}
+        self._holders = {order: np.zeros(0, np.uint16) for order in _MAJOR.values()}
         self.layer = MemoryArrangement()
         self.layer_limit = layer_limit
         self._layer_rows = 0  # datoms written to the layer since it was last frozen (a bound)
@@ -136,23 +138,25 @@ class SpineArrangement:
     def compact(self) -> None:
         """Everything in one batch (a set's then needs no weight column)."""
         self.flush()
-        while len(self.batches) > 1:
-            self._merge_last()
-        self._push(None)
+        self._push(None, merge_all=True)
 
-    def _push(self, batch: DatomBatch | None) -> None:
+    def _push(self, batch: DatomBatch | None, merge_all: bool = False) -> None:
+        """Append ``batch`` and merge geometrically; the holders' bits of the batches from
+        the first one changed on are redone."""
+        first = len(self.batches)
         if batch is not None:
             self.batches.append(batch)
-        while len(self.batches) > 1 and len(self.batches[-2]) <= 2 * len(self.batches[-1]):
-            self._merge_last()
-        self._by_order = {order: [b.orders[order] for b in self.batches]
-                          for order in INDEX_ORDERS}
-
-    def _merge_last(self) -> None:
-        newest = self.batches.pop()
-        merged = self.batches.pop().merge(newest)
-        if merged is not None:
-            self.batches.append(merged)
+        batches = self.batches
+        while len(batches) > 1 and (merge_all or len(batches) > _MAX_BATCHES
+                                    or len(batches[-2]) <= 2 * len(batches[-1])):
+            newest = batches.pop()
+            merged = batches.pop().merge(newest)
+            first = min(first, len(batches))
+            if merged is not None:
+                batches.append(merged)
+        self._by_order = {order: [b.orders[order] for b in batches] for order in INDEX_ORDERS}
+        for order in _MAJOR.values():
+            self._holders[order] = _holders(self._holders[order], self._by_order[order], first)
 
     # -- the whole Z-set -----------------------------------------------------------------
 
@@ -162,8 +166,9 @@ class SpineArrangement:
 
     @property
     def nbytes(self) -> int:
-        """The batches' arrays (the layer's dicts not counted)."""
-        return sum(batch.nbytes for batch in self.batches)
+        """The batches' arrays and the holders' bits (the layer's dicts not counted)."""
+        return sum(batch.nbytes for batch in self.batches) + sum(
+            holders.nbytes for holders in self._holders.values())
 
     # -- one prefix ----------------------------------------------------------------------
 
@@ -180,7 +185,9 @@ class SpineArrangement:
 
     def propose(self, order: IndexOrder, prefix: Sequence[int]) -> dict[int, int]:
         """Each key following ``prefix`` with the summed weight of the datoms under it."""
-        nodes, depth = self._nodes(order, prefix), len(prefix)
+        return self._propose(self._nodes(order, prefix), len(prefix))
+
+    def _propose(self, nodes: list[Node], depth: int) -> dict[int, int]:
         if len(nodes) <= 1:
             return _sums(nodes[0], depth) if nodes else {}
         if self._positive(nodes):
@@ -194,10 +201,11 @@ class SpineArrangement:
                   candidates: Mapping[int, int]) -> dict[int, int]:
         """The candidates following ``prefix``, each weight times the summed weight under it."""
         nodes, depth = self._nodes(order, prefix), len(prefix)
-        if len(nodes) > 1 and not self._positive(nodes):
-            sums = _group(_leaves(nodes, depth))
-            return {x: w * sums[x] for x, w in candidates.items() if x in sums}
-        out: dict[int, int] = {}
+        small = sum(map(_size, nodes)) <= 8 * len(candidates)  # reading them whole costs less
+        if small or (len(nodes) > 1 and not self._positive(nodes)):
+            sums = self._propose(nodes, depth)
+            return {x: w * s for x, w in candidates.items() if (s := sums.get(x)) is not None}
+        out: dict[int, int] = {}  # a binary search per candidate in each node
         for x, w in candidates.items():
             found = [s for node in nodes if (s := _below(node, depth, x)) is not None]
             if found:
@@ -216,8 +224,17 @@ class SpineArrangement:
         """The sources' non-empty nodes under ``prefix``."""
         if len(prefix) >= 2 and (order is IndexOrder.AEV or order is IndexOrder.AVE):
             order, prefix = _MAJOR[order], (prefix[1], prefix[0], *prefix[2:])
+        indexes = self._by_order[order]
+        if prefix and (order is IndexOrder.EAV or order is IndexOrder.VAE):
+            holders, key = self._holders[order], prefix[0]
+            bits = holders.item(key) if 0 <= key < len(holders) else 0
+            indexes = []
+            while bits:
+                low = bits & -bits
+                indexes.append(self._by_order[order][low.bit_length() - 1])
+                bits ^= low
         nodes: list[Node] = []
-        for index in self._by_order[order]:
+        for index in indexes:
             lo, hi = index.node(prefix)
             if lo < hi:
                 nodes.append((index, lo, hi))
@@ -323,6 +340,24 @@ class SpineArrangement:
 _MAJOR = {IndexOrder.AEV: IndexOrder.EAV, IndexOrder.AVE: IndexOrder.VAE}
 
 
+_MAX_BATCHES = 16  # a bit each in _holders; geometric sizes reach it at 2^15 × layer_limit
+
+
+def _holders(mask: npt.NDArray[np.uint16], indexes: list[Batch],
+             first: int) -> npt.NDArray[np.uint16]:
+    """Per level-0 key of an entity- or value-major order (an id), bit ``i`` set when batch
+    ``i`` holds it: a one-prefix read visits those batches only, not a binary search in
+    each (2 bytes per id and order).  Bits from ``first`` on are redone from ``indexes``."""
+    keys = [index.level0() for index in indexes[first:]]
+    size = max([len(mask), *(int(k.max()) + 1 for k in keys if len(k))])
+    if size > len(mask):
+        mask = np.concatenate([mask, np.zeros(size - len(mask), np.uint16)])
+    mask &= np.uint16((1 << first) - 1)
+    for i, present in enumerate(keys, first):
+        mask[present] |= np.uint16(1 << i)
+    return mask
+
+
 def _major(order: IndexOrder, prefixes: Ints) -> tuple[IndexOrder, Ints]:
     """:data:`_MAJOR` for a batch of prefixes."""
     if prefixes.shape[1] < 2 or order not in _MAJOR:
@@ -338,6 +373,14 @@ def _sums(node: Node, depth: int) -> dict[int, int]:
     if depth == 2:
         return dict(node)
     return {key: _weight(sub, depth + 1) for key, sub in node.items()}
+
+
+def _size(node: Node) -> int:
+    """How many keys the node holds."""
+    if isinstance(node, tuple):
+        return node[2] - node[1]
+    assert isinstance(node, dict)
+    return len(node)
 
 
 def _weight(node: Node, depth: int) -> int:

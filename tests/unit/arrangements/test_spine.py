@@ -45,3 +45,16 @@ def test_retractions_cancel_in_merges_and_compaction_leaves_a_set() -> None:
     assert len(spine.batches) == 1 and len(spine.batches[0]) == 108
     assert all(index.weights is None for index in spine.batches[0].orders.values())
     assert spine.weight(IndexOrder.EAV, (5, 0, 6)) == 0 and spine.count(IndexOrder.EAV, (5,)) == 0
+
+
+def test_a_few_candidates_are_searched_for_in_a_large_node() -> None:
+    spine = SpineArrangement()
+    spine.update_columns(np.zeros(100, np.int32), np.zeros(100, np.int32),
+                         np.arange(0, 200, 2, dtype=np.int32))
+    spine.update_columns(np.zeros(10, np.int32), np.zeros(10, np.int32),
+                         np.arange(1, 20, 2, dtype=np.int32))
+    spine.update({(0, 0, 7): 1, (0, 0, 301): 1})
+    assert len(spine.batches) == 2
+    assert spine.intersect(IndexOrder.EAV, (0, 0), {4: 3, 7: 1, 301: 2, 5: -1, 6: 1}) == {
+        4: 3, 7: 2, 301: 2, 5: -1, 6: 1}
+    assert spine.intersect(IndexOrder.AEV, (0, 0), {3: 1, 250: 1}) == {3: 1}

@@ -27,6 +27,7 @@ IdArray = npt.NDArray[np.int32]
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 _INT, _BOOL, _FLOAT, _OBJECT = 0, 1, 2, 3  # the first representative's kind, per id
 _MERGE_MIN = 1024  # recent numbers kept in the dict before the first merge
+MAX_IDS = 2**31  # ids are int32 columns in the batches
 
 
 def integral_key(x: Any) -> int | None:
@@ -93,6 +94,8 @@ class ValueIds:
             known = self._keys[pos] == uniq
         new_keys = uniq[~known][np.argsort(first[~known], kind="stable")]
         start = self.size
+        if start + len(new_keys) > MAX_IDS:
+            raise OverflowError(f"more than {MAX_IDS} distinct values: ids are int32")
         self._reserve(start + len(new_keys))
         self._kind[start:start + len(new_keys)] = _INT
         self._payload[start:start + len(new_keys)] = new_keys
@@ -115,6 +118,8 @@ class ValueIds:
 
     def _append(self, kind: int, payload: int) -> int:
         new = self.size
+        if new == MAX_IDS:
+            raise OverflowError(f"more than {MAX_IDS} distinct values: ids are int32")
         self._reserve(new + 1)
         self._kind[new], self._payload[new] = kind, payload
         self.size += 1

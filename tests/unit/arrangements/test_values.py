@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import edn_format
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from workers.arrangements import values as values_module
 from workers.arrangements.values import ValueIds
 from workers.edn import keyword
 
@@ -70,3 +72,15 @@ def test_two_values_share_an_id_exactly_when_python_finds_them_equal(xs: list[ob
         for y, j in zip(xs, assigned, strict=True):
             assert (i == j) == (x == y)
         assert ids.value(i) == x and ids.lookup(x) == i
+
+
+def test_no_more_ids_than_an_int32_column_holds(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(values_module, "MAX_IDS", 2)
+    ids = ValueIds()
+    ids.intern("a")
+    with pytest.raises(OverflowError):
+        ids.intern_ints(np.array([1, 2], np.int64))
+    ids.intern(1)
+    with pytest.raises(OverflowError):
+        ids.intern(2)
+    assert ids.lookup(1) == 1 and ids.size == 2

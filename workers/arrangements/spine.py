@@ -6,9 +6,9 @@ The Z-set is ``Σ batches + layer``.  A write goes to the layer (the dict tries 
 when the layer holds ``layer_limit`` datoms it is frozen into a batch.  A bulk write becomes
 a batch at once.  Batches are merged geometrically, as differential dataflow's spine does:
 after a push, while the newest batch is at least half the one before, the two merge
-(consolidating: equal datoms summed, zeros dropped).  So sizes at least double going back,
-there are O(log n) batches, and a datom is re-sorted O(log n) times.  Merging is addition,
-which never changes the Z-set (the property tests check it).
+(consolidating: equal datoms summed, zeros dropped).  So sizes more than double going
+back, there are O(log n) batches, and a datom is re-sorted O(log n) times.  Merging is
+addition, which never changes the Z-set (the property tests check it).
 
 Every verb answers exactly as the dict tries of the same Z-set do: a prefix's *node* is
 read in each source holding it; one source (the common case: data loaded long ago, or new)
@@ -259,13 +259,13 @@ class SpineArrangement:
         """:meth:`count` of each row of ``prefixes`` (shape ``(n, depth)``)."""
         n, depth = prefixes.shape
         order, prefixes = _major(order, prefixes)
-        total, holders = np.zeros(n, np.int64), np.zeros(n, np.int64)
+        total, sources = np.zeros(n, np.int64), np.zeros(n, np.int64)
         for index in self._indexes(order):
             lo, hi = index.ranges(prefixes)
             held = hi > lo
             total += np.where(held, index.width0 if depth == 0 else hi - lo, 0)
-            holders += held
-        several = np.flatnonzero(holders > 1)
+            sources += held
+        several = np.flatnonzero(sources > 1)
         if len(several):
             rows, suffix, _ = self._leaves(order, prefixes[several])
             first = starts(rows, suffix[0])
@@ -332,8 +332,6 @@ class SpineArrangement:
                 np.ones(len(columns[0]), np.int64) if summed is None else summed)
 
 
-# -- reading one node, a batch's key range or a layer trie node ----------------------------
-
 # AEV's node under (a, e) holds the leaves EAV's holds under (e, a), in the same order (and
 # AVE's under (a, v), VAE's under (v, a)): read those from the entity- or value-major order,
 # whose level 0 is dense in a large batch (two array reads, not a binary search over a).
@@ -364,6 +362,8 @@ def _major(order: IndexOrder, prefixes: Ints) -> tuple[IndexOrder, Ints]:
         return order, prefixes
     return _MAJOR[order], prefixes[:, [1, 0, *range(2, prefixes.shape[1])]]
 
+
+# -- reading one node, a batch's key range or a layer trie node ----------------------------
 
 
 def _sums(node: Node, depth: int) -> dict[int, int]:

@@ -174,9 +174,12 @@ def measure_spine(us: np.ndarray, vs: np.ndarray, args: argparse.Namespace) -> d
              "intersect in": median_ns(lambda c: spine.intersect(IndexOrder.AVE, *c),
                                        candidates),
              "weight edge": median_ns(lambda p: spine.weight(IndexOrder.EAV, p), edges)}
-    out_rows, edge_rows = np.array(outs), np.array(edges)
+    out_rows, in_rows, edge_rows = np.array(outs), np.array(ins), np.array(edges)
+    rows, keys, weights = spine.proposals(IndexOrder.AEV, out_rows)  # the candidates
     many = {"count out": lambda: spine.counts(IndexOrder.AEV, out_rows),
             "propose out": lambda: spine.proposals(IndexOrder.AEV, out_rows),
+            "intersect in": lambda: spine.intersections(IndexOrder.AVE, in_rows, rows, keys,
+                                                        weights),
             "weight edge": lambda: spine.weights(IndexOrder.EAV, edge_rows)}
     vectorised = {}
     for verb, call in many.items():

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from workers.arrangements.batch import Batch, PairBatch, consolidate, segment_search
+from workers.arrangements.batch import (
+    Batch,
+    PairBatch,
+    consolidate,
+    segment_search,
+    sort_order,
+)
 
 TRIPLES = [(0, 1, 5), (0, 1, 7), (0, 2, 5), (1, 1, 7), (3, 2, 2)]
 
@@ -80,3 +86,12 @@ def test_an_attribute_major_batch_reads_its_leaves_from_the_entity_major_one() -
     assert list(zip(e.tolist(), v.tolist(), weights.tolist(), strict=True)) == [
         (0, 5, 1), (0, 7, 2), (1, 7, 1)]
     assert aev.nbytes < eav.nbytes  # no leaves of its own
+
+
+def test_sort_order_packs_small_ids_and_sorts_large_ones_lexicographically() -> None:
+    rng = np.random.default_rng(0)
+    for top in (8, 2**30):  # 3 bits each fit one int64 key; 30 bits each do not
+        columns = [rng.integers(0, top, 200).astype(np.int32) for _ in range(3)]
+        perm = sort_order(*columns)
+        rows = list(zip(*(c[perm].tolist() for c in columns), strict=True))
+        assert rows == sorted(zip(*(c.tolist() for c in columns), strict=True))

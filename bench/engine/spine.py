@@ -25,7 +25,6 @@ import ctypes
 import gc
 import json
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -36,12 +35,12 @@ import pyarrow.csv
 
 from bench.data import powerlaw_graph, powerlaw_path
 from bench.harness import (
-    BenchError,
     MismatchError,
     Results,
     log,
     markdown_table,
     percentile,
+    run_json,
     time_calls,
 )
 from workers.arrangements import IndexOrder, MemoryArrangement
@@ -216,12 +215,7 @@ def run_child(side: str, args: argparse.Namespace) -> dict[str, Any]:
            "--chunk", str(args.chunk), "--samples", str(args.samples), "--ticks",
            str(args.ticks), "--seed", str(args.seed)]
     log(f"{side}: {args.edges:,} edges")
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    lines = proc.stdout.strip().splitlines()
-    if proc.returncode != 0 or not lines:
-        tail = "\n".join(proc.stderr.strip().splitlines()[-20:])
-        raise BenchError(f"{' '.join(cmd)} failed (status {proc.returncode}):\n{tail}")
-    return dict(json.loads(lines[-1]))
+    return run_json(cmd)
 
 
 def tables(results: dict[str, dict[str, Any]]) -> str:

@@ -14,8 +14,8 @@ Reported: the process RSS grown by the load, per datom (the input columns are re
 the first reading; `malloc_trim` hands freed temporaries back before it, and the untrimmed
 growth is shown too), the arrays' own bytes for the spine, the load rate, the mean cost of a
 tick of one new datom afterwards, and the median latency of the one-prefix verbs a
-triangle's GenericJoin calls (the dict side through today's `TrieExtender`), plus the
-batch-of-prefixes verbs per prefix. Both sides must agree on every answer sampled.
+triangle's GenericJoin calls (the dict side through today's `TrieExtender`; the spine as the
+ticks left it, then compacted into one batch), plus the batch-of-prefixes verbs per prefix.
 """
 
 from __future__ import annotations
@@ -168,11 +168,15 @@ def measure_spine(us: np.ndarray, vs: np.ndarray, args: argparse.Namespace) -> d
                "propose out": [decoded(spine.propose(IndexOrder.AEV, p)) for p in outs],
                "intersect in": [decoded(spine.intersect(IndexOrder.AVE, *c)) for c in candidates],
                "weight edge": [spine.weight(IndexOrder.EAV, p) for p in edges]}
-    verbs = {"count out": median_ns(lambda p: spine.count(IndexOrder.AEV, p), outs),
-             "propose out": median_ns(lambda p: spine.propose(IndexOrder.AEV, p), outs),
-             "intersect in": median_ns(lambda c: spine.intersect(IndexOrder.AVE, *c),
-                                       candidates),
-             "weight edge": median_ns(lambda p: spine.weight(IndexOrder.EAV, p), edges)}
+
+    def one_prefix() -> dict[str, float]:
+        return {"count out": median_ns(lambda p: spine.count(IndexOrder.AEV, p), outs),
+                "propose out": median_ns(lambda p: spine.propose(IndexOrder.AEV, p), outs),
+                "intersect in": median_ns(lambda c: spine.intersect(IndexOrder.AVE, *c),
+                                          candidates),
+                "weight edge": median_ns(lambda p: spine.weight(IndexOrder.EAV, p), edges)}
+
+    verbs = one_prefix()
     out_rows, in_rows, edge_rows = np.array(outs), np.array(ins), np.array(edges)
     rows, keys, weights = spine.proposals(IndexOrder.AEV, out_rows)  # the candidates
     many = {"count out": lambda: spine.counts(IndexOrder.AEV, out_rows),
@@ -186,7 +190,12 @@ def measure_spine(us: np.ndarray, vs: np.ndarray, args: argparse.Namespace) -> d
         started = time.perf_counter()
         call()
         vectorised[verb] = (time.perf_counter() - started) * 1e9 / len(sample)
+    sources = [len(batch) for batch in spine.batches] + [spine._layer_rows]
+    started = time.perf_counter()
+    spine.compact()
+    compact_s = time.perf_counter() - started
     return grown | {"load_s": load_s, "tick_ns": tick_ns, "verbs_ns": verbs,
+            "compacted_ns": one_prefix(), "compact_s": compact_s, "sources": sources,
             "vectorised_ns": vectorised, "answers": answers, "batches": batches,
             "array_bytes": spine.nbytes + values.nbytes, "values_bytes": values.nbytes,
             "order_bytes": orders, "values": values.size}
@@ -225,20 +234,24 @@ def tables(results: dict[str, dict[str, Any]]) -> str:
              f"{r['rss_untrimmed_bytes'] / r['datoms']:.1f}",
              f"{r['array_bytes'] / r['datoms']:.1f}" if "array_bytes" in r else "",
              f"{r['tick_ns'] / 1e3:.1f}"] for side, r in ((s, results[s]) for s in sides)]
+    spine = results.get("spine")
     verbs = [[verb, *(f"{results[s]['verbs_ns'][verb]:,.0f}" for s in sides),
-              f"{results['spine']['vectorised_ns'].get(verb, float('nan')):,.0f}"
-              if "spine" in results else ""] for verb in VERBS]
+              *([f"{spine['compacted_ns'][verb]:,.0f}", f"{spine['vectorised_ns'][verb]:,.0f}"]
+                if spine else [])] for verb in VERBS]
     out = [markdown_table(["structure", "datoms", "load s", "datoms/s", "RSS B/datom",
                            "untrimmed", "arrays B/datom", "1-datom tick µs"], load),
-           markdown_table(["verb (median ns)", *sides, "spine, per prefix of a batch"], verbs)]
-    if "spine" in results:
-        spine = results["spine"]
+           markdown_table(["verb (median ns)", *sides, *(["spine compacted",
+                                                          "spine, per prefix of a batch"]
+                                                         if spine else [])], verbs)]
+    if spine:
         n = spine["datoms"]
         parts = [[name, f"{b / n:.1f}"] for name, b in spine["order_bytes"].items()]
         parts.append([f"value dictionary ({spine['values']:,} ids)",
                       f"{spine['values_bytes'] / n:.1f}"])
         out.append(markdown_table(["spine part", "bytes/datom"], parts)
-                   + f"\n\nspine batches after the load: {spine['batches']}")
+                   + f"\n\nspine batches after the load: {spine['batches']}; sources read by "
+                   f"the verbs (batches, then the layer): {spine['sources']}; compacting them "
+                   f"took {spine['compact_s']:.2f} s")
     return "\n\n".join(out)
 
 

@@ -38,6 +38,8 @@ from workers.arrangements.keys import INDEX_ORDERS, IndexOrder
 from workers.arrangements.memory import MemoryArrangement
 from workers.zset import add_into
 
+# Read once: an Enum member read through its class costs ~90 ns on the one-prefix path.
+EAV, AEV, AVE, VAE = IndexOrder.EAV, IndexOrder.AEV, IndexOrder.AVE, IndexOrder.VAE
 IdDatom = tuple[int, int, int]
 Node = tuple[Batch, int, int] | dict[int, Any] | int  # a batch's key range, or a layer node
 Leaves = tuple[Ints, tuple[Ids, ...], Ints]  # per leaf: its prefix's row, suffix, weight
@@ -51,8 +53,7 @@ class DatomBatch:
 
     def __init__(self, eav: Batch, vae: Batch) -> None:
         self.orders: dict[IndexOrder, Batch] = {
-            IndexOrder.EAV: eav, IndexOrder.AEV: PairBatch(eav),
-            IndexOrder.AVE: PairBatch(vae), IndexOrder.VAE: vae}
+            EAV: eav, AEV: PairBatch(eav), AVE: PairBatch(vae), VAE: vae}
 
     @classmethod
     def build(cls, e: Ids, a: Ids, v: Ids, w: Ints | None = None) -> DatomBatch | None:
@@ -66,7 +67,7 @@ class DatomBatch:
                                             None if w is None else w[perm]))
 
     def __len__(self) -> int:
-        return len(self.orders[IndexOrder.EAV])
+        return len(self.orders[EAV])
 
     @property
     def nbytes(self) -> int:
@@ -76,7 +77,7 @@ class DatomBatch:
         """``self + other`` consolidated: EAV's and VAE's two sorted runs merged (a stable
         sort of runs is linear) and equal datoms summed, so both drop the same zeros."""
         merged = []
-        for order in (IndexOrder.EAV, IndexOrder.VAE):
+        for order in (EAV, VAE):
             *mine, w = self.orders[order].columns()
             *theirs, w2 = other.orders[order].columns()
             columns = tuple(np.concatenate(pair) for pair in zip(mine, theirs, strict=True))
@@ -162,7 +163,7 @@ class SpineArrangement:
 
     def datoms(self) -> dict[IdDatom, int]:
         """Every datom with its weight (consolidated across batches and layer)."""
-        return self.enumerate(IndexOrder.EAV, ())  # type: ignore[return-value]
+        return self.enumerate(EAV, ())  # type: ignore[return-value]
 
     @property
     def nbytes(self) -> int:
@@ -222,10 +223,10 @@ class SpineArrangement:
 
     def _nodes(self, order: IndexOrder, prefix: Sequence[int]) -> list[Node]:
         """The sources' non-empty nodes under ``prefix``."""
-        if len(prefix) >= 2 and (order is IndexOrder.AEV or order is IndexOrder.AVE):
+        if len(prefix) >= 2 and (order is AEV or order is AVE):
             order, prefix = _MAJOR[order], (prefix[1], prefix[0], *prefix[2:])
         indexes = self._by_order[order]
-        if prefix and (order is IndexOrder.EAV or order is IndexOrder.VAE):
+        if prefix and (order is EAV or order is VAE):
             holders, key = self._holders[order], prefix[0]
             bits = holders.item(key) if 0 <= key < len(holders) else 0
             indexes = []
@@ -335,7 +336,7 @@ class SpineArrangement:
 # AEV's node under (a, e) holds the leaves EAV's holds under (e, a), in the same order (and
 # AVE's under (a, v), VAE's under (v, a)): read those from the entity- or value-major order,
 # whose level 0 is dense in a large batch (two array reads, not a binary search over a).
-_MAJOR = {IndexOrder.AEV: IndexOrder.EAV, IndexOrder.AVE: IndexOrder.VAE}
+_MAJOR = {AEV: EAV, AVE: VAE}
 
 
 _MAX_BATCHES = 16  # a bit each in _holders; geometric sizes reach it at 2^15 × layer_limit

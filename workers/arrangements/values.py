@@ -18,6 +18,7 @@ rules call them the same value; a typed attribute's reader casts to its declared
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from typing import Any
 
 import numpy as np
@@ -42,12 +43,13 @@ def integral_key(x: Any) -> int | None:
 class ValueIds:
     """The dictionary: ``intern`` (assigning ids), ``lookup`` (never assigning), ``value``."""
 
-    __slots__ = ("_key_ids", "_keys", "_kind", "_objects", "_payload", "_recent", "_values",
-                 "size")
+    __slots__ = ("_id_view", "_key_ids", "_key_view", "_keys", "_kind", "_objects", "_payload",
+                 "_recent", "_values", "size")
 
     def __init__(self) -> None:
         self._keys = np.empty(0, np.int64)  # sorted numeric class keys ...
         self._key_ids: IdArray = np.empty(0, np.int32)  # ... and their ids
+        self._key_view, self._id_view = self._keys.data, self._key_ids.data
         self._recent: dict[int, int] = {}  # numeric key -> id, not yet in the columns
         self._objects: dict[Any, int] = {}  # any other value -> id
         self._values: list[Any] = []  # object payloads (the dict's keys, by insertion)
@@ -64,8 +66,9 @@ class ValueIds:
         found = self._recent.get(key)
         if found is not None:
             return found
-        i = int(self._keys.searchsorted(key))
-        return int(self._key_ids[i]) if i < len(self._keys) and self._keys[i] == key else None
+        keys = self._key_view  # bisect on a memoryview: Python ints, no NumPy call
+        i = bisect_left(keys, key)
+        return self._id_view[i] if i < len(keys) and keys[i] == key else None  # type: ignore[no-any-return]
 
     def intern(self, x: Any) -> int:
         """The id of ``x``, assigned now when it has none."""
@@ -148,3 +151,4 @@ class ValueIds:
         order = np.argsort(merged, kind="stable")
         self._keys = merged[order]
         self._key_ids = np.concatenate([self._key_ids, ids])[order]
+        self._key_view, self._id_view = self._keys.data, self._key_ids.data

@@ -267,6 +267,32 @@ class Batch:
             lo, hi = np.where(found, j, 0), np.where(found, j + 1, 0)
         return lo, hi
 
+    def below_many(self, depth: int, lo: Ints, hi: Ints, keys: Ints) -> tuple[Mask, Ints]:
+        """:meth:`below` for arrays of nodes and keys: whether each key is in its node, and
+        the summed weight under it (0 when absent)."""
+        if depth == 0 and self.keys0 is None:
+            found = (keys >= 0) & (keys < len(self.bounds0) - 1)
+            pos = np.where(found, keys, 0)
+            found &= self.bounds0[pos] < self.bounds0[pos + 1]
+        else:
+            level: Ids = (self.keys0, self.keys1, self.keys2)[depth]  # type: ignore[assignment]
+            pos, found = segment_search(level, lo, hi, keys)
+        pos = pos[found]
+        if depth == 2:
+            sums = np.ones(len(pos), np.int64) if self.weights is None else self.weights[pos]
+        else:
+            if depth == 0:
+                rows, entries = spans(self.bounds0[pos].astype(np.int64),
+                                      self.bounds0[pos + 1].astype(np.int64))
+            else:
+                rows, entries = np.arange(len(pos)), pos
+            first, end = self.entry_leaves(entries)
+            per_entry = end - first if self.weights is None else self._span_sums(first, end)
+            sums = np.add.reduceat(per_entry, starts(rows)) if len(rows) else per_entry
+        out = np.zeros(len(keys), np.int64)
+        out[found] = sums
+        return found, out
+
     def expand(self, depth: int, lo: Ints, hi: Ints) -> tuple[Ints, tuple[Ids, ...], Ints]:
         """The leaves under each row's node (from :meth:`ranges`): ``(row, suffix from level
         depth, weight)``, sorted by row and suffix."""

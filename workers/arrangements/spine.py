@@ -283,13 +283,30 @@ class SpineArrangement:
     def intersections(self, order: IndexOrder, prefixes: Ints, rows: Ints, keys: Ids,
                       weights: Ints) -> tuple[Ints, Ids, Ints]:
         """:meth:`intersect` of candidates ``(row, key, weight)`` (a row of ``prefixes``
-        each): the candidates found, their weights times the summed weight under them."""
-        found_rows, found_keys, sums = self.proposals(order, prefixes)
-        present = (found_rows << 32) | found_keys
-        wanted = (rows.astype(np.int64) << 32) | keys
-        pos = np.minimum(np.searchsorted(present, wanted), max(len(present) - 1, 0))
-        hit = present[pos] == wanted if len(present) else np.zeros(len(wanted), bool)
-        return rows[hit], keys[hit], weights[hit] * sums[pos[hit]]
+        each): the candidates found, their weights times the summed weight under them.  A
+        binary search per candidate in each source; the sums add up, and a candidate is
+        present when a source holds it, unless several do and one has a retraction: then
+        its row's leaves decide."""
+        major, searched = _major(order, prefixes)
+        depth = prefixes.shape[1]
+        total = np.zeros(len(keys), np.int64)
+        holders, mixed = np.zeros(len(keys), np.int64), np.zeros(len(keys), bool)
+        for index in self._indexes(major):
+            lo, hi = index.ranges(searched)
+            found, sums = index.below_many(depth, lo[rows], hi[rows], keys.astype(np.int64))
+            total += sums
+            holders += found
+            if not index.positive:
+                mixed |= found
+        present = holders > 0
+        mixed &= holders > 1
+        if mixed.any():
+            redo = np.unique(rows[mixed])
+            found_rows, found_keys, _ = self.proposals(order, prefixes[redo])
+            listed = (redo[found_rows] << 32) | found_keys
+            wanted = (rows[mixed].astype(np.int64) << 32) | keys[mixed]
+            present[mixed] = np.isin(wanted, listed)
+        return rows[present], keys[present], weights[present] * total[present]
 
     def weights(self, order: IndexOrder, prefixes: Ints) -> Ints:
         """:meth:`weight` of each row."""

@@ -192,7 +192,7 @@ def measure_spine(us: np.ndarray, vs: np.ndarray, args: argparse.Namespace) -> d
         started = time.perf_counter()
         call()
         vectorised[verb] = (time.perf_counter() - started) * 1e9 / len(sample)
-    sources = [len(batch) for batch in spine.batches] + [spine._layer_rows]
+    sources = [len(batch) for batch in spine.batches] + [len(spine.layer)]
     started = time.perf_counter()
     spine.compact()
     compact_s = time.perf_counter() - started

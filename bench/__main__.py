@@ -21,6 +21,7 @@ BENCHMARKS = {
     "phases": "bench.engine.phases",
     "skew": "bench.engine.skew",
     "handwritten": "bench.engine.handwritten",
+    "spine": "bench.engine.spine",
     "fleet": "bench.service.fleet",
     "pipeline": "bench.service.pipeline",
     "peers": "bench.peers.compare",

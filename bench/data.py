@@ -175,14 +175,20 @@ def power_law_edges(n: int, m: int, seed: int, exponent: float = 2 / 3) -> list[
     return sorted(edges)
 
 
+def powerlaw_path(edges: int, seed: int, exponent: float = 2 / 3) -> Path:
+    """Where :func:`powerlaw_graph` caches its CSV (a subprocess may read it as columns)."""
+    nodes = round(edges * PEGASE_NODES / PEGASE_EDGES)
+    suffix = "" if exponent == 2 / 3 else f"-x{exponent:g}"
+    return cache_dir() / f"powerlaw-n{nodes}-m{edges}-seed{seed}{suffix}.csv"
+
+
 def powerlaw_graph(edges: int, seed: int, exponent: float = 2 / 3) -> list[Edge]:
     """A seeded power-law graph with PEGASE's average degree, cached as CSV (generating
     10^5+ edges takes seconds; subprocesses and later runs read the same file)."""
-    nodes = round(edges * PEGASE_NODES / PEGASE_EDGES)
-    suffix = "" if exponent == 2 / 3 else f"-x{exponent:g}"
-    path = cache_dir() / f"powerlaw-n{nodes}-m{edges}-seed{seed}{suffix}.csv"
+    path = powerlaw_path(edges, seed, exponent)
     if path.exists():
         return read_edges(path)
+    nodes = round(edges * PEGASE_NODES / PEGASE_EDGES)
     generated = power_law_edges(nodes, edges, seed, exponent)
     write_edges(path, generated)
     return generated

@@ -12,6 +12,7 @@ import gc
 import importlib
 import json
 import math
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -84,6 +85,20 @@ class Results:
         path.write_text(json.dumps(header | payload, indent=2, default=str) + "\n")
         print(f"results: {path}")
         return path
+
+
+# --- measurements in a fresh interpreter ------------------------------------------------------
+
+
+def run_json(cmd: Sequence[str]) -> dict[str, Any]:
+    """Run one measurement in a subprocess and parse its JSON (stdout's last line); a
+    failure is a BenchError with the end of its stderr."""
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        tail = "\n".join(proc.stderr.strip().splitlines()[-20:])
+        raise BenchError(f"{' '.join(cmd)} failed (status {proc.returncode}):\n{tail}")
+    return dict(json.loads(lines[-1]))
 
 
 # --- timing ---------------------------------------------------------------------------------

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -27,7 +26,7 @@ from typing import Any
 
 from bench.data import Edge, load_graph, node_count, powerlaw_graph
 from bench.engine.tx import load_ticks, to_tx
-from bench.harness import BenchError, MismatchError, Results, log, markdown_table
+from bench.harness import MismatchError, Results, log, markdown_table, run_json
 from bench.queries import QUERIES
 
 QUERY = "triangle"
@@ -159,12 +158,7 @@ def run_child(spec: str, backend: Backend, seed: int) -> dict[str, Any]:
     if backend.master is not None:
         cmd += ["--master", backend.master]
     log(f"{spec}: {backend.label}")
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    lines = proc.stdout.strip().splitlines()
-    if proc.returncode != 0 or not lines:
-        tail = "\n".join(proc.stderr.strip().splitlines()[-20:])
-        raise BenchError(f"{' '.join(cmd)} failed (status {proc.returncode}):\n{tail}")
-    return dict(json.loads(lines[-1]))
+    return run_json(cmd)
 
 
 def check(spec: str, results: list[dict[str, Any]]) -> None:

@@ -15,6 +15,10 @@ class IndexOrder(Enum):
     AVE = (A, V, E)
     VAE = (V, A, E)
 
+    # Members are singletons compared by identity: hash them so too, in C (Enum's __hash__
+    # is Python code, and the spine looks its indexes up by order on every read).
+    __hash__ = object.__hash__
+
     @property
     def positions(self) -> tuple[int, int, int]:
         return self.value  # type: ignore[no-any-return]

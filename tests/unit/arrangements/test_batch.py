@@ -1,0 +1,97 @@
+"""A batch: a consolidated Z-set of id triples as three levels of sorted columns, a prefix's
+subtree a slice; level 0 dense when that is smaller."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from workers.arrangements.batch import (
+    Batch,
+    PairBatch,
+    consolidate,
+    segment_search,
+    sort_order,
+)
+
+TRIPLES = [(0, 1, 5), (0, 1, 7), (0, 2, 5), (1, 1, 7), (3, 2, 2)]
+
+
+def _batch(triples: list[tuple[int, int, int]], weights: list[int] | None = None,
+           shift: int = 0) -> Batch:
+    c0, c1, c2 = (np.array([t[i] + (shift if i == 0 else 0) for t in triples], np.int32)
+                  for i in range(3))
+    return Batch(c0, c1, c2, None if weights is None else np.array(weights, np.int64))
+
+
+def test_a_prefix_is_a_range_of_keys_and_the_leaves_under_it_are_contiguous() -> None:
+    batch = _batch(TRIPLES)
+    assert batch.keys0 is None  # ids 0..3, three present: dense is smaller
+    assert batch.node((0,)) == (0, 2) and batch.keys1[0:2].tolist() == [1, 2]
+    assert batch.node((0, 1)) == (0, 2) and batch.keys2[0:2].tolist() == [5, 7]
+    assert batch.node((0, 1, 7)) == (1, 2)
+    for absent in [(2,), (9,), (0, 3), (0, 1, 6)]:
+        lo, hi = batch.node(absent)
+        assert lo == hi
+    assert batch.weight(1, *batch.node((0,))) == 3
+    assert batch.count(0, *batch.node(())) == 3  # the dense level's absent id 2 not counted
+
+
+def test_sparse_level_zero_when_the_ids_are_far_apart() -> None:
+    batch = _batch(TRIPLES, shift=1000)
+    assert batch.keys0 is not None and batch.keys0.tolist() == [1000, 1001, 1003]
+    assert batch.node((1003,)) == (3, 4) and batch.node((3,)) == (0, 0)
+    keys, sums = batch.level(0, *batch.node(()))
+    assert (keys.tolist(), sums.tolist()) == ([1000, 1001, 1003], [3, 1, 1])
+
+
+def test_a_set_has_no_weight_column_and_sums_count_leaves() -> None:
+    doubled = sorted(TRIPLES * 2)
+    (c0, _, _), weights = consolidate(tuple(np.array([t[i] for t in doubled], np.int32)
+                                            for i in range(3)), np.array([1, -1] * 5))
+    assert len(c0) == 0 and weights is None  # everything cancelled
+    columns, weights = consolidate(tuple(np.array([t[i] for t in TRIPLES], np.int32)
+                                         for i in range(3)), np.ones(5, np.int64))
+    assert weights is None and len(columns[0]) == 5
+    batch = _batch(TRIPLES, [1, 2, -1, 1, 1])
+    assert not batch.positive
+    keys, sums = batch.level(1, *batch.node((0,)))
+    assert (keys.tolist(), sums.tolist()) == ([1, 2], [3, -1])
+    assert batch.below(0, *batch.node(()), 0) == 2 and batch.below(0, *batch.node(()), 2) is None
+
+
+def test_columns_give_back_the_triples() -> None:
+    for shift in (0, 1000):
+        c0, c1, c2, weights = _batch(TRIPLES, shift=shift).columns()
+        assert list(zip(c0.tolist(), c1.tolist(), c2.tolist(), strict=True)) == [
+            (e + shift, a, v) for e, a, v in TRIPLES]
+        assert weights is None
+
+
+def test_segment_search_is_bisect_left_within_each_row() -> None:
+    keys = np.array([1, 3, 5, 2, 4], np.int32)
+    pos, found = segment_search(keys, np.array([0, 0, 3, 3]), np.array([3, 3, 5, 3]),
+                                np.array([3, 4, 4, 4]))
+    assert pos.tolist() == [1, 2, 4, 3] and found.tolist() == [True, False, True, False]
+
+
+def test_an_attribute_major_batch_reads_its_leaves_from_the_entity_major_one() -> None:
+    eav = _batch(TRIPLES, [1, 2, -1, 1, 1])  # (e, a, v) sorted
+    aev = PairBatch(eav)
+    assert aev.sums(0, *aev.node(())) == {1: 4, 2: 0}  # attributes, the weights under each
+    assert aev.keys1.tolist() == [0, 1, 0, 3]  # entities under a=1, then under a=2
+    lo, hi = aev.node((1,))
+    assert aev.sums(1, lo, hi) == {0: 3, 1: 1} and aev.weight(1, lo, hi) == 4
+    assert aev.below(1, lo, hi, 1) == 1 and aev.below(1, lo, hi, 3) is None
+    _, (e, v), weights = aev.expand(1, np.array([lo]), np.array([hi]))
+    assert list(zip(e.tolist(), v.tolist(), weights.tolist(), strict=True)) == [
+        (0, 5, 1), (0, 7, 2), (1, 7, 1)]
+    assert aev.nbytes < eav.nbytes  # no leaves of its own
+
+
+def test_sort_order_packs_small_ids_and_sorts_large_ones_lexicographically() -> None:
+    rng = np.random.default_rng(0)
+    for top in (8, 2**30):  # 3 bits each fit one int64 key; 30 bits each do not
+        columns = [rng.integers(0, top, 200).astype(np.int32) for _ in range(3)]
+        perm = sort_order(*columns)
+        rows = list(zip(*(c[perm].tolist() for c in columns), strict=True))
+        assert rows == sorted(zip(*(c.tolist() for c in columns), strict=True))

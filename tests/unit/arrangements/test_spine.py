@@ -1,0 +1,60 @@
+"""The spine's writes: a small layer frozen into a batch when full, bulk writes as batches,
+merged geometrically (a few batches, sizes doubling), a set compacted without weights."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+import numpy as np
+
+from workers.arrangements import IndexOrder
+from workers.arrangements.spine import SpineArrangement
+
+
+def _edges(lo: int, hi: int) -> tuple[np.ndarray, ...]:
+    e = np.arange(lo, hi, dtype=np.int32)
+    return e, np.zeros(len(e), np.int32), (e + 1).astype(np.int32)
+
+
+def test_the_layer_takes_small_writes_until_it_is_full() -> None:
+    spine = SpineArrangement(layer_limit=3)
+    spine.update({(1, 0, 2): 1, (2, 0, 3): 1})
+    assert not spine.batches and spine.count(IndexOrder.AEV, (0,)) == 2
+    spine.update({(3, 0, 4): 1})
+    assert len(spine.batches) == 1 and not spine.layer.tries[IndexOrder.EAV]
+    assert spine.propose(IndexOrder.AVE, (0,)) == {2: 1, 3: 1, 4: 1}
+
+
+def test_bulk_writes_merge_geometrically() -> None:
+    spine = SpineArrangement()
+    for start in range(0, 1024, 16):
+        spine.update_columns(*_edges(start, start + 16))
+        sizes = [len(batch) for batch in spine.batches]
+        assert all(older > 2 * newer for older, newer in pairwise(sizes))  # so O(log n) of them
+    assert sum(sizes) == 1024 and len(sizes) == 3
+    assert all(batch.orders[IndexOrder.EAV].weights is None for batch in spine.batches)
+
+
+def test_retractions_cancel_in_merges_and_compaction_leaves_a_set() -> None:
+    spine = SpineArrangement()
+    spine.update_columns(*_edges(0, 100))
+    spine.update({(5, 0, 6): -1, (7, 0, 8): -1})
+    spine.update_columns(*_edges(100, 110))
+    assert spine.count(IndexOrder.AEV, (0,)) == 108
+    spine.compact()
+    assert len(spine.batches) == 1 and len(spine.batches[0]) == 108
+    assert all(index.weights is None for index in spine.batches[0].orders.values())
+    assert spine.weight(IndexOrder.EAV, (5, 0, 6)) == 0 and spine.count(IndexOrder.EAV, (5,)) == 0
+
+
+def test_a_few_candidates_are_searched_for_in_a_large_node() -> None:
+    spine = SpineArrangement()
+    spine.update_columns(np.zeros(100, np.int32), np.zeros(100, np.int32),
+                         np.arange(0, 200, 2, dtype=np.int32))
+    spine.update_columns(np.zeros(10, np.int32), np.zeros(10, np.int32),
+                         np.arange(1, 20, 2, dtype=np.int32))
+    spine.update({(0, 0, 7): 1, (0, 0, 301): 1})
+    assert len(spine.batches) == 2
+    assert spine.intersect(IndexOrder.EAV, (0, 0), {4: 3, 7: 1, 301: 2, 5: -1, 6: 1}) == {
+        4: 3, 7: 2, 301: 2, 5: -1, 6: 1}
+    assert spine.intersect(IndexOrder.AEV, (0, 0), {3: 1, 250: 1}) == {3: 1}

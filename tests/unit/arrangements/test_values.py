@@ -1,0 +1,86 @@
+"""The value dictionary: dense ids in order of first sight, stable, with Python's equality
+(the tries' keys have it: docs/semantics.md), numbers held in NumPy columns."""
+
+from __future__ import annotations
+
+import edn_format
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from workers.arrangements import values as values_module
+from workers.arrangements.values import ValueIds
+from workers.edn import keyword
+
+
+def test_ids_are_dense_in_order_of_first_sight_and_stable() -> None:
+    ids = ValueIds()
+    assert [ids.intern(x) for x in [7, "seven", keyword("seven"), 7, "seven"]] == [0, 1, 2, 0, 1]
+    assert ids.size == 3
+    assert [ids.value(i) for i in range(3)] == [7, "seven", keyword("seven")]
+
+
+def test_equal_values_share_an_id_as_they_share_a_trie_key() -> None:
+    ids = ValueIds()
+    one = ids.intern(1)
+    assert ids.intern(1.0) == ids.intern(True) == one  # 1 == 1.0 == True on untyped attributes
+    assert ids.intern(0) == ids.intern(False) == ids.intern(-0.0) != one
+    assert ids.intern(edn_format.Keyword("a/b")) == ids.intern(keyword("a/b"))
+    assert len({ids.intern("1"), ids.intern(1.5), one}) == 3
+    assert ids.value(one) == 1 and type(ids.value(one)) is int  # the first representative
+    assert ids.value(ids.intern(True)) is not True
+
+
+def test_lookup_never_assigns_an_id() -> None:
+    ids = ValueIds()
+    ids.intern(5)
+    assert ids.lookup(6) is None and ids.lookup("x") is None and ids.size == 1
+    assert ids.lookup(5.0) == 0
+
+
+def test_numbers_keep_their_ids_when_merged_into_the_columns() -> None:
+    ids = ValueIds()
+    values = [(x * 7919) % 5003 - 2500 for x in range(5003)]  # several merges of the recent
+    assigned = [ids.intern(x) for x in values]
+    assert assigned == list(range(5003))
+    assert [ids.lookup(x) for x in values] == assigned
+    assert ids.value(4000) == values[4000]
+
+
+def test_a_column_of_ints_gets_the_ids_interning_each_in_turn_would() -> None:
+    column = np.array([40, 3, 40, -2**63, 2**63 - 1, 3, 9], np.int64)
+    one_by_one = ValueIds()
+    one_by_one.intern(9)
+    expected = [one_by_one.intern(int(x)) for x in column]
+    bulk = ValueIds()
+    bulk.intern(9)
+    assert bulk.intern_ints(column).tolist() == expected
+    assert [bulk.value(i) for i in expected] == column.tolist()
+
+
+values = st.one_of(st.integers(-3, 3), st.sampled_from([-1.0, 0.0, 1.0, 2.5, True, False]),
+                   st.sampled_from(["1", "a", keyword("a"), edn_format.Keyword("b")]),
+                   st.integers(-2**63, 2**63 - 1))
+
+
+@given(st.lists(values, max_size=40))
+def test_two_values_share_an_id_exactly_when_python_finds_them_equal(xs: list[object]) -> None:
+    ids = ValueIds()
+    assigned = [ids.intern(x) for x in xs]
+    for x, i in zip(xs, assigned, strict=True):
+        for y, j in zip(xs, assigned, strict=True):
+            assert (i == j) == (x == y)
+        assert ids.value(i) == x and ids.lookup(x) == i
+
+
+def test_no_more_ids_than_an_int32_column_holds(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(values_module, "MAX_IDS", 2)
+    ids = ValueIds()
+    ids.intern("a")
+    with pytest.raises(OverflowError):
+        ids.intern_ints(np.array([1, 2], np.int64))
+    ids.intern(1)
+    with pytest.raises(OverflowError):
+        ids.intern(2)
+    assert ids.lookup(1) == 1 and ids.size == 2

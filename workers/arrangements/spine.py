@@ -1,0 +1,448 @@
+"""A Z-set of datoms (as value ids) kept as a spine: sorted columnar batches plus a small
+mutable layer, read through GenericJoin's verbs for one prefix or a batch of prefixes.
+
+The Z-set is ``Σ batches + layer``.  A write goes to the layer (the dict tries of
+:class:`MemoryArrangement`, over ids: a single-transaction tick stays a few dict updates);
+when the layer holds ``layer_limit`` datoms it is frozen into a batch.  A bulk write becomes
+a batch at once.  Batches are merged geometrically, as differential dataflow's spine does:
+after a push, while the newest batch is at least half the one before, the two merge
+(consolidating: equal datoms summed, zeros dropped).  So sizes more than double going
+back, there are O(log n) batches, and a datom is re-sorted O(log n) times.  Merging is
+addition, which never changes the Z-set (the property tests check it).
+
+Every verb answers exactly as the dict tries of the same Z-set do: a prefix's *node* is
+read in each source holding it; one source (the common case: data loaded long ago, or new)
+answers from its structure, a slice.  Several sources answer together by adding their keys
+when all of them are *positive* (no negative weight: a key present in one is present in the
+sum), else by consolidating the leaves under the prefix (a retraction may empty a key).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from workers.arrangements.batch import (
+    Batch,
+    Ids,
+    Ints,
+    PairBatch,
+    consolidate,
+    sort_order,
+    starts,
+)
+from workers.arrangements.keys import INDEX_ORDERS, IndexOrder
+from workers.arrangements.memory import MemoryArrangement
+from workers.zset import add_into
+
+# Read once: an Enum member read through its class costs ~90 ns on the one-prefix path.
+EAV, AEV, AVE, VAE = IndexOrder.EAV, IndexOrder.AEV, IndexOrder.AVE, IndexOrder.VAE
+IdDatom = tuple[int, int, int]
+Node = tuple[Batch, int, int] | dict[int, Any] | int  # a batch's key range, or a layer node
+Leaves = tuple[Ints, tuple[Ids, ...], Ints]  # per leaf: its prefix's row, suffix, weight
+
+
+class DatomBatch:
+    """One consolidated Z-set of datoms in the four index orders, built and merged together:
+    EAV and VAE hold the leaves, AEV and AVE point into them (:class:`PairBatch`)."""
+
+    __slots__ = ("orders",)
+
+    def __init__(self, eav: Batch, vae: Batch) -> None:
+        self.orders: dict[IndexOrder, Batch] = {
+            EAV: eav, AEV: PairBatch(eav), AVE: PairBatch(vae), VAE: vae}
+
+    @classmethod
+    def build(cls, e: Ids, a: Ids, v: Ids, w: Ints | None = None) -> DatomBatch | None:
+        """Sort and consolidate; None when nothing is left."""
+        perm = sort_order(e, a, v)
+        (e, a, v), w = consolidate((e[perm], a[perm], v[perm]), None if w is None else w[perm])
+        if not len(e):
+            return None
+        perm = sort_order(v, a, e)
+        return cls(Batch(e, a, v, w), Batch(v[perm], a[perm], e[perm],
+                                            None if w is None else w[perm]))
+
+    def __len__(self) -> int:
+        return len(self.orders[EAV])
+
+    @property
+    def nbytes(self) -> int:
+        return sum(batch.nbytes for batch in self.orders.values())
+
+    def merge(self, other: DatomBatch) -> DatomBatch | None:
+        """``self + other`` consolidated: EAV's and VAE's two sorted runs merged (a stable
+        sort of runs is linear) and equal datoms summed, so both drop the same zeros."""
+        merged = []
+        for order in (EAV, VAE):
+            *mine, w = self.orders[order].columns()
+            *theirs, w2 = other.orders[order].columns()
+            columns = tuple(np.concatenate(pair) for pair in zip(mine, theirs, strict=True))
+            weights = None if w is None and w2 is None else np.concatenate(
+                [np.ones(len(mine[0]), np.int64) if w is None else w,
+                 np.ones(len(theirs[0]), np.int64) if w2 is None else w2])
+            perm = sort_order(*columns)
+            (c0, c1, c2), weights = consolidate(tuple(c[perm] for c in columns),
+                                                None if weights is None else weights[perm])
+            if not len(c0):
+                return None
+            merged.append(Batch(c0, c1, c2, weights))
+        return DatomBatch(*merged)
+
+
+class SpineArrangement:
+    """The four indexes of a Z-set of datom ids as a spine; ``update`` and
+    ``update_columns`` are the only writers."""
+
+    __slots__ = ("_by_order", "_holders", "_layer_batch", "_layer_negative", "_layer_rows",
+                 "batches", "layer", "layer_limit")
+
+    def __init__(self, layer_limit: int = 4096) -> None:
+        self.batches: list[DatomBatch] = []  # largest (oldest) first
+        self._by_order: dict[IndexOrder, list[Batch]] = {order: [] for order in INDEX_ORDERS}
+        self._holders = {order: np.zeros(0, np.uint16) for order in _MAJOR.values()}
+        self.layer = MemoryArrangement()
+        self.layer_limit = layer_limit
+        self._layer_rows = 0  # datoms written to the layer since it was last frozen (a bound)
+        self._layer_negative = False  # whether a negative weight was written since then
+        self._layer_batch: tuple[int, DatomBatch | None] = (-1, None)  # (layer version, batch)
+
+    # -- writes --------------------------------------------------------------------------
+
+    def update(self, delta: Mapping[IdDatom, int]) -> None:
+        """Add a (small) delta to the layer, freezing it into a batch when it is full."""
+        self.layer.update(delta)
+        self._layer_rows += len(delta)
+        self._layer_negative = self._layer_negative or any(w < 0 for w in delta.values())
+        if self._layer_rows >= self.layer_limit:
+            self.flush()
+
+    def update_columns(self, e: Ids, a: Ids, v: Ids, w: Ints | None = None) -> None:
+        """Add a (large) delta given as columns: it becomes a batch directly."""
+        self._push(DatomBatch.build(e, a, v, w))
+
+    def flush(self) -> None:
+        """Freeze the layer into a batch."""
+        columns = self._layer_columns()
+        self.layer.reset({})
+        self._layer_rows, self._layer_negative = 0, False
+        self._push(DatomBatch.build(*columns))
+
+    def _layer_columns(self) -> tuple[Ids, Ids, Ids, Ints]:
+        datoms = dict(self.layer.datoms())
+        e, a, v = (np.fromiter((d[i] for d in datoms), np.int32, len(datoms)) for i in range(3))
+        return e, a, v, np.fromiter(datoms.values(), np.int64, len(datoms))
+
+    def compact(self) -> None:
+        """Everything in one batch (a set's then needs no weight column)."""
+        self.flush()
+        self._push(None, merge_all=True)
+
+    def _push(self, batch: DatomBatch | None, merge_all: bool = False) -> None:
+        """Append ``batch`` and merge geometrically; the holders' bits of the batches from
+        the first one changed on are redone."""
+        first = len(self.batches)
+        if batch is not None:
+            self.batches.append(batch)
+        batches = self.batches
+        while len(batches) > 1 and (merge_all or len(batches) > _MAX_BATCHES
+                                    or len(batches[-2]) <= 2 * len(batches[-1])):
+            newest = batches.pop()
+            merged = batches.pop().merge(newest)
+            first = min(first, len(batches))
+            if merged is not None:
+                batches.append(merged)
+        self._by_order = {order: [b.orders[order] for b in batches] for order in INDEX_ORDERS}
+        for order in _MAJOR.values():
+            self._holders[order] = _holders(self._holders[order], self._by_order[order], first)
+
+    # -- the whole Z-set -----------------------------------------------------------------
+
+    def datoms(self) -> dict[IdDatom, int]:
+        """Every datom with its weight (consolidated across batches and layer)."""
+        return self.enumerate(EAV, ())  # type: ignore[return-value]
+
+    @property
+    def nbytes(self) -> int:
+        """The batches' arrays and the holders' bits (the layer's dicts not counted)."""
+        return sum(batch.nbytes for batch in self.batches) + sum(
+            holders.nbytes for holders in self._holders.values())
+
+    # -- one prefix ----------------------------------------------------------------------
+
+    def count(self, order: IndexOrder, prefix: Sequence[int]) -> int:
+        """How many keys follow ``prefix`` (``len(trie[k0]...)``), ``len(prefix) <= 2``."""
+        nodes, depth = self._nodes(order, prefix), len(prefix)
+        if len(nodes) == 1:
+            node = nodes[0]
+            return node[0].count(depth, node[1], node[2]) if isinstance(node, tuple) else len(
+                node)  # type: ignore[arg-type]
+        if self._positive(nodes):
+            return len(set().union(*(_sums(node, depth) for node in nodes)))
+        return len(_group(_leaves(nodes, depth)))
+
+    def propose(self, order: IndexOrder, prefix: Sequence[int]) -> dict[int, int]:
+        """Each key following ``prefix`` with the summed weight of the datoms under it."""
+        return self._propose(self._nodes(order, prefix), len(prefix))
+
+    def _propose(self, nodes: list[Node], depth: int) -> dict[int, int]:
+        if len(nodes) <= 1:
+            return _sums(nodes[0], depth) if nodes else {}
+        if self._positive(nodes):
+            out: dict[int, int] = {}
+            for node in nodes:
+                add_into(out, _sums(node, depth))
+            return out
+        return _group(_leaves(nodes, depth))
+
+    def intersect(self, order: IndexOrder, prefix: Sequence[int],
+                  candidates: Mapping[int, int]) -> dict[int, int]:
+        """The candidates following ``prefix``, each weight times the summed weight under it."""
+        nodes, depth = self._nodes(order, prefix), len(prefix)
+        small = sum(map(_size, nodes)) <= 8 * len(candidates)  # reading them whole costs less
+        if small or (len(nodes) > 1 and not self._positive(nodes)):
+            sums = self._propose(nodes, depth)
+            return {x: w * s for x, w in candidates.items() if (s := sums.get(x)) is not None}
+        out: dict[int, int] = {}  # a binary search per candidate in each node
+        for x, w in candidates.items():
+            found = [s for node in nodes if (s := _below(node, depth, x)) is not None]
+            if found:
+                out[x] = w * sum(found)
+        return out
+
+    def weight(self, order: IndexOrder, prefix: Sequence[int]) -> int:
+        """The summed weight of the datoms under ``prefix`` (a whole datom: its weight)."""
+        return sum(_weight(node, len(prefix)) for node in self._nodes(order, prefix))
+
+    def enumerate(self, order: IndexOrder, prefix: Sequence[int]) -> dict[tuple[int, ...], int]:
+        """Every datom under ``prefix``, as its suffix in ``order``, with its weight."""
+        return _leaves(self._nodes(order, prefix), len(prefix))
+
+    def _nodes(self, order: IndexOrder, prefix: Sequence[int]) -> list[Node]:
+        """The sources' non-empty nodes under ``prefix``."""
+        if len(prefix) >= 2 and (order is AEV or order is AVE):
+            order, prefix = _MAJOR[order], (prefix[1], prefix[0], *prefix[2:])
+        indexes = self._by_order[order]
+        if prefix and (order is EAV or order is VAE):
+            holders, key = self._holders[order], prefix[0]
+            bits = holders.item(key) if 0 <= key < len(holders) else 0
+            indexes = []
+            while bits:
+                low = bits & -bits
+                indexes.append(self._by_order[order][low.bit_length() - 1])
+                bits ^= low
+        nodes: list[Node] = []
+        for index in indexes:
+            lo, hi = index.node(prefix)
+            if lo < hi:
+                nodes.append((index, lo, hi))
+        if not self._layer_rows:
+            return nodes
+        node: Any = self.layer.tries[order]
+        for key in prefix:
+            node = node.get(key)
+            if node is None:
+                return nodes
+        if node:
+            nodes.append(node)
+        return nodes
+
+    def _positive(self, nodes: list[Node]) -> bool:
+        return all(node[0].positive if isinstance(node, tuple) else not self._layer_negative
+                   for node in nodes)
+
+    # -- a batch of prefixes -------------------------------------------------------------
+
+    def counts(self, order: IndexOrder, prefixes: Ints) -> Ints:
+        """:meth:`count` of each row of ``prefixes`` (shape ``(n, depth)``)."""
+        n, depth = prefixes.shape
+        order, prefixes = _major(order, prefixes)
+        total, sources = np.zeros(n, np.int64), np.zeros(n, np.int64)
+        for index in self._indexes(order):
+            lo, hi = index.ranges(prefixes)
+            held = hi > lo
+            total += np.where(held, index.width0 if depth == 0 else hi - lo, 0)
+            sources += held
+        several = np.flatnonzero(sources > 1)
+        if len(several):
+            rows, suffix, _ = self._leaves(order, prefixes[several])
+            first = starts(rows, suffix[0])
+            total[several] = np.bincount(rows[first], minlength=len(several))
+        return total
+
+    def proposals(self, order: IndexOrder, prefixes: Ints) -> tuple[Ints, Ids, Ints]:
+        """:meth:`propose` of each row: ``(row, key, summed weight)`` sorted by row, key."""
+        rows, suffix, weights = self._leaves(order, prefixes)
+        first = starts(rows, suffix[0])
+        sums = np.add.reduceat(weights, first) if len(first) else weights
+        return rows[first], suffix[0][first], sums
+
+    def intersections(self, order: IndexOrder, prefixes: Ints, rows: Ints, keys: Ids,
+                      weights: Ints) -> tuple[Ints, Ids, Ints]:
+        """:meth:`intersect` of candidates ``(row, key, weight)`` (a row of ``prefixes``
+        each): the candidates found, their weights times the summed weight under them.  A
+        binary search per candidate in each source; the sums add up, and a candidate is
+        present when a source holds it, unless several do and one has a retraction: then
+        its row's leaves decide."""
+        major, searched = _major(order, prefixes)
+        depth = prefixes.shape[1]
+        total = np.zeros(len(keys), np.int64)
+        holders, mixed = np.zeros(len(keys), np.int64), np.zeros(len(keys), bool)
+        for index in self._indexes(major):
+            lo, hi = index.ranges(searched)
+            found, sums = index.below_many(depth, lo[rows], hi[rows], keys.astype(np.int64))
+            total += sums
+            holders += found
+            if not index.positive:
+                mixed |= found
+        present = holders > 0
+        mixed &= holders > 1
+        if mixed.any():
+            redo = np.unique(rows[mixed])
+            found_rows, found_keys, _ = self.proposals(order, prefixes[redo])
+            listed = (redo[found_rows] << 32) | found_keys
+            wanted = (rows[mixed].astype(np.int64) << 32) | keys[mixed]
+            present[mixed] = np.isin(wanted, listed)
+        return rows[present], keys[present], weights[present] * total[present]
+
+    def weights(self, order: IndexOrder, prefixes: Ints) -> Ints:
+        """:meth:`weight` of each row."""
+        rows, _, weights = self._leaves(order, prefixes)
+        out = np.zeros(len(prefixes), np.int64)
+        np.add.at(out, rows, weights)
+        return out
+
+    def enumerations(self, order: IndexOrder, prefixes: Ints) -> Leaves:
+        """:meth:`enumerate` of each row: ``(row, suffix columns, weight)``, sorted."""
+        return self._leaves(order, prefixes)
+
+    def _indexes(self, order: IndexOrder) -> list[Batch]:
+        """The sources as batches: the layer frozen on demand (cached until it changes)."""
+        indexes = list(self._by_order[order])
+        if self._layer_rows:
+            if self._layer_batch[0] != self.layer.version:
+                self._layer_batch = (self.layer.version, DatomBatch.build(*self._layer_columns()))
+            if self._layer_batch[1] is not None:
+                indexes.append(self._layer_batch[1].orders[order])
+        return indexes
+
+    def _leaves(self, order: IndexOrder, prefixes: Ints) -> Leaves:
+        """The consolidated datoms under each row of ``prefixes``, sorted by row, suffix."""
+        depth = prefixes.shape[1]
+        order, prefixes = _major(order, prefixes)
+        parts: list[Leaves] = [index.expand(depth, *index.ranges(prefixes))
+                               for index in self._indexes(order)]
+        if not parts:
+            return np.zeros(0, np.int64), tuple(np.zeros(0, np.int32) for _ in range(3 - depth)), (
+                np.zeros(0, np.int64))
+        if len(parts) == 1:
+            return parts[0]
+        rows = np.concatenate([p[0] for p in parts])
+        suffix = tuple(np.concatenate([p[1][i] for p in parts]) for i in range(3 - depth))
+        weights = np.concatenate([p[2] for p in parts])
+        perm = sort_order(rows, *suffix)  # the parts are sorted runs: merged in linear time
+        columns, summed = consolidate((rows[perm], *(c[perm].astype(np.int64) for c in suffix)),
+                                      weights[perm])
+        return (columns[0], tuple(c.astype(np.int32) for c in columns[1:]),
+                np.ones(len(columns[0]), np.int64) if summed is None else summed)
+
+
+# AEV's node under (a, e) holds the leaves EAV's holds under (e, a), in the same order (and
+# AVE's under (a, v), VAE's under (v, a)): read those from the entity- or value-major order,
+# whose level 0 is dense in a large batch (two array reads, not a binary search over a).
+_MAJOR = {AEV: EAV, AVE: VAE}
+
+
+_MAX_BATCHES = 16  # a bit each in _holders; geometric sizes reach it at 2^15 × layer_limit
+
+
+def _holders(mask: npt.NDArray[np.uint16], indexes: list[Batch],
+             first: int) -> npt.NDArray[np.uint16]:
+    """Per level-0 key of an entity- or value-major order (an id), bit ``i`` set when batch
+    ``i`` holds it: a one-prefix read visits those batches only, not a binary search in
+    each (2 bytes per id and order).  Bits from ``first`` on are redone from ``indexes``."""
+    keys = [index.level0() for index in indexes[first:]]
+    size = max([len(mask), *(int(k.max()) + 1 for k in keys if len(k))])
+    if size > len(mask):
+        mask = np.concatenate([mask, np.zeros(size - len(mask), np.uint16)])
+    mask &= np.uint16((1 << first) - 1)
+    for i, present in enumerate(keys, first):
+        mask[present] |= np.uint16(1 << i)
+    return mask
+
+
+def _major(order: IndexOrder, prefixes: Ints) -> tuple[IndexOrder, Ints]:
+    """:data:`_MAJOR` for a batch of prefixes."""
+    if prefixes.shape[1] < 2 or order not in _MAJOR:
+        return order, prefixes
+    return _MAJOR[order], prefixes[:, [1, 0, *range(2, prefixes.shape[1])]]
+
+
+# -- reading one node, a batch's key range or a layer trie node ----------------------------
+
+
+def _sums(node: Node, depth: int) -> dict[int, int]:
+    if isinstance(node, tuple):
+        return node[0].sums(depth, node[1], node[2])
+    assert isinstance(node, dict)
+    if depth == 2:
+        return dict(node)
+    return {key: _weight(sub, depth + 1) for key, sub in node.items()}
+
+
+def _size(node: Node) -> int:
+    """How many keys the node holds."""
+    if isinstance(node, tuple):
+        return node[2] - node[1]
+    assert isinstance(node, dict)
+    return len(node)
+
+
+def _weight(node: Node, depth: int) -> int:
+    if isinstance(node, tuple):
+        return node[0].weight(depth, node[1], node[2])
+    if depth == 3:
+        return node  # type: ignore[return-value]
+    assert isinstance(node, dict)
+    return sum(_weight(sub, depth + 1) for sub in node.values())
+
+
+def _below(node: Node, depth: int, key: int) -> int | None:
+    if isinstance(node, tuple):
+        return node[0].below(depth, node[1], node[2], key)
+    assert isinstance(node, dict)
+    sub = node.get(key)
+    return None if sub is None else _weight(sub, depth + 1)
+
+
+def _leaves(nodes: list[Node], depth: int) -> dict[tuple[int, ...], int]:
+    """The nodes' datoms added up (suffixes from ``depth``), zeros dropped."""
+    out: dict[tuple[int, ...], int] = {}
+    for node in nodes:
+        if isinstance(node, tuple):
+            _, suffix, weights = node[0].expand(depth, np.array([node[1]]), np.array([node[2]]))
+            keys = (list(zip(*(c.tolist() for c in suffix), strict=True)) if suffix else
+                    [()] * len(weights))
+            add_into(out, dict(zip(keys, weights.tolist(), strict=True)))
+        else:
+            add_into(out, _dict_leaves(node, depth))
+    return out
+
+
+def _dict_leaves(node: Node, depth: int) -> dict[tuple[int, ...], int]:
+    if depth == 3:
+        return {(): node}  # type: ignore[dict-item]
+    assert isinstance(node, dict)
+    return {(key, *rest): w for key, sub in node.items()
+            for rest, w in _dict_leaves(sub, depth + 1).items()}
+
+
+def _group(leaves: dict[tuple[int, ...], int]) -> dict[int, int]:
+    """Leaves summed by their first key."""
+    out: dict[int, int] = {}
+    for suffix, w in leaves.items():
+        out[suffix[0]] = out.get(suffix[0], 0) + w
+    return out

@@ -1,0 +1,154 @@
+"""One engine's value dictionary: every value ↔ a dense integer id, shared by every index.
+
+Ids are 0, 1, 2, ... in order of first sight and never change, so columns of ids written
+once (a batch, later a snapshot) stay valid.  Equality is Python's, as the tries' keys have
+it (``docs/semantics.md``): ``1``, ``1.0`` and ``True`` are one value and get one id, a
+plain ``edn_format`` keyword and the interned one get one id, ``"1"`` and ``1`` two.
+
+Integral numbers (bools, ints, integral floats within int64) are most of the data and cost
+~100 bytes each in a Python dict, so they live in NumPy: a sorted int64 key column with the
+ids beside it, plus a small dict of the latest ones merged in when it reaches a sixteenth of
+the column (geometric: each number is re-sorted O(log n) times).  Every other value (text,
+keywords, uuids, instants, fractional floats) sits in a dict.  Invariant: a value's numeric
+class key (``int(x)``) is in exactly one of the column and the recent dict.
+
+``value(id)`` returns the first representative seen (``1`` or ``True`` or ``1.0``): the
+rules call them the same value; a typed attribute's reader casts to its declared type.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+IdArray = npt.NDArray[np.int32]
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+_INT, _BOOL, _FLOAT, _OBJECT = 0, 1, 2, 3  # the first representative's kind, per id
+_MERGE_MIN = 1024  # recent numbers kept in the dict before the first merge
+MAX_IDS = 2**31  # ids are int32 columns in the batches
+
+
+def integral_key(x: Any) -> int | None:
+    """The numeric class key of ``x`` (``1 == 1.0 == True`` → 1), None for other values."""
+    if isinstance(x, int):  # bool included
+        return int(x) if INT64_MIN <= x <= INT64_MAX else None
+    if isinstance(x, float) and x.is_integer() and INT64_MIN <= x < 2.0**63:
+        return int(x)
+    return None
+
+
+class ValueIds:
+    """The dictionary: ``intern`` (assigning ids), ``lookup`` (never assigning), ``value``."""
+
+    __slots__ = ("_id_view", "_key_ids", "_key_view", "_keys", "_kind", "_objects", "_payload",
+                 "_recent", "_values", "size")
+
+    def __init__(self) -> None:
+        self._keys = np.empty(0, np.int64)  # sorted numeric class keys ...
+        self._key_ids: IdArray = np.empty(0, np.int32)  # ... and their ids
+        self._key_view, self._id_view = self._keys.data, self._key_ids.data
+        self._recent: dict[int, int] = {}  # numeric key -> id, not yet in the columns
+        self._objects: dict[Any, int] = {}  # any other value -> id
+        self._values: list[Any] = []  # object payloads (the dict's keys, by insertion)
+        self._kind = np.empty(16, np.int8)  # per id: _INT, _BOOL, _FLOAT or _OBJECT
+        self._payload = np.empty(16, np.int64)  # per id: the number, or an index in _values
+        self.size = 0
+
+    def lookup(self, x: Any) -> int | None:
+        """The id of ``x``, or None when it was never interned (a query constant no datom
+        holds: its lookups are empty)."""
+        key = integral_key(x)
+        if key is None:
+            return self._objects.get(x)
+        found = self._recent.get(key)
+        if found is not None:
+            return found
+        keys = self._key_view  # bisect on a memoryview: Python ints, no NumPy call
+        i = bisect_left(keys, key)
+        return self._id_view[i] if i < len(keys) and keys[i] == key else None  # type: ignore[no-any-return]
+
+    def intern(self, x: Any) -> int:
+        """The id of ``x``, assigned now when it has none."""
+        found = self.lookup(x)
+        if found is not None:
+            return found
+        key = integral_key(x)
+        if key is None:
+            new = self._objects[x] = self._append(_OBJECT, len(self._values))
+            self._values.append(x)
+            return new
+        kind = _BOOL if isinstance(x, bool) else _FLOAT if isinstance(x, float) else _INT
+        new = self._recent[key] = self._append(kind, key)
+        if len(self._recent) >= max(_MERGE_MIN, len(self._keys) // 16):
+            self._merge_recent()
+        return new
+
+    def intern_ints(self, xs: npt.NDArray[np.int64]) -> IdArray:
+        """The ids of a column of ints (a bulk load), new ones numbered in order of first
+        appearance: the same ids as ``intern`` called on each in turn."""
+        self._merge_recent()
+        uniq, first = np.unique(xs, return_index=True)
+        known = np.zeros(len(uniq), bool)
+        if len(self._keys):
+            pos = np.minimum(self._keys.searchsorted(uniq), len(self._keys) - 1)
+            known = self._keys[pos] == uniq
+        new_keys = uniq[~known][np.argsort(first[~known], kind="stable")]
+        start = self.size
+        if start + len(new_keys) > MAX_IDS:
+            raise OverflowError(f"more than {MAX_IDS} distinct values: ids are int32")
+        self._reserve(start + len(new_keys))
+        self._kind[start:start + len(new_keys)] = _INT
+        self._payload[start:start + len(new_keys)] = new_keys
+        self.size += len(new_keys)
+        self._insert(new_keys, np.arange(start, self.size, dtype=np.int32))
+        return self._key_ids[self._keys.searchsorted(xs)]
+
+    def value(self, i: int) -> Any:
+        """The first representative interned under id ``i``."""
+        kind, payload = int(self._kind[i]), int(self._payload[i])
+        if kind == _OBJECT:
+            return self._values[payload]
+        return bool(payload) if kind == _BOOL else float(payload) if kind == _FLOAT else payload
+
+    @property
+    def nbytes(self) -> int:
+        """The NumPy columns' bytes in use (the dicts of recent and non-numeric values not
+        counted)."""
+        return self._keys.nbytes + self._key_ids.nbytes + self.size * (1 + 8)
+
+    def _append(self, kind: int, payload: int) -> int:
+        new = self.size
+        if new == MAX_IDS:
+            raise OverflowError(f"more than {MAX_IDS} distinct values: ids are int32")
+        self._reserve(new + 1)
+        self._kind[new], self._payload[new] = kind, payload
+        self.size += 1
+        return new
+
+    def _reserve(self, size: int) -> None:
+        """Grow the per-id columns geometrically; pages past ``size`` stay untouched (not
+        resident) until used."""
+        if size > len(self._kind):
+            capacity = max(size, 2 * len(self._kind))
+            kind, payload = np.empty(capacity, np.int8), np.empty(capacity, np.int64)
+            kind[:self.size], payload[:self.size] = self._kind[:self.size], self._payload[
+                :self.size]
+            self._kind, self._payload = kind, payload
+
+    def _merge_recent(self) -> None:
+        if self._recent:
+            keys = np.fromiter(self._recent, np.int64, len(self._recent))
+            ids = np.fromiter(self._recent.values(), np.int32, len(self._recent))
+            self._recent.clear()
+            self._insert(keys, ids)
+
+    def _insert(self, keys: npt.NDArray[np.int64], ids: IdArray) -> None:
+        """Merge keys absent from the column into it, keeping it sorted."""
+        merged = np.concatenate([self._keys, keys])
+        order = np.argsort(merged, kind="stable")
+        self._keys = merged[order]
+        self._key_ids = np.concatenate([self._key_ids, ids])[order]
+        self._key_view, self._id_view = self._keys.data, self._key_ids.data

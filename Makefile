@@ -23,8 +23,9 @@ bench: $(BIN)/deltalog
 $(BIN)/deltalog: pyproject.toml
 	@echo "installing deltalog and its development tools into $(VENV)..."
 	@$(PYTHON) -m venv $(VENV)
-	@$(BIN)/pip install --quiet --disable-pip-version-check --upgrade pip
-	@$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@{ $(BIN)/pip install --disable-pip-version-check --upgrade pip && \
+	   $(BIN)/pip install --disable-pip-version-check -e '.[dev]'; } >$(VENV)/install.log 2>&1 \
+	   || { cat $(VENV)/install.log >&2; echo "installing into $(VENV) failed" >&2; exit 1; }
 	@touch $@
 
 # The local Kafka broker runs on Java 17 from jars that Maven fetches (into ~/.cache/deltalog).

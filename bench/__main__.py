@@ -22,6 +22,7 @@ BENCHMARKS = {
     "skew": "bench.engine.skew",
     "handwritten": "bench.engine.handwritten",
     "spine": "bench.engine.spine",
+    "load": "bench.engine.load",
     "fleet": "bench.service.fleet",
     "pipeline": "bench.service.pipeline",
     "peers": "bench.peers.compare",

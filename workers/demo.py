@@ -189,7 +189,7 @@ def _check_committed(config: Any) -> str | None:
     states = []
     for offset, tx in enumerate(_transactions()):
         database.transact(tx, tx_id=offset)
-        states.append([datom for datom, _ in database.db.state.datoms()])
+        states.append(list(database.db.datoms()))
     for name, text in LIVE_QUERIES.items():
         try:
             check_change_stream(text, follow(config, name, stop_at_end=True), states)

@@ -10,27 +10,25 @@ of bounded size with ``transact_in_chunks``), in numbered steps:
 
 1. parse the ops and normalise them against the current state → effective delta (in a
    batch, against the state plus the transactions before; the deltas are summed);
-2. arrange the delta (the tick's small EAV/AEV/AVE/VAE tries);
+2. arrange the delta (its values numbered; the tick's small EAV/AEV/AVE/VAE tries of ids);
 3. route it to the queries whose patterns can match its attributes;
-4. step each of them (old state + delta → set changes) — all read the same ``old``;
+4. step each of them (old state + delta → set changes, decoded) — all read the same ``old``;
 5. apply the delta to the shared arrangements (the only write) and adopt the new schema.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+import numpy.typing as npt
+
 from workers import edn
-from workers.arrangements import (
-    ArrangementRegistry,
-    IndexOrder,
-    MemoryArrangement,
-    PendingReader,
-    Trie,
-)
+from workers.arrangements import ArrangementRegistry, MemoryArrangement, PendingReader
+from workers.arrangements.values import ValueIds
 from workers.datalog import Query, compile_query
 from workers.db import BUILTIN_SCHEMA, Schema, normalise, parse_tx
 from workers.errors import ErrorCode, TransactionError, UnknownQueryError, WorkersError
@@ -50,9 +48,11 @@ Changes = dict[str, dict[Row, int]]
 
 @dataclass(frozen=True, slots=True)
 class EngineState:
-    """The database at transaction ``tx``: its index tries and schema."""
+    """The database at transaction ``tx``: its value dictionary, its datoms as id columns
+    ``(e, a, v)`` in EAV order, and its schema."""
 
-    tries: Mapping[IndexOrder, Trie]
+    values: ValueIds
+    columns: tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], npt.NDArray[np.int32]]
     schema: Schema
     tx: int
 
@@ -90,7 +90,7 @@ class Engine:
         self.tx = 0
         self.last_work: dict[str, Work] = {}
         self._delta = MemoryArrangement()
-        self.dispatch = Dispatch(executor, self.db.state, self._delta, spark, auto)
+        self.dispatch = Dispatch(executor, self.db, self._delta, spark, auto)
         self._queries: dict[str, RegisteredQuery] = {}
         self._by_attribute: dict[Any, set[str]] = {}
         self._any_attribute: set[str] = set()
@@ -141,7 +141,7 @@ class Engine:
                                                                        list[Refusal]]:
         """Step 1 of a batch: the summed effective delta and the refused transactions."""
         pending = MemoryArrangement()
-        reader = PendingReader(self.db.state, pending)
+        reader = PendingReader(self.db, pending)
         refused: list[Refusal] = []
         for forms, tx_id in txs:
             self.tx = tx_id
@@ -159,7 +159,8 @@ class Engine:
         if not delta:
             return {}
         # Step 2: arrange the tick's delta.
-        self._delta.reset(delta)
+        encoded = self.db.encode(delta)
+        self._delta.reset(encoded)
         # Steps 3-4: route and step the affected queries.
         changes: Changes = {}
         self.last_work = {}
@@ -167,7 +168,7 @@ class Engine:
             work = self.last_work[name] = Work()
             registered = self._queries[name]
             started = time.perf_counter()
-            rows = self.dispatch.step(registered.prepared, len(delta), work)
+            rows = self._decode(self.dispatch.step(registered.prepared, len(delta), work))
             if rows and registered.aggregation is not None:
                 rows = registered.aggregation.step(rows)
             work.seconds = time.perf_counter() - started
@@ -175,10 +176,15 @@ class Engine:
                 changes[name] = rows
         # Step 5: the only write to the shared arrangements (Spark's mirror follows it);
         # between ticks the delta is empty, so ``new`` reads the same as ``old``.
-        self.db.apply(delta)
-        self.dispatch.applied(delta)
+        self.db.apply(encoded)
+        self.dispatch.applied(encoded)
         self._delta.reset({})
         return changes
+
+    def _decode(self, rows: dict[Row, int]) -> dict[Row, int]:
+        """Rows of value ids as rows of values (one value per id: no two rows merge)."""
+        value = self.db.ids.value
+        return {tuple(map(value, row)): weight for row, weight in rows.items()}
 
     def _affected(self, attributes: set[Any]) -> list[str]:
         names = set(self._any_attribute)
@@ -244,21 +250,25 @@ class Engine:
         return plan_rules(query, self.strategy, self.db.attribute_stats)
 
     def _evaluate(self, registered: RegisteredQuery) -> dict[Row, int]:
-        rows = self.dispatch.evaluate(registered.prepared, Work())
+        rows = self._decode(self.dispatch.evaluate(registered.prepared, Work()))
         return rows if registered.aggregation is None else registered.aggregation.reset(rows)
 
     def explain(self, query: Any, inputs: Sequence[Any] = ()) -> str:
         return explain(self.plan(query, inputs))
 
     def state(self) -> EngineState:
-        """The database as a snapshot can store it (the queries are registered anew)."""
-        return EngineState(self.db.state.tries, self.schema, self.tx)
+        """The database as a snapshot can store it (the queries are registered anew): a copy
+        of the value dictionary and the datoms' id columns, nothing shared with the engine."""
+        return EngineState(self.db.ids.copy(), self.db.columns(), self.schema, self.tx)
 
     def restore(self, state: EngineState) -> None:
-        """Adopt a snapshot's database; registered queries keep reading the same tries."""
-        self.db.load(state.tries)
+        """Adopt a snapshot's database; registered queries are bound to it anew (their
+        constants are numbered in the snapshot's dictionary)."""
+        self.db.load(state.values.copy(), state.columns)
         self.dispatch.restored()
-        for registered in self._queries.values():
+        for name, registered in self._queries.items():
+            registered = self._queries[name] = replace(
+                registered, prepared=self._prepare(registered.plan))
             if _keeps_state(registered):
                 self._evaluate(registered)  # their own state follows the restored database
         self.schema = state.schema

@@ -33,9 +33,9 @@ def run(args: argparse.Namespace) -> None:
     """Step the triangle's plan by hand over the grid, timing each phase; print the means."""
     edges = load_pegase_edges()
     db, delta_arrangement, executor = ArrangementRegistry(), MemoryArrangement(), LocalExecutor()
-    db.apply({(u, TO, v): 1 for u, v in edges})
+    db.apply(db.encode({(u, TO, v): 1 for u, v in edges}))
     plan = plan_query(compile_query(QUERIES["triangle"]))
-    prepared = executor.prepare(plan, db.state, delta_arrangement)
+    prepared = executor.prepare(plan, db, delta_arrangement)
     totals = dict.fromkeys(PHASES, 0.0)
     rng = random.Random(1)
     for _ in range(args.ticks // 2):
@@ -46,11 +46,12 @@ def run(args: argparse.Namespace) -> None:
             t1 = time.perf_counter()
             delta = normalise(ops, db, BUILTIN_SCHEMA).delta
             t2 = time.perf_counter()
-            delta_arrangement.reset(delta)
+            encoded = db.encode(delta)
+            delta_arrangement.reset(encoded)
             t3 = time.perf_counter()
             executor.step(prepared, Work())
             t4 = time.perf_counter()
-            db.apply(delta)
+            db.apply(encoded)
             t5 = time.perf_counter()
             for phase, spent in zip(PHASES, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4),
                                     strict=True):

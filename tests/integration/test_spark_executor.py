@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from workers.arrangements import MemoryArrangement
+from workers.arrangements import ArrangementRegistry, MemoryArrangement
 from workers.datalog import compile_query
 from workers.edn import keyword
 from workers.engine import Engine
@@ -34,7 +34,8 @@ def random_edges(count: int, nodes: int, seed: int) -> set[tuple[int, int]]:
 
 def test_bootstrap_of_50000_datoms_equals_local_and_reports_progress(
         spark_settings: SparkSettings) -> None:
-    state = MemoryArrangement({(a, TO, b): 1 for a, b in random_edges(50_000, 4_000, seed=1)})
+    state = ArrangementRegistry()
+    state.apply(state.encode({(a, TO, b): 1 for a, b in random_edges(50_000, 4_000, seed=1)}))
     assert len(state) >= 50_000
     session = spark_session(spark_settings)
     reports: list[str] = []

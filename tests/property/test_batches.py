@@ -51,7 +51,7 @@ def test_a_batch_is_the_sum_of_its_transactions(stream: list[list[Any]], cuts: l
             (tx, tx_id) for tx_id, tx in enumerate(stream[start:end], start))
         assert changes == {q: rows for q, rows in expected.items() if rows}
         assert [r.tx_id for r in refused] == expected_refused
-        assert set(batched.db.state.datoms()) == set(one_by_one.db.state.datoms())
+        assert set(batched.db.datoms()) == set(one_by_one.db.datoms())
         pieces, refused = chunked.transact_in_chunks(
             ((tx, tx_id) for tx_id, tx in enumerate(stream[start:end], start)), chunk)
         summed: dict[str, dict[Any, int]] = {}
@@ -60,4 +60,4 @@ def test_a_batch_is_the_sum_of_its_transactions(stream: list[list[Any]], cuts: l
                 add_into(summed.setdefault(query, {}), rows)
         assert {q: rows for q, rows in summed.items() if rows} == changes
         assert [r.tx_id for r in refused] == expected_refused
-        assert set(chunked.db.state.datoms()) == set(one_by_one.db.state.datoms())
+        assert set(chunked.db.datoms()) == set(one_by_one.db.datoms())

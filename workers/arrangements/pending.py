@@ -4,8 +4,8 @@ A tick of many transactions is stepped once, with the sum of their effective del
 every query reads the state *before* the tick.  Yet each transaction must be normalised
 against the state *after* the ones before it (``[:db/add 1 :age 31]`` replaces the age a
 previous transaction of the same tick asserted).  :class:`PendingReader` answers the
-normaliser's reads from the shared state plus the tick's pending delta, without writing
-either: a datom is present when its summed weight is positive.
+normaliser's reads from the shared state plus the tick's pending delta (value datoms),
+without writing either: a datom is present when its summed weight is positive.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 
 from workers.arrangements.keys import IndexOrder
 from workers.arrangements.memory import Datom, MemoryArrangement
+from workers.arrangements.registry import ArrangementRegistry
 
 
 class PendingReader:
@@ -22,29 +23,39 @@ class PendingReader:
 
     __slots__ = ("pending", "state")
 
-    def __init__(self, state: MemoryArrangement, pending: MemoryArrangement) -> None:
+    def __init__(self, state: ArrangementRegistry, pending: MemoryArrangement) -> None:
         self.state, self.pending = state, pending
 
     def has(self, datom: Datom) -> bool:
-        return self.state.weight(datom) + self.pending.weight(datom) > 0
+        change = self.pending.weight(datom)
+        return change > 0 if change else self.state.has(datom)
 
     def values(self, e: Any, a: Any) -> Iterator[Any]:
-        return self._present(IndexOrder.EAV, e, a)
+        change = self.pending.index(IndexOrder.EAV).get(e, {}).get(a, {})
+        return _present(self.state.values(e, a), change)
 
     def entity_datoms(self, e: Any) -> Iterator[Datom]:
-        attributes = {**self.state.index(IndexOrder.EAV).get(e, {}),
-                      **self.pending.index(IndexOrder.EAV).get(e, {})}
-        for a in attributes:
-            for v in self._present(IndexOrder.EAV, e, a):
-                yield (e, a, v)
+        changed = self.pending.index(IndexOrder.EAV).get(e, {})
+        for datom in self.state.entity_datoms(e):
+            if changed.get(datom[1], {}).get(datom[2], 0) >= 0:
+                yield datom
+        for a, values in changed.items():
+            for v, weight in values.items():
+                if weight > 0:
+                    yield (e, a, v)
 
     def referrers(self, v: Any, a: Any) -> Iterator[Datom]:
-        for e in self._present(IndexOrder.VAE, v, a):
+        change = self.pending.index(IndexOrder.VAE).get(v, {}).get(a, {})
+        for e in _present((d[0] for d in self.state.referrers(v, a)), change):
             yield (e, a, v)
 
-    def _present(self, order: IndexOrder, k0: Any, k1: Any) -> Iterator[Any]:
-        old = self.state.index(order).get(k0, {}).get(k1, {})
-        change = self.pending.index(order).get(k0, {}).get(k1, {})
-        for k2 in {**old, **change}:
-            if old.get(k2, 0) + change.get(k2, 0) > 0:
-                yield k2
+
+def _present(old: Iterator[Any], change: dict[Any, int]) -> Iterator[Any]:
+    """The keys of a set after a set-preserving change: the old ones it does not retract,
+    then the ones it adds (a weight is +1 only on an absent key, -1 only on a present one)."""
+    for key in old:
+        if change.get(key, 0) >= 0:
+            yield key
+    for key, weight in change.items():
+        if weight > 0:
+            yield key

@@ -1,8 +1,13 @@
-"""The database state, held once per worker as four shared index tries.
+"""The database state, held once per worker: every value numbered once, the datoms as a spine.
 
-Every registered query reads these tries ("one integral, many joins"); executors only read.
+Every registered query reads this state ("one integral, many joins"); executors only read.
 :meth:`ArrangementRegistry.apply` is the only writer, called once per tick after every
 query has stepped, so all queries see the same ``old`` state.
+
+Inside the engine a datom is three value ids (:class:`ValueIds`): the spine stores ids, the
+tick's delta is arranged as ids, and join rows carry ids — values are decoded only where a
+built-in function needs them and where a result leaves the engine.  Transaction
+normalisation speaks values; the reads it makes are translated here.
 """
 
 from __future__ import annotations
@@ -10,55 +15,102 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import numpy as np
+
 from workers.arrangements.keys import IndexOrder
-from workers.arrangements.memory import Datom, MemoryArrangement, Trie
+from workers.arrangements.spine import IdDatom, SpineArrangement
+from workers.arrangements.values import ValueIds
+
+Datom = tuple[Any, Any, Any]
+EAV, AEV, AVE, VAE = IndexOrder.EAV, IndexOrder.AEV, IndexOrder.AVE, IndexOrder.VAE
 
 
 class ArrangementRegistry:
     """The shared arrangements of the current database (a set of datoms, all weights 1)."""
 
-    __slots__ = ("datoms", "state")
+    __slots__ = ("ids", "size", "state")
 
     def __init__(self) -> None:
-        self.state = MemoryArrangement()
-        self.datoms = 0  # how many: kept by ``apply`` (an effective delta), for the metrics
+        self.ids = ValueIds()
+        self.state = SpineArrangement(nonnegative=True)
+        self.size = 0  # how many datoms: kept by ``apply`` (an effective delta)
 
-    def index(self, order: IndexOrder) -> Trie:
-        return self.state.index(order)
+    def __len__(self) -> int:
+        return self.size
 
-    def apply(self, delta: Mapping[Datom, int]) -> None:
-        """``state += delta``: the only write to the shared arrangements."""
-        self.state.update(delta)
-        self.datoms += sum(delta.values())
+    def encode(self, delta: Mapping[Datom, int]) -> dict[IdDatom, int]:
+        """A delta of value datoms as id datoms (new values numbered now)."""
+        intern = self.ids.intern
+        return {(intern(e), intern(a), intern(v)): w for (e, a, v), w in delta.items()}
 
-    def load(self, tries: Mapping[IndexOrder, Trie]) -> None:
-        """Adopt a snapshot's tries (copied into the same trie objects readers hold)."""
-        self.state.load(tries)
-        self.datoms = len(self.state)
+    def decode(self, datom: IdDatom) -> Datom:
+        value = self.ids.value
+        return value(datom[0]), value(datom[1]), value(datom[2])
+
+    def apply(self, delta: Mapping[IdDatom, int]) -> None:
+        """``state += delta`` (id datoms): the only write to the shared arrangements.  A
+        large delta becomes a spine batch at once, a small one goes to the spine's layer."""
+        if len(delta) >= self.state.layer_limit:
+            e, a, v = (np.fromiter((d[i] for d in delta), np.int32, len(delta))
+                       for i in range(3))
+            self.state.update_columns(e, a, v, np.fromiter(delta.values(), np.int64,
+                                                           len(delta)))
+        else:
+            self.state.update(delta)
+        self.size += sum(delta.values())
+
+    def load(self, ids: ValueIds, columns: tuple[np.ndarray, ...]) -> None:
+        """Adopt a snapshot: its value dictionary and its datoms as id columns."""
+        self.ids = ids
+        self.state = SpineArrangement(self.state.layer_limit, nonnegative=True)
+        if len(columns[0]):
+            self.state.update_columns(*columns)
+        self.size = len(columns[0])
+
+    def columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every datom as ``(e, a, v)`` id columns in EAV order (what a snapshot stores)."""
+        return self.state.columns()
+
+    def datoms(self) -> Iterator[Datom]:
+        """Every datom, decoded (for tests and tools: it walks the whole database)."""
+        for datom in self.state.datoms():
+            yield self.decode(datom)
 
     # -- reads used by transaction normalisation -------------------------------------------
 
     def has(self, datom: Datom) -> bool:
-        return self.state.weight(datom) > 0
+        ids = [self.ids.lookup(x) for x in datom]
+        return None not in ids and self.state.weight(EAV, ids) > 0  # type: ignore[arg-type]
 
     def values(self, e: Any, a: Any) -> Iterator[Any]:
         """The values of attribute ``a`` on entity ``e``."""
-        return iter(self.index(IndexOrder.EAV).get(e, {}).get(a, {}))
+        return self._keys(EAV, e, a)
 
     def entity_datoms(self, e: Any) -> Iterator[Datom]:
         """Every datom whose entity is ``e``."""
-        for a, values in self.index(IndexOrder.EAV).get(e, {}).items():
-            for v in values:
-                yield (e, a, v)
+        key = self.ids.lookup(e)
+        if key is None:
+            return
+        value = self.ids.value
+        for (a, v) in self.state.enumerate(EAV, (key,)):
+            yield e, value(a), value(v)
 
     def referrers(self, v: Any, a: Any) -> Iterator[Datom]:
         """Every datom ``[? a v]`` (entities pointing at ``v`` through ``a``)."""
-        for e in self.index(IndexOrder.VAE).get(v, {}).get(a, {}):
-            yield (e, a, v)
+        for e in self._keys(VAE, v, a):
+            yield e, a, v
+
+    def _keys(self, order: IndexOrder, k0: Any, k1: Any) -> Iterator[Any]:
+        first, second = self.ids.lookup(k0), self.ids.lookup(k1)
+        if first is None or second is None:
+            return iter(())
+        return map(self.ids.value, self.state.propose(order, (first, second)))
 
     # -- statistics for the planner --------------------------------------------------------
 
     def attribute_stats(self, a: Any) -> tuple[int, int]:
         """``(distinct entities, distinct values)`` of attribute ``a``."""
-        entities = self.index(IndexOrder.AEV).get(a, {})
-        return len(entities), len(self.index(IndexOrder.AVE).get(a, {}))
+        key = self.ids.lookup(a)
+        if key is None:
+            return 0, 0
+        return self.state.count(AEV, (key,)), self.state.count(AVE, (key,))

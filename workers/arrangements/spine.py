@@ -14,7 +14,10 @@ Every verb answers exactly as the dict tries of the same Z-set do: a prefix's *n
 read in each source holding it; one source (the common case: data loaded long ago, or new)
 answers from its structure, a slice.  Several sources answer together by adding their keys
 when all of them are *positive* (no negative weight: a key present in one is present in the
-sum), else by consolidating the leaves under the prefix (a retraction may empty a key).
+sum).  Otherwise a retraction may empty a key: a spine declared ``nonnegative`` (its Z-set
+never has a negative weight, as a database, which is a set, has not) adds each key's sums
+and drops the zeros — a key's summed weight is then 0 exactly when nothing is under it —
+and any other consolidates the leaves under the prefix.
 """
 
 from __future__ import annotations
@@ -97,13 +100,18 @@ class SpineArrangement:
     """The four indexes of a Z-set of datom ids as a spine; ``update`` and
     ``update_columns`` are the only writers."""
 
-    __slots__ = ("_by_order", "_holders", "_layer_batch", "_layer_negative", "_layer_rows",
-                 "batches", "layer", "layer_limit")
+    __slots__ = ("_by_order", "_holder_views", "_holders", "_layer_batch", "_layer_negative",
+                 "_layer_rows", "batches", "layer", "layer_limit", "nonnegative")
 
-    def __init__(self, layer_limit: int = 4096) -> None:
+    def __init__(self, layer_limit: int = 4096, nonnegative: bool = False) -> None:
+        """``nonnegative``: the caller promises the Z-set never has a negative weight (a
+        set or a multiset; the sources may), which makes reads across sources cheaper."""
+        self.nonnegative = nonnegative
         self.batches: list[DatomBatch] = []  # largest (oldest) first
         self._by_order: dict[IndexOrder, list[Batch]] = {order: [] for order in INDEX_ORDERS}
         self._holders = {order: np.zeros(0, np.uint16) for order in _MAJOR.values()}
+        # read through memoryviews: an item is a Python int, without a NumPy call
+        self._holder_views = {order: holders.data for order, holders in self._holders.items()}
         self.layer = MemoryArrangement()
         self.layer_limit = layer_limit
         self._layer_rows = 0  # datoms written to the layer since it was last frozen (a bound)
@@ -158,12 +166,38 @@ class SpineArrangement:
         self._by_order = {order: [b.orders[order] for b in batches] for order in INDEX_ORDERS}
         for order in _MAJOR.values():
             self._holders[order] = _holders(self._holders[order], self._by_order[order], first)
+            self._holder_views[order] = self._holders[order].data
 
     # -- the whole Z-set -----------------------------------------------------------------
 
     def datoms(self) -> dict[IdDatom, int]:
         """Every datom with its weight (consolidated across batches and layer)."""
         return self.enumerate(EAV, ())  # type: ignore[return-value]
+
+    def columns(self) -> tuple[Ids, Ids, Ids]:
+        """Every datom as ``(e, a, v)`` columns in EAV order, for a set (a snapshot):
+        the batches and the layer consolidated, nothing changed."""
+        parts = [b.orders[EAV].columns() for b in self.batches]
+        if self._layer_rows:
+            parts.append(self._layer_columns())
+        if not parts:
+            return np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, np.int32)
+        e, a, v = (np.concatenate([p[i] for p in parts]) for i in range(3))
+        w = np.concatenate([np.ones(len(p[0]), np.int64) if p[3] is None else p[3]
+                            for p in parts])
+        merged = DatomBatch.build(e, a, v, w)
+        if merged is None:
+            return np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, np.int32)
+        e, a, v, weights = merged.orders[EAV].columns()
+        assert weights is None, "the database is a set"
+        return e, a, v
+
+    def index_bytes(self, order: IndexOrder) -> int:
+        """The memory of one index: its batches' arrays (a pair order's own levels only),
+        the holders' bits of a major order, and the layer's dicts."""
+        holders = self._holders.get(order)
+        return (sum(b.orders[order].nbytes for b in self.batches)
+                + (0 if holders is None else holders.nbytes) + self.layer.index_bytes(order))
 
     @property
     def nbytes(self) -> int:
@@ -182,7 +216,16 @@ class SpineArrangement:
                 node)  # type: ignore[arg-type]
         if self._positive(nodes):
             return len(set().union(*(_sums(node, depth) for node in nodes)))
-        return len(_group(_leaves(nodes, depth)))
+        return len(self._propose(nodes, depth))
+
+    def estimate(self, order: IndexOrder, prefix: Sequence[int]) -> int:
+        """:meth:`count` or more: the sources' counts added (a key in several is counted in
+        each, a retracted one still counted), without reading any node whole — what
+        GenericJoin needs to pick a proposer."""
+        depth = len(prefix)
+        return sum(node[0].count(depth, node[1], node[2]) if isinstance(node, tuple) else
+                   len(node)  # type: ignore[arg-type]
+                   for node in self._nodes(order, prefix))
 
     def propose(self, order: IndexOrder, prefix: Sequence[int]) -> dict[int, int]:
         """Each key following ``prefix`` with the summed weight of the datoms under it."""
@@ -191,11 +234,11 @@ class SpineArrangement:
     def _propose(self, nodes: list[Node], depth: int) -> dict[int, int]:
         if len(nodes) <= 1:
             return _sums(nodes[0], depth) if nodes else {}
-        if self._positive(nodes):
+        if self._positive(nodes) or self.nonnegative:
             out: dict[int, int] = {}
             for node in nodes:
                 add_into(out, _sums(node, depth))
-            return out
+            return out  # add_into drops zeros
         return _group(_leaves(nodes, depth))
 
     def intersect(self, order: IndexOrder, prefix: Sequence[int],
@@ -203,14 +246,16 @@ class SpineArrangement:
         """The candidates following ``prefix``, each weight times the summed weight under it."""
         nodes, depth = self._nodes(order, prefix), len(prefix)
         small = sum(map(_size, nodes)) <= 8 * len(candidates)  # reading them whole costs less
-        if small or (len(nodes) > 1 and not self._positive(nodes)):
+        if small or (len(nodes) > 1 and not self._positive(nodes) and not self.nonnegative):
             sums = self._propose(nodes, depth)
             return {x: w * s for x, w in candidates.items() if (s := sums.get(x)) is not None}
         out: dict[int, int] = {}  # a binary search per candidate in each node
         for x, w in candidates.items():
             found = [s for node in nodes if (s := _below(node, depth, x)) is not None]
             if found:
-                out[x] = w * sum(found)
+                total = sum(found)
+                if total or not self.nonnegative:  # nonnegative: 0 = retractions emptied it
+                    out[x] = w * total
         return out
 
     def weight(self, order: IndexOrder, prefix: Sequence[int]) -> int:
@@ -227,8 +272,8 @@ class SpineArrangement:
             order, prefix = _MAJOR[order], (prefix[1], prefix[0], *prefix[2:])
         indexes = self._by_order[order]
         if prefix and (order is EAV or order is VAE):
-            holders, key = self._holders[order], prefix[0]
-            bits = holders.item(key) if 0 <= key < len(holders) else 0
+            holders, key = self._holder_views[order], prefix[0]
+            bits = holders[key] if 0 <= key < len(holders) else 0
             indexes = []
             while bits:
                 low = bits & -bits

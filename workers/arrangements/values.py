@@ -113,6 +113,29 @@ class ValueIds:
             return self._values[payload]
         return bool(payload) if kind == _BOOL else float(payload) if kind == _FLOAT else payload
 
+    def copy(self) -> ValueIds:
+        """An independent copy (a snapshot's: the engine goes on numbering new values)."""
+        other = ValueIds.__new__(ValueIds)
+        other._keys, other._key_ids = self._keys.copy(), self._key_ids.copy()
+        other._key_view, other._id_view = other._keys.data, other._key_ids.data
+        other._recent, other._objects = dict(self._recent), dict(self._objects)
+        other._values = list(self._values)
+        other._kind, other._payload = self._kind[:self.size].copy(), self._payload[
+            :self.size].copy()
+        other.size = self.size
+        return other
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without the memoryviews (they are rebuilt from the columns)."""
+        state = {name: getattr(self, name) for name in self.__slots__}
+        del state["_key_view"], state["_id_view"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            setattr(self, name, value)
+        self._key_view, self._id_view = self._keys.data, self._key_ids.data
+
     @property
     def nbytes(self) -> int:
         """The NumPy columns' bytes in use (the dicts of recent and non-numeric values not

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from workers.arrangements import MemoryArrangement
+from workers.arrangements import ArrangementRegistry, MemoryArrangement
 from workers.errors import ErrorCode, WorkersError
 from workers.executors.local import LocalExecutor, PreparedPlan
 from workers.executors.rules import PreparedRules
@@ -53,7 +53,7 @@ DEFAULT_AUTO = AutoPolicy()
 
 @dataclass(frozen=True, slots=True)
 class Prepared:
-    """A plan bound to the local tries; Spark binds it on demand (that costs nothing)."""
+    """A plan bound to the local arrangements; Spark binds it on demand (costs nothing)."""
 
     plan: Plan | RulesPlan
     local: PreparedPlan | PreparedRules
@@ -72,7 +72,7 @@ def _plain(prepared: Prepared) -> Plan:
 class Dispatch:
     """Holds the executors of one engine and picks one for each step and evaluation."""
 
-    def __init__(self, mode: str, old: MemoryArrangement, delta: MemoryArrangement,
+    def __init__(self, mode: str, old: ArrangementRegistry, delta: MemoryArrangement,
                  spark: SparkSettings | None = None, auto: AutoPolicy = DEFAULT_AUTO) -> None:
         if mode not in EXECUTORS:
             raise WorkersError(f"unknown executor {mode!r}; one of {', '.join(EXECUTORS)}",
@@ -98,7 +98,7 @@ class Dispatch:
 
         spark = self._spark
         assert spark is not None
-        return PreparedRules(plan, self._delta,
+        return PreparedRules(plan, self._old.ids, self._delta,
                              lambda relations: SparkJoins(spark, self._old, self._delta,
                                                           relations))
 
@@ -143,7 +143,7 @@ class Dispatch:
 
     def _on_spark(self, action: Callable[[], T]) -> T | None:
         """Run ``action`` on Spark.  Under ``spark`` a failure propagates; under ``auto`` it is
-        logged, the mirror is dropped (rebuilt from the tries on next use) and None says
+        logged, the mirror is dropped (rebuilt from the spine on next use) and None says
         "do it locally" — safe because executors only read the arrangements.  Spark fails
         with many exception types (Py4J, PySpark, Arrow), hence the broad catch."""
         try:

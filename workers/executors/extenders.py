@@ -1,22 +1,28 @@
-"""Prefix extenders over index tries: ``count``, ``propose``, ``intersect`` (GenericJoin's
-three verbs), plus ``weight`` for fully bound checks and ``enumerate`` for seeds.
+"""Prefix extenders: ``count``, ``propose``, ``intersect`` (GenericJoin's three verbs), plus
+``weight`` for fully bound checks and ``enumerate`` for seeds, over value ids.
 
-An extender walks one trie with the steps of its :class:`ExtenderSpec`.  The leading
+An extender reads one index with the steps of its :class:`ExtenderSpec`.  The leading
 constant/bound steps are a direct lookup (the *prefix*); the remaining steps bind, repeat
 or scan.  A weighted extender returns the pattern's Z-set weight (summed over ``_`` scans);
 an unweighted one returns presence (1) because the pattern's weight is applied at a later
-level.  The ``new`` view is the old trie and the tick's delta trie read together
-(:class:`OverlayExtender`); presence there may over-approximate (a key whose datoms the
-delta all retracts), which is safe: the pattern's exact weight, applied later, is 0.
+level.  The database state is a spine (:class:`SpineExtender`); a tick's delta and a
+derived relation are dict tries (:class:`TrieExtender`).  The ``new`` view is the old state
+and the tick's delta read together (:class:`OverlayExtender`); presence there may
+over-approximate (a key whose datoms the delta all retracts), which is safe: the pattern's
+exact weight, applied later, is 0.  Rows, keys and constants are value ids (a spec's
+constants are numbered when it is compiled, :func:`with_ids`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
-from workers.arrangements import MemoryArrangement
+from workers.arrangements import ArrangementRegistry, IndexOrder, MemoryArrangement
 from workers.arrangements.relation import RelationArrangement
+from workers.arrangements.spine import SpineArrangement
+from workers.arrangements.values import ValueIds
 from workers.plan.ir import DATOMS, ExtenderSpec, Role, Step, StepKind
 from workers.zset import add_into
 
@@ -28,23 +34,38 @@ Relations = Mapping[str, tuple[RelationArrangement, RelationArrangement]]
 _LOOKUP = (StepKind.CONST, StepKind.BOUND)
 
 
+def with_ids(spec: ExtenderSpec, ids: ValueIds) -> ExtenderSpec:
+    """``spec`` with its constants replaced by their value ids (numbered now if new)."""
+    if not any(s.kind is StepKind.CONST for s in spec.steps):
+        return spec
+    return replace(spec, steps=tuple(Step(s.kind, ids.intern(s.arg))
+                                     if s.kind is StepKind.CONST else s for s in spec.steps))
+
+
+def _shape(tail: Sequence[Step]) -> str:
+    kinds = tuple(s.kind for s in tail)
+    return ("leaf" if kinds == (StepKind.BIND,) else
+            "scan" if kinds == (StepKind.BIND, StepKind.FREE) else
+            "pairs" if kinds == (StepKind.BIND, StepKind.BIND) else "walk")
+
+
+def _lookup_depth(spec: ExtenderSpec) -> int:
+    return next((d for d, s in enumerate(spec.steps) if s.kind not in _LOOKUP), len(spec.steps))
+
+
 class TrieExtender:
     """One pattern over one trie (a state or a delta)."""
 
     __slots__ = ("_shape", "_tail", "_weighted", "node")
 
     def __init__(self, spec: ExtenderSpec, arrangement: Arrangement) -> None:
-        depth = next((d for d, s in enumerate(spec.steps) if s.kind not in _LOOKUP),
-                     len(spec.steps))
+        depth = _lookup_depth(spec)
         # The trie is mutated in place and never replaced, so the lookup can hold it.
         trie = arrangement.index(spec.order)  # type: ignore[arg-type]  # order fits its relation
         self.node = _prefix_lookup(trie, spec.steps[:depth])
         self._tail: tuple[Step, ...] = spec.steps[depth:]
         self._weighted = spec.weighted
-        kinds = tuple(s.kind for s in self._tail)
-        self._shape = ("leaf" if kinds == (StepKind.BIND,) else
-                       "scan" if kinds == (StepKind.BIND, StepKind.FREE) else
-                       "pairs" if kinds == (StepKind.BIND, StepKind.BIND) else "walk")
+        self._shape = _shape(self._tail)
 
     def count(self, row: Row) -> int:
         node = self.node(row)
@@ -115,12 +136,120 @@ class TrieExtender:
         return _nonzero(out)
 
 
+class SpineExtender:
+    """One data pattern over the database state (a set of datoms, as a spine of id batches)."""
+
+    __slots__ = ("_order", "_prefix", "_shape", "_spine", "_tail", "_weighted")
+
+    def __init__(self, spec: ExtenderSpec, spine: SpineArrangement) -> None:
+        depth = _lookup_depth(spec)
+        assert isinstance(spec.order, IndexOrder)
+        self._spine, self._order = spine, spec.order
+        self._prefix = _prefix_of(spec.steps[:depth])
+        self._tail: tuple[Step, ...] = spec.steps[depth:]
+        self._weighted = spec.weighted
+        self._shape = _shape(self._tail)
+
+    def count(self, row: Row) -> int:
+        """An upper bound (GenericJoin only ranks extenders by it), O(sources)."""
+        return self._spine.estimate(self._order, self._prefix(row))
+
+    def propose(self, row: Row) -> Candidates:
+        if self._shape == "leaf" or self._shape == "scan":
+            sums = self._spine.propose(self._order, self._prefix(row))
+            return sums if self._weighted else dict.fromkeys(sums, 1)
+        return self._walk(row, single=True)
+
+    def weights(self, row: Row, candidates: Candidates) -> dict[Any, int]:
+        """This pattern's weight (or presence) for each candidate that has one."""
+        if self._shape == "leaf" or self._shape == "scan":
+            found = self._spine.intersect(self._order, self._prefix(row),
+                                          dict.fromkeys(candidates, 1))
+            return found if self._weighted else dict.fromkeys(found, 1)
+        every = self._walk(row, single=True)
+        return {x: w for x in candidates if (w := every.get(x))}
+
+    def intersect(self, row: Row, candidates: Candidates) -> dict[Any, int]:
+        if self._weighted and (self._shape == "leaf" or self._shape == "scan"):
+            return self._spine.intersect(self._order, self._prefix(row), candidates)
+        return {x: w * candidates[x] for x, w in self.weights(row, candidates).items()}
+
+    def weight(self, row: Row) -> int:
+        """The weight of a fully bound pattern (a check)."""
+        if all(s.kind is StepKind.FREE for s in self._tail):
+            total = self._spine.weight(self._order, self._prefix(row))
+            return total if self._weighted or not total else 1
+        return self._walk(row, single=False).get((), 0)
+
+    def enumerate(self, row: Row = ()) -> dict[Row, int]:
+        """Every binding of the spec's BIND columns with its weight (a seed)."""
+        leaves = self._spine.enumerate(self._order, self._prefix(row))
+        if self._shape == "pairs":
+            if self._tail[0].arg == 0:
+                return leaves
+            return {(y, x): w for (x, y), w in leaves.items()}
+        return self._walk(row, single=False, leaves=leaves)
+
+    def _walk(self, row: Row, *, single: bool,
+              leaves: dict[tuple[int, ...], int] | None = None) -> dict[Any, int]:
+        """The tail's steps over the datoms under the prefix: each binding's weight (or
+        presence), keyed by the bound column (``single``) or the tuple of BIND columns."""
+        if leaves is None:
+            leaves = self._spine.enumerate(self._order, self._prefix(row))
+        binds = sum(s.kind is StepKind.BIND for s in self._tail)
+        out: dict[Any, int] = {}
+        for suffix, weight in leaves.items():
+            binding = _match(self._tail, suffix, row, [None] * binds)
+            if binding is not None:
+                key = binding[0] if single else tuple(binding)
+                out[key] = out.get(key, 0) + weight if self._weighted else 1
+        return _nonzero(out)
+
+
+def _match(steps: Sequence[Step], keys: Sequence[Any], row: Row,
+           binding: list[Any]) -> list[Any] | None:
+    """``binding`` filled from one datom's keys under the steps, or None if they disagree."""
+    for step, key in zip(steps, keys, strict=True):
+        kind = step.kind
+        if kind is StepKind.BIND:
+            binding[step.arg] = key
+        elif kind is StepKind.CONST:
+            if key != step.arg:
+                return None
+        elif kind is StepKind.BOUND:
+            if key != row[step.arg]:
+                return None
+        elif kind is StepKind.SAME and key != binding[step.arg]:
+            return None
+    return binding
+
+
+def _prefix_of(steps: Sequence[Step]) -> Callable[[Row], tuple[Any, ...]]:
+    """A function from a row to the ids of the constant/bound prefix."""
+    keys = tuple((s.kind is StepKind.CONST, s.arg) for s in steps)
+    if all(is_const for is_const, _ in keys):
+        constant = tuple(arg for _, arg in keys)
+        return lambda row: constant
+    if len(keys) == 1:
+        column = keys[0][1]
+        return lambda row: (row[column],)
+    if len(keys) == 2:
+        (first_const, a), (second_const, b) = keys
+        if first_const:
+            return lambda row: (a, row[b])
+        if second_const:
+            return lambda row: (row[a], b)
+        return lambda row: (row[a], row[b])
+    return lambda row: tuple(arg if is_const else row[arg] for is_const, arg in keys)
+
+
 class OverlayExtender:
     """The ``new`` state of one pattern: the old trie plus the tick's delta trie."""
 
     __slots__ = ("_delta", "_old", "_weighted")
 
-    def __init__(self, old: TrieExtender, delta: TrieExtender, weighted: bool) -> None:
+    def __init__(self, old: SpineExtender | TrieExtender, delta: TrieExtender,
+                 weighted: bool) -> None:
         self._old, self._delta, self._weighted = old, delta, weighted
 
     def count(self, row: Row) -> int:
@@ -144,21 +273,30 @@ class OverlayExtender:
         return self._old.weight(row) + self._delta.weight(row)
 
 
-Extender = TrieExtender | OverlayExtender
+Extender = SpineExtender | TrieExtender | OverlayExtender
 
 
-def compile_extender(spec: ExtenderSpec, old: MemoryArrangement, delta: MemoryArrangement,
+def compile_extender(spec: ExtenderSpec, db: ArrangementRegistry, delta: MemoryArrangement,
                      relations: Relations | None = None) -> Extender:
-    """Bind a spec to the arrangements its role reads: the shared datoms', or a derived
-    relation's from ``relations`` (name → (state, change))."""
+    """Bind a spec to the arrangements its role reads: the shared datoms' (the database's
+    spine, the tick's delta trie of ids), or a derived relation's from ``relations``
+    (name → (state, change))."""
+    spec = with_ids(spec, db.ids)
     if spec.relation != DATOMS:
         assert relations is not None, f"no arrangements for relation {spec.relation}"
-        old, delta = relations[spec.relation]  # type: ignore[assignment]
+        state, change = relations[spec.relation]
+        if spec.role is Role.OLD:
+            return TrieExtender(spec, state)
+        if spec.role is Role.DELTA:
+            return TrieExtender(spec, change)
+        return OverlayExtender(TrieExtender(spec, state), TrieExtender(spec, change),
+                               spec.weighted)
     if spec.role is Role.OLD:
-        return TrieExtender(spec, old)
+        return SpineExtender(spec, db.state)
     if spec.role is Role.DELTA:
         return TrieExtender(spec, delta)
-    return OverlayExtender(TrieExtender(spec, old), TrieExtender(spec, delta), spec.weighted)
+    return OverlayExtender(SpineExtender(spec, db.state), TrieExtender(spec, delta),
+                           spec.weighted)
 
 
 def _merge(old: Candidates, delta: Candidates, weighted: bool) -> dict[Any, int]:

@@ -10,12 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from workers.arrangements import MemoryArrangement
+from workers.arrangements import ArrangementRegistry, MemoryArrangement
 from workers.executors.extenders import (
     Candidates,
     Extender,
     Relations,
     Row,
+    SpineExtender,
     TrieExtender,
     compile_extender,
 )
@@ -33,17 +34,17 @@ Stage = tuple[Extender, ...] | CompiledOp  # a GenericJoin level (its extenders)
 class CompiledProgram:
     """A JoinProgram bound to arrangements: ready to run every tick without rebuilding."""
 
-    seed: TrieExtender | None
+    seed: SpineExtender | TrieExtender | None
     checks: tuple[Extender, ...]
     levels: tuple[Stage, ...]
     output: tuple[int, ...]
     identity: bool
 
 
-def compile_program(program: JoinProgram, old: MemoryArrangement, delta: MemoryArrangement,
+def compile_program(program: JoinProgram, db: ArrangementRegistry, delta: MemoryArrangement,
                     relations: Relations | None = None) -> CompiledProgram:
     def bind(spec: Any) -> Extender:
-        return compile_extender(spec, old, delta, relations)
+        return compile_extender(spec, db, delta, relations)
 
     def stage(op: Op) -> Stage:
         if isinstance(op, Level):
@@ -52,10 +53,10 @@ def compile_program(program: JoinProgram, old: MemoryArrangement, delta: MemoryA
             return CheckOp(bind(op))
         if isinstance(op, Absent):
             return AbsentOp(bind(op.spec))
-        return FilterOp(op) if isinstance(op, Filter) else ComputeOp(op)
+        return FilterOp(op, db.ids) if isinstance(op, Filter) else ComputeOp(op, db.ids)
 
     seed = bind(program.seed) if program.seed is not None else None
-    assert seed is None or isinstance(seed, TrieExtender)
+    assert seed is None or isinstance(seed, SpineExtender | TrieExtender)
     return CompiledProgram(
         seed=seed,
         checks=tuple(bind(c) for c in program.checks),

@@ -2,7 +2,7 @@
 
 ``run``: the rows a join program derives from rows handed in over its seed variables;
 ``derivable``: which of the given head rows the (support) program can still derive.
-:class:`LocalJoins` answers with GenericJoin over the in-memory tries;
+:class:`LocalJoins` answers with GenericJoin over the in-memory arrangements;
 :class:`~workers.executors.spark.rules.SparkJoins` with Spark SQL.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
-from workers.arrangements import MemoryArrangement
+from workers.arrangements import ArrangementRegistry, MemoryArrangement
 from workers.executors.extenders import Relations, Row
 from workers.executors.generic_join import CompiledProgram, compile_program, count_support, run
 from workers.executors.work import Work
@@ -29,15 +29,15 @@ class LocalJoins:
     """GenericJoin in process; each program is compiled once (the tries are updated in
     place, so a compiled program stays valid)."""
 
-    def __init__(self, old: MemoryArrangement, delta: MemoryArrangement,
+    def __init__(self, db: ArrangementRegistry, delta: MemoryArrangement,
                  relations: Relations) -> None:
-        self._old, self._delta, self._relations = old, delta, relations
+        self._db, self._delta, self._relations = db, delta, relations
         self._compiled: dict[int, CompiledProgram] = {}
 
     def compiled(self, program: JoinProgram) -> CompiledProgram:
         found = self._compiled.get(id(program))
         if found is None:
-            found = compile_program(program, self._old, self._delta, self._relations)
+            found = compile_program(program, self._db, self._delta, self._relations)
             self._compiled[id(program)] = found
         return found
 

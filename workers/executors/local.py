@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from workers.arrangements import MemoryArrangement
+from workers.arrangements import ArrangementRegistry, MemoryArrangement
 from workers.executors.distinct import set_changes
 from workers.executors.extenders import Row
 from workers.executors.generic_join import CompiledProgram, compile_program, run, seed_rows
@@ -24,18 +24,19 @@ class PreparedPlan:
 
 
 class LocalExecutor:
-    """Executes every strategy's terms with GenericJoin over in-memory tries; a query with
-    derived relations keeps them itself (:class:`PreparedRules`)."""
+    """Executes every strategy's terms with GenericJoin over the in-memory arrangements; a
+    query with derived relations keeps them itself (:class:`PreparedRules`)."""
 
     name = "local"
 
-    def prepare(self, plan: Plan | RulesPlan, old: MemoryArrangement,
+    def prepare(self, plan: Plan | RulesPlan, db: ArrangementRegistry,
                 delta: MemoryArrangement) -> PreparedPlan | PreparedRules:
         if isinstance(plan, RulesPlan):
-            return PreparedRules(plan, delta, lambda relations: LocalJoins(old, delta, relations))
-        return PreparedPlan(compile_program(plan.full, old, delta),
-                            compile_program(plan.support, old, delta),
-                            tuple(compile_term(term, old, delta) for term in plan.terms))
+            return PreparedRules(plan, db.ids, delta,
+                                 lambda relations: LocalJoins(db, delta, relations))
+        return PreparedPlan(compile_program(plan.full, db, delta),
+                            compile_program(plan.support, db, delta),
+                            tuple(compile_term(term, db, delta) for term in plan.terms))
 
     def step(self, prepared: PreparedPlan | PreparedRules, work: Work) -> dict[Row, int]:
         if isinstance(prepared, PreparedRules):

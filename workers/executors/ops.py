@@ -5,6 +5,9 @@ becomes (none, itself, or itself extended).
 - filter:  a predicate — the row if the built-in is truthy on it;
 - absent:  a negation — the row if its tuple is not in the derived relation;
 - compute: a function binding — the row extended by each binding of the result.
+
+Rows hold value ids; a built-in reads the values (decoded) and a computed value is numbered
+before it joins the row, so it joins with the datoms holding the same value.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from workers.arrangements.values import ValueIds
 from workers.datalog.functions import FUNCTIONS, CallFailed, call, truthy
 from workers.executors.extenders import Extender, Row
 from workers.plan.ir import Compute, Filter, Step, StepKind
@@ -20,12 +24,13 @@ Expanded = list[tuple[Row, int]]
 Getter = Callable[[Row], Any]
 
 
-def _getter(step: Step) -> Getter:
+def _getter(step: Step, ids: ValueIds) -> Getter:
+    """The argument's value: a constant, or a row column decoded."""
     if step.kind is StepKind.CONST:
         value = step.arg
         return lambda row: value
-    column = step.arg
-    return lambda row: row[column]
+    column, decode = step.arg, ids.value
+    return lambda row: decode(row[column])
 
 
 class CheckOp:
@@ -52,9 +57,9 @@ class AbsentOp:
 class FilterOp:
     __slots__ = ("_args", "_fn")
 
-    def __init__(self, op: Filter) -> None:
+    def __init__(self, op: Filter, ids: ValueIds) -> None:
         self._fn = FUNCTIONS[op.fn]
-        self._args = tuple(_getter(s) for s in op.args)
+        self._args = tuple(_getter(s, ids) for s in op.args)
 
     def expand(self, row: Row, weight: int) -> Expanded:
         try:
@@ -65,11 +70,12 @@ class FilterOp:
 
 
 class ComputeOp:
-    __slots__ = ("_args", "_fn", "_shape", "_targets", "_width")
+    __slots__ = ("_args", "_fn", "_intern", "_shape", "_targets", "_width")
 
-    def __init__(self, op: Compute) -> None:
+    def __init__(self, op: Compute, ids: ValueIds) -> None:
         self._fn = FUNCTIONS[op.fn]
-        self._args = tuple(_getter(s) for s in op.args)
+        self._args = tuple(_getter(s, ids) for s in op.args)
+        self._intern = ids.intern
         self._shape = op.shape
         self._targets = op.targets
         self._width = len(op.outputs)
@@ -89,7 +95,8 @@ class ComputeOp:
     def _bind(self, row: Row, values: Sequence[Any]) -> Row | None:
         """The new columns, or None when a value disagrees with a bound variable."""
         extra: list[Any] = [None] * self._width
-        for step, value in zip(self._targets, values, strict=True):
+        for step, result in zip(self._targets, values, strict=True):
+            value = self._intern(result)
             if step.kind is StepKind.BIND:
                 extra[step.arg] = value
             elif step.kind in (StepKind.BOUND, StepKind.SAME):

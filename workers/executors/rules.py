@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from workers.arrangements import IndexOrder, MemoryArrangement
 from workers.arrangements.relation import RelationArrangement
+from workers.arrangements.values import ValueIds
 from workers.executors.extenders import Relations, Row
 from workers.executors.joins import Joins
 from workers.executors.work import Work
@@ -59,10 +60,16 @@ class PreparedRules:
     """A rules plan with the query's own relations; ``make_joins`` says where the join
     programs run (:class:`~workers.executors.joins.LocalJoins` or Spark's)."""
 
-    def __init__(self, plan: RulesPlan, delta: MemoryArrangement,
+    def __init__(self, plan: RulesPlan, ids: ValueIds, delta: MemoryArrangement,
                  make_joins: MakeJoins) -> None:
         self.plan = plan
         self._delta = delta
+        # each literal's unification steps with its constants as value ids (rows are ids)
+        self._unify = {id(seeded): tuple(Step(s.kind, ids.intern(s.arg))
+                                         if s.kind is StepKind.CONST else s
+                                         for s in seeded.unify)
+                       for stratum in plan.strata for r in stratum.relations
+                       for rule in r.rules for seeded in rule.seeded}
         stores = {r.name: (RelationArrangement(), RelationArrangement())
                   for stratum in plan.strata for r in stratum.relations}
         self.joins = make_joins(stores)
@@ -183,7 +190,7 @@ class PreparedRules:
     def _tuples(self, spec: SeededProgram) -> Iterable[tuple[Row, int]]:
         if spec.relation != DATOMS:
             return self._relations[spec.relation].change
-        attribute = spec.unify[1]
+        attribute = self._unify[id(spec)][1]
         if attribute.kind is StepKind.CONST:  # only the datoms of that attribute
             by_entity = self._delta.index(IndexOrder.AEV).get(attribute.arg, {})
             return [((e, attribute.arg, v), w) for e, values in by_entity.items()
@@ -193,10 +200,11 @@ class PreparedRules:
     def _derive(self, seeded: SeededProgram, program: JoinProgram,
                 tuples: Iterable[tuple[Row, int]], work: Work) -> list[Row]:
         """The heads ``program`` derives from the literal's tuples."""
-        width = sum(s.kind is StepKind.BIND for s in seeded.unify)
+        steps = self._unify[id(seeded)]
+        width = sum(s.kind is StepKind.BIND for s in steps)
         rows = {}
         for values, _ in tuples:
-            row = _unify(seeded.unify, values, width)
+            row = _unify(steps, values, width)
             if row is not None:
                 rows[row] = 1
         if not rows:

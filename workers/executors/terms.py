@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from workers.arrangements import MemoryArrangement
+from workers.arrangements import ArrangementRegistry, MemoryArrangement
 from workers.executors.extenders import Row
 from workers.executors.generic_join import CompiledProgram, compile_program, run, seed_rows
 from workers.executors.work import Work
@@ -39,14 +39,14 @@ class CompiledStage:
 CompiledTerm = CompiledDelta | CompiledChain | CompiledStage
 
 
-def compile_term(term: Term, old: MemoryArrangement, delta: MemoryArrangement) -> CompiledTerm:
+def compile_term(term: Term, db: ArrangementRegistry, delta: MemoryArrangement) -> CompiledTerm:
     """Bind one IR term's programs to the arrangements."""
     if isinstance(term, DeltaTerm):
-        return CompiledDelta(compile_program(term.program, old, delta))
+        return CompiledDelta(compile_program(term.program, db, delta))
     if isinstance(term, BinaryTerm):
-        return CompiledChain(tuple(compile_program(p, old, delta) for p in term.chain))
-    extend = None if term.extend is None else compile_program(term.extend, old, delta)
-    return CompiledStage(extend, compile_program(term.seeded, old, delta))
+        return CompiledChain(tuple(compile_program(p, db, delta) for p in term.chain))
+    extend = None if term.extend is None else compile_program(term.extend, db, delta)
+    return CompiledStage(extend, compile_program(term.seeded, db, delta))
 
 
 def derivation_change(terms: Sequence[CompiledTerm], work: Work) -> dict[Row, int]:

@@ -12,7 +12,7 @@ from workers.arrangements import ArrangementRegistry
 from workers.arrangements.keys import INDEX_ORDERS
 from workers.executors import Work
 
-SIZES_EVERY_S = 30.0  # the index bytes walk the tries: now and then, not every tick
+SIZES_EVERY_S = 30.0  # the index bytes walk the layer's dicts: now and then, not every tick
 SIZES_BUDGET = 100  # ... and at most 1 % of the time
 _CALLS = metrics.EXTENDER_WORK.labels("calls")
 _ELEMENTS = metrics.EXTENDER_WORK.labels("elements")
@@ -57,7 +57,7 @@ class StateGauges:
 
     def observe(self, db: ArrangementRegistry) -> None:
         for order in INDEX_ORDERS:
-            metrics.ARRANGEMENT_DATOMS.labels(order.name).set(db.datoms)
+            metrics.ARRANGEMENT_DATOMS.labels(order.name).set(len(db))
         started = time.monotonic()
         if started < self._next:
             return

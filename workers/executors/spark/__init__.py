@@ -2,7 +2,7 @@
 
 - ``session``: starts (or reaches) Spark, with a clear error when it cannot;
 - ``frames``: values as ids, Z-sets as inline tables or DataFrames, results back;
-- ``mirror``: the database as a compacted DataFrame next to the local tries;
+- ``mirror``: the database as a compacted DataFrame next to the local arrangements;
 - ``sql``: one Spark SQL query per step, as named subqueries;
 - ``relations``: one pattern read through one extender spec;
 - ``join``: a JoinProgram the BigJoin way (count, choose, propose, intersect);

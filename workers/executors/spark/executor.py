@@ -9,8 +9,8 @@ Per step (DESIGN §3, the same algebra as the local executor):
 3. ``distinct``: ``before`` = each changed row's derivation count in ``old`` (the support
    program seeded by the rows of ``D``); the set change is
    ``[before + d > 0] - [before > 0]`` — a join and a column expression, not a UDF;
-4. one ``toArrow`` collects the rows, decoded from ids on the driver; the rows BigJoin
-   materialised on the way are released.
+4. one ``toArrow`` collects the rows (value ids, decoded by the engine as the local
+   executor's are); the rows BigJoin materialised on the way are released.
 
 Spark has no index to look a prefix up in, so unlike the local executor its work per step
 scans the relations the plan reads: it pays off on large ticks and bootstraps (see
@@ -24,9 +24,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from workers.arrangements import MemoryArrangement
+from workers.arrangements import ArrangementRegistry, MemoryArrangement
+from workers.arrangements.values import ValueIds
 from workers.executors.extenders import Relations
-from workers.executors.spark.frames import ValueIds, collect_rows, id_source
+from workers.executors.spark.frames import collect_rows, id_source
 from workers.executors.spark.jobs import JobGroups
 from workers.executors.spark.join import column, project, run, seed_rows, union
 from workers.executors.spark.mirror import Datom, SparkMirror, patched
@@ -90,7 +91,7 @@ class Views:
             row: 1 for row in {*state.rows, *change.rows}
             if state.weight(row) + change.weight(row) > 0}
         names = [relation_column(i) for i in range(arity)]
-        return self.sql.source(id_source(self.sql.session, self.ids.encode(rows), names))
+        return self.sql.source(id_source(self.sql.session, rows, names))
 
 
 class SparkExecutor:
@@ -98,15 +99,15 @@ class SparkExecutor:
 
     name = "spark"
 
-    def __init__(self, session: SparkSession, state: MemoryArrangement,
+    def __init__(self, session: SparkSession, db: ArrangementRegistry,
                  jobs: JobGroups | None = None) -> None:
         self.session = session
-        self.ids = ValueIds()
-        self.mirror = SparkMirror(session, self.ids, state)
+        self.mirror = SparkMirror(session, db)
         self.jobs = jobs or JobGroups(session)
 
-    def prepare(self, plan: Plan, old: MemoryArrangement, delta: MemoryArrangement) -> SparkPlan:
-        if old is not self.mirror.state:
+    def prepare(self, plan: Plan, old: ArrangementRegistry,
+                delta: MemoryArrangement) -> SparkPlan:
+        if old is not self.mirror.db:
             raise ValueError("a SparkExecutor serves the state it mirrors")
         return SparkPlan(plan, delta)
 
@@ -147,7 +148,7 @@ class SparkExecutor:
         with self.jobs.action(f"join from {program.seed_vars}"), self._conf(STEP_CONF):
             views = self._views(delta, derived)
             names = [column(i) for i in range(len(program.seed_vars))]
-            source = views.sql.source(id_source(self.session, self.ids.encode(rows), names))
+            source = views.sql.source(id_source(self.session, rows, names))
             out = run(views.sql, program, source, views.relation)
             return self._collect(views.sql, out, len(program.output), work)
 
@@ -164,11 +165,11 @@ class SparkExecutor:
         old = self.mirror.old(sql)
         d = self.mirror.delta(sql, delta)
         tables = {Role.OLD: old, Role.DELTA: d, Role.NEW: patched(sql, old, d)}
-        return Views(sql, tables, self.ids, {}, derived)
+        return Views(sql, tables, self.mirror.db.ids, {}, derived)
 
     def _collect(self, sql: Sql, final: str, width: int, work: Work) -> dict[Row, int]:
         try:
-            rows = collect_rows(self.ids, sql.run(final), width)
+            rows = collect_rows(sql.run(final), width)
         finally:
             sql.release()
         work.calls += 1

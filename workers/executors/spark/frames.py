@@ -1,10 +1,10 @@
-"""Values as ids, and Z-sets as id tables: inline SQL for small ones, DataFrames otherwise.
+"""Z-sets as id tables: inline SQL for small ones, DataFrames otherwise.
 
-DataFrames need one type per column, datoms mix longs, strings, keywords, instants...  So
-every value is numbered once per process (:class:`ValueIds`, a dictionary encoding, as
-column stores and RDF stores do) and tables carry ``long`` ids: rows ``c0..c{n-1}, w``,
-datoms ``e, a, v, w``.  Ids compare equal exactly when the values do under Python equality —
-the same equality the local tries use — so both executors join the same pairs.
+DataFrames need one type per column, datoms mix longs, strings, keywords, instants...  The
+engine numbers every value once (:class:`~workers.arrangements.values.ValueIds`, a
+dictionary encoding, as column stores and RDF stores do), so tables carry ``long`` ids: rows
+``c0..c{n-1}, w``, datoms ``e, a, v, w``, and rows come back as ids, as the local executor's
+do.
 """
 
 from __future__ import annotations
@@ -23,34 +23,7 @@ Row = tuple[Any, ...]
 DATOM_COLUMNS = ("e", "a", "v")
 
 
-class ValueIds:
-    """A dictionary encoding of every value seen: ``id(value)`` and ``value(id)``."""
-
-    __slots__ = ("_ids", "_values")
-
-    def __init__(self) -> None:
-        self._ids: dict[Any, int] = {}
-        self._values: list[Any] = []
-
-    def id(self, value: Any) -> int:
-        found = self._ids.get(value)
-        if found is None:
-            found = self._ids[value] = len(self._values)
-            self._values.append(value)
-        return found
-
-    def value(self, value_id: int) -> Any:
-        return self._values[value_id]
-
-    def encode(self, zset: Mapping[Row, int]) -> dict[tuple[int, ...], int]:
-        encode = self.id
-        return {tuple(encode(x) for x in row): weight for row, weight in zset.items()}
-
-    def __len__(self) -> int:
-        return len(self._values)
-
-
-def id_frame(session: SparkSession, rows: Mapping[tuple[int, ...], int],
+def id_frame(session: SparkSession, rows: Mapping[Any, int],
              names: Sequence[str]) -> DataFrame:
     """Id tuples and weights as a DataFrame (through Arrow)."""
     columns = list(zip(*rows, strict=True)) if rows else [() for _ in names]
@@ -60,7 +33,7 @@ def id_frame(session: SparkSession, rows: Mapping[tuple[int, ...], int],
     return session.createDataFrame(table)
 
 
-def id_source(session: SparkSession, rows: Mapping[tuple[int, ...], int],
+def id_source(session: SparkSession, rows: Mapping[Any, int],
               names: Sequence[str]) -> Source:
     """``rows`` as an inline ``VALUES`` subquery when small, else as a DataFrame; built
     once and read by every query of a tick (``Sql.source``)."""
@@ -69,13 +42,11 @@ def id_source(session: SparkSession, rows: Mapping[tuple[int, ...], int],
     return id_frame(session, rows, names)
 
 
-def collect_rows(ids: ValueIds, frame: DataFrame, width: int) -> dict[Row, int]:
-    """Run ``frame`` (columns ``c0..``, ``w``) and decode it into a Z-set of value tuples."""
+def collect_rows(frame: DataFrame, width: int) -> dict[Row, int]:
+    """Run ``frame`` (columns ``c0..``, ``w``) and collect it as a Z-set of id tuples."""
     result = frame.toArrow()
-    decode = ids.value
     columns = [result.column(f"c{i}").to_pylist() for i in range(width)]
     weights = result.column(WEIGHT).to_pylist()
     if not columns:  # a query without find columns: at most one (empty) row
         return {(): weights[0]} if weights else {}
-    return {tuple(decode(x) for x in values): weight
-            for *values, weight in zip(*columns, weights, strict=True)}
+    return {tuple(values): weight for *values, weight in zip(*columns, weights, strict=True)}

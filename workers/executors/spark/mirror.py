@@ -1,7 +1,7 @@
 """The database as Spark sees it: a compacted base DataFrame plus the changes since.
 
-The local tries stay the source of truth (transactions are normalised against them); the
-mirror follows them so Spark jobs read the same state.  Design:
+The local arrangements stay the source of truth (transactions are normalised against
+them); the mirror follows them so Spark jobs read the same state, in the same value ids.  Design:
 
 - ``base``: the state at the last compaction — datom ids ``(e, a, v, w=1)``,
   hash-partitioned by entity, cached and cut from its lineage (``localCheckpoint``);
@@ -12,35 +12,35 @@ Both are sets of datoms, so ``pending`` is ``+1`` exactly on datoms the base lac
 small side broadcast) is the state as a set — every weight 1, no aggregation.  Its lineage
 is the same few nodes whatever the number of ticks; :meth:`compact` folds ``pending`` into
 a new base when it grows past ``compact_datoms`` or every ``compact_ticks`` ticks (one
-pass over the state, amortised).  The base is built from the tries on first use, so an
+pass over the state, amortised).  The base is built from the spine on first use, so an
 ``auto`` engine that never needs Spark never copies its state.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from workers.arrangements import MemoryArrangement
-from workers.executors.spark.frames import DATOM_COLUMNS, ValueIds, id_frame, id_source
+from workers.arrangements import ArrangementRegistry, MemoryArrangement
+from workers.executors.spark.frames import DATOM_COLUMNS, id_frame, id_source
 from workers.executors.spark.sql import WEIGHT, Source, Sql, free
 from workers.zset import add_into
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-Datom = tuple[Any, Any, Any]
+Datom = tuple[int, int, int]  # value ids
 COMPACT_TICKS = 100
 COMPACT_DATOMS = 50_000
 
 
 class SparkMirror:
-    """The Spark copy of one :class:`MemoryArrangement`, kept in step by :meth:`apply`."""
+    """The Spark copy of the shared arrangements, kept in step by :meth:`apply`."""
 
-    def __init__(self, session: SparkSession, ids: ValueIds, state: MemoryArrangement,
+    def __init__(self, session: SparkSession, db: ArrangementRegistry,
                  compact_ticks: int = COMPACT_TICKS,
                  compact_datoms: int = COMPACT_DATOMS) -> None:
-        self.session, self.ids, self.state = session, ids, state
+        self.session, self.db = session, db
         self.compact_ticks, self.compact_datoms = compact_ticks, compact_datoms
         self.compactions = 0
         self._base: DataFrame | None = None
@@ -52,7 +52,7 @@ class SparkMirror:
     def old(self, sql: Sql) -> str:
         """The state before the current tick, as a set (every weight 1)."""
         if self._base is None:
-            rows = self.ids.encode(dict(self.state.datoms()))
+            rows = self.db.state.datoms()
             self._base = self._checkpoint(id_frame(self.session, rows, DATOM_COLUMNS))
         base = sql.frame(self._base)
         if not self._pending:
@@ -69,9 +69,9 @@ class SparkMirror:
         return sql.source(self._delta_source[1])
 
     def apply(self, delta: Mapping[Datom, int]) -> None:
-        """Follow the tries: remember ``delta``; compact when the schedule says so."""
+        """Follow the spine: remember ``delta``; compact when the schedule says so."""
         if self._base is None:
-            return  # the base will be read from the tries, which already hold ``delta``
+            return  # the base will be read from the spine, which already holds ``delta``
         add_into(self._pending, delta)
         self._pending_source = None
         self._ticks += 1
@@ -91,7 +91,7 @@ class SparkMirror:
         self.compactions += 1
 
     def reset(self) -> None:
-        """Forget everything (the tries were replaced by a snapshot); rebuilt on next use."""
+        """Forget everything (the state was replaced by a snapshot); rebuilt on next use."""
         if self._base is not None:
             free(self._base)
         self._base = None
@@ -100,7 +100,7 @@ class SparkMirror:
         self._ticks = 0
 
     def _source(self, datoms: Mapping[Datom, int]) -> Source:
-        return id_source(self.session, self.ids.encode(datoms), DATOM_COLUMNS)
+        return id_source(self.session, datoms, DATOM_COLUMNS)
 
     def _checkpoint(self, frame: DataFrame) -> DataFrame:
         partitions = int(self.session.conf.get("spark.sql.shuffle.partitions") or 1)

@@ -20,7 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from workers.arrangements.keys import IndexOrder
-from workers.executors.spark.frames import DATOM_COLUMNS, ValueIds
+from workers.arrangements.values import ValueIds
+from workers.executors.spark.frames import DATOM_COLUMNS
 from workers.executors.spark.sql import WEIGHT, Sql, conjunction
 from workers.plan.ir import ExtenderSpec, StepKind
 
@@ -65,7 +66,7 @@ def relation(sql: Sql, spec: ExtenderSpec, table: str, ids: ValueIds) -> Relatio
     for depth, step in enumerate(spec.steps):
         datom_column = column_at(spec, depth)
         if step.kind is StepKind.CONST:
-            filters.append(f"{datom_column} = {ids.id(step.arg)}L")
+            filters.append(f"{datom_column} = {ids.intern(step.arg)}L")
         elif step.kind is StepKind.BOUND and step.arg in keys:
             filters.append(f"{datom_column} = {keys[step.arg]}")
         elif step.kind is StepKind.BOUND:

@@ -5,7 +5,7 @@ query's relations; each join program it runs is cut into pieces: runs of Generic
 levels go to Spark (one query each, reading the shared datoms' mirror and the derived
 relations' tuples), and the ops between them — predicates, function bindings, negations,
 late checks — run on the driver over the collected rows, with the same code as the local
-executor (Spark frames carry value ids; built-ins need values).
+executor (built-ins decode the value ids they read).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from workers.arrangements import MemoryArrangement
+from workers.arrangements import ArrangementRegistry, MemoryArrangement
 from workers.executors.extenders import Relations, Row
 from workers.executors.joins import LocalJoins
 from workers.executors.spark.executor import SparkExecutor
@@ -32,7 +32,7 @@ class Piece:
 class SparkJoins:
     """:class:`~workers.executors.joins.Joins` with the levels on Spark."""
 
-    def __init__(self, spark: SparkExecutor, old: MemoryArrangement,
+    def __init__(self, spark: SparkExecutor, old: ArrangementRegistry,
                  delta: MemoryArrangement, relations: Relations) -> None:
         self._spark, self._delta, self._relations = spark, delta, relations
         self._local = LocalJoins(old, delta, relations)

@@ -1,0 +1,121 @@
+"""Bulk load through the public API: load rate, memory per datom, snapshot save and restore.
+
+    python -m bench load [--edges 1000000] [--tx-datoms 10000] [--query none|triangle]
+                         [--ticks 1000] [--seed S]
+
+A seeded power-law graph (one datom `[u :g/to v]` per edge, the cached graph of
+`python -m bench spine`) is sent to one `Engine` as transactions of `--tx-datoms` datoms
+through `Engine.transact_many` (one tick per transaction; the forms of each are built just
+before it, so the input is not counted as the engine's).  With `--query triangle` the
+triangle query is registered first and kept live through the load.  Reported: the load
+rate, the process RSS grown by the load per datom (`malloc_trim` first, as the spine
+benchmark does), the snapshot's save (`Engine.state` + pickle) and restore (unpickle +
+`Engine.restore`) times, and the mean of `--ticks` single-edge ticks afterwards (half of
+them retracting a loaded edge, half putting it back).
+"""
+
+from __future__ import annotations
+
+import argparse
+import pickle
+import random
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bench.data import powerlaw_graph, powerlaw_path
+from bench.engine.spine import edge_columns, rss
+from bench.engine.tx import ADD, RETRACT, TO
+from bench.harness import Results, log, markdown_table
+from bench.queries import QUERIES
+from workers.engine import Engine
+
+QUERY_CHOICES = ("none", "triangle")
+
+
+def load(engine: Engine, us: Any, vs: Any, tx_datoms: int) -> float:
+    """Send the edges as transactions of ``tx_datoms`` datoms; the seconds it took."""
+    started = time.perf_counter()
+    for offset in range(0, len(us), tx_datoms):
+        forms = [[ADD, u, TO, v] for u, v in zip(us[offset:offset + tx_datoms].tolist(),
+                                                 vs[offset:offset + tx_datoms].tolist(),
+                                                 strict=True)]
+        engine.transact_many([(forms, offset)])
+    return time.perf_counter() - started
+
+
+def snapshot_times(engine: Engine) -> dict[str, float]:
+    """Save (state + pickle to a file) and restore (unpickle + restore) in seconds."""
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "snapshot.pickle"
+        started = time.perf_counter()
+        with path.open("wb") as file:
+            pickle.dump(engine.state(), file, protocol=pickle.HIGHEST_PROTOCOL)
+        saved = time.perf_counter()
+        with path.open("rb") as file:
+            state = pickle.load(file)
+        Engine().restore(state)
+        restored = time.perf_counter()
+        return {"save_s": saved - started, "restore_s": restored - saved,
+                "snapshot_bytes": path.stat().st_size}
+
+
+def single_edge_ticks(engine: Engine, us: Any, vs: Any, ticks: int, seed: int) -> float:
+    """Mean microseconds of a single-edge tick: retract a loaded edge, then put it back."""
+    rng = random.Random(seed)
+    picks = [rng.randrange(len(us)) for _ in range(ticks // 2)]
+    started = time.perf_counter()
+    for i in picks:
+        u, v = int(us[i]), int(vs[i])
+        engine.transact([[RETRACT, u, TO, v]])
+        engine.transact([[ADD, u, TO, v]])
+    return (time.perf_counter() - started) / (2 * len(picks)) * 1e6
+
+
+def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
+    """Parse and validate the command line."""
+    parser.add_argument("--edges", type=int, default=1_000_000,
+                        help="edges of the power-law graph (default 1000000)")
+    parser.add_argument("--tx-datoms", type=int, default=10_000,
+                        help="datoms per transaction (default 10000)")
+    parser.add_argument("--query", choices=QUERY_CHOICES, default="none",
+                        help="a query kept live through the load (default none)")
+    parser.add_argument("--ticks", type=int, default=1000,
+                        help="single-edge ticks after the load (default 1000)")
+    parser.add_argument("--seed", type=int, default=42, help="graph seed (default 42)")
+    args = parser.parse_args(argv)
+    if min(args.edges, args.tx_datoms, args.ticks) < 2:
+        parser.error("--edges, --tx-datoms and --ticks must be at least 2")
+    return args
+
+
+def run(args: argparse.Namespace) -> None:
+    """Load, measure, print one table and write the results file."""
+    output = Results("load", args)
+    if not powerlaw_path(args.edges, args.seed).exists():
+        powerlaw_graph(args.edges, args.seed)
+    us, vs = edge_columns(args.edges, args.seed)
+    before = rss()
+    engine = Engine()
+    if args.query != "none":
+        engine.register(args.query, QUERIES[args.query])
+    log(f"loading {args.edges:,} edges in transactions of {args.tx_datoms:,}")
+    seconds = load(engine, us, vs, args.tx_datoms)
+    datoms = len(engine.db)
+    grown = rss() - before
+    log("snapshot save and restore")
+    snapshot = snapshot_times(engine)
+    tick_us = single_edge_ticks(engine, us, vs, args.ticks, args.seed)
+    result = {"datoms": datoms, "load_s": seconds, "datoms_per_s": datoms / seconds,
+              "rss_bytes_per_datom": grown / datoms, "single_edge_tick_us": tick_us,
+              **snapshot}
+    print(markdown_table(
+        ["datoms", "query", "load (datoms/s)", "RSS (B/datom)", "save (s)", "restore (s)",
+         "snapshot (B/datom)", "single-edge tick (µs)"],
+        [[f"{datoms:,}", args.query, f"{result['datoms_per_s']:,.0f}",
+          f"{result['rss_bytes_per_datom']:.0f}", f"{snapshot['save_s']:.2f}",
+          f"{snapshot['restore_s']:.2f}", f"{snapshot['snapshot_bytes'] / datoms:.1f}",
+          f"{tick_us:.0f}"]]))
+    output.write({"result": result})

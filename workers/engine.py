@@ -28,9 +28,11 @@ import numpy.typing as npt
 
 from workers import edn
 from workers.arrangements import ArrangementRegistry, MemoryArrangement, PendingReader
+from workers.arrangements.spine import IdDatom
 from workers.arrangements.values import ValueIds
 from workers.datalog import Query, compile_query
-from workers.db import BUILTIN_SCHEMA, Schema, normalise, parse_tx
+from workers.db import BUILTIN_SCHEMA, Schema, TxOps, normalise, parse_tx
+from workers.db.bulk import DatomColumns, normalise_bulk
 from workers.errors import ErrorCode, TransactionError, UnknownQueryError, WorkersError
 from workers.executors import Work
 from workers.executors.dispatch import DEFAULT_AUTO, AutoPolicy, Dispatch, Prepared
@@ -44,6 +46,10 @@ if TYPE_CHECKING:
 
 Row = tuple[Any, ...]
 Changes = dict[str, dict[Row, int]]
+IdDelta = dict[IdDatom, int] | DatomColumns  # a tick's effective delta, as value ids
+# A batch of this many datoms or more is normalised at once when it can be (workers.db.bulk):
+# below it the per-transaction path costs less than the arrays' fixed costs (bench/engine/load.py).
+BULK_DATOMS = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,13 +84,16 @@ class Engine:
     """Shared arrangements, registered queries and their incremental maintenance."""
 
     def __init__(self, strategy: str = "delta", executor: str = "local",
-                 spark: SparkSettings | None = None, auto: AutoPolicy = DEFAULT_AUTO) -> None:
+                 spark: SparkSettings | None = None, auto: AutoPolicy = DEFAULT_AUTO,
+                 bulk_datoms: int = BULK_DATOMS) -> None:
         """``executor``: ``local``, ``spark`` or ``auto`` (see :mod:`workers.executors.dispatch`);
-        ``spark`` says where Spark runs (embedded ``local[*]`` by default)."""
+        ``spark`` says where Spark runs (embedded ``local[*]`` by default); ``bulk_datoms``:
+        the batch size from which :meth:`transact_many` tries normalising all at once."""
         if strategy not in STRATEGIES:
             raise WorkersError(f"unknown strategy {strategy!r}; one of {', '.join(STRATEGIES)}",
                                code=ErrorCode.CONFIG)
         self.strategy = strategy
+        self.bulk_datoms = bulk_datoms
         self.db = ArrangementRegistry()
         self.schema = BUILTIN_SCHEMA
         self.tx = 0
@@ -108,15 +117,17 @@ class Engine:
         # Step 1: normalise against the current state.
         normalised = normalise(parse_tx(forms), self.db, self.schema)
         self.schema = normalised.schema
-        return self._tick(normalised.delta)
+        return self._tick(self.db.encode(normalised.delta))
 
     def transact_many(self, txs: Iterable[tuple[Any, int]]) -> tuple[Changes, list[Refusal]]:
         """Apply ``(forms, tx_id)`` transactions as one tick; return the consolidated changes
         and the refused transactions (which changed nothing).
 
         Step 1 normalises each transaction against the state plus the ones before it in the
-        tick (a :class:`PendingReader`); the queries then step once with the summed delta —
-        one Spark job for a whole catch-up batch instead of one per transaction.
+        tick (a :class:`PendingReader`) — a batch of at least ``bulk_datoms`` datoms all at
+        once when its transactions allow (:mod:`workers.db.bulk`); the queries then step once
+        with the summed delta — one Spark job for a whole catch-up batch instead of one per
+        transaction.
         """
         delta, refused = self._normalise_many(txs)
         return self._tick(delta), refused
@@ -132,43 +143,76 @@ class Engine:
         """
         delta, refused = self._normalise_many(txs)
         if len(delta) <= chunk_datoms:  # the usual tick: the delta itself, if any
-            return (self._tick(piece) for piece in [delta] if piece), refused
-        datoms = list(delta.items())
-        pieces = (dict(datoms[i:i + chunk_datoms]) for i in range(0, len(datoms), chunk_datoms))
+            return (self._tick(piece) for piece in [delta] if len(piece)), refused
+        if isinstance(delta, DatomColumns):
+            columns = delta
+            pieces: Iterator[IdDelta] = (columns.piece(i, i + chunk_datoms)
+                                         for i in range(0, len(columns), chunk_datoms))
+        else:
+            datoms = list(delta.items())
+            pieces = (dict(datoms[i:i + chunk_datoms])
+                      for i in range(0, len(datoms), chunk_datoms))
         return (self._tick(piece) for piece in pieces), refused
 
-    def _normalise_many(self, txs: Iterable[tuple[Any, int]]) -> tuple[dict[Any, int],
-                                                                       list[Refusal]]:
-        """Step 1 of a batch: the summed effective delta and the refused transactions."""
-        pending = MemoryArrangement()
-        reader = PendingReader(self.db, pending)
-        refused: list[Refusal] = []
-        for forms, tx_id in txs:
+    def _normalise_many(self, txs: Iterable[tuple[Any, int]]) -> tuple[IdDelta, list[Refusal]]:
+        """Step 1 of a batch: the summed effective delta (value ids) and the refused
+        transactions, in the batch's order."""
+        parsed: list[tuple[TxOps, int]] = []
+        refused: list[tuple[int, Refusal]] = []  # (position in the batch, refusal)
+        positions: list[int] = []  # of the parsed transactions
+        for position, (forms, tx_id) in enumerate(txs):
             self.tx = tx_id
             try:
-                normalised = normalise(parse_tx(forms), reader, self.schema)
+                parsed.append((parse_tx(forms), tx_id))
+                positions.append(position)
             except TransactionError as error:
-                refused.append(Refusal(tx_id, error))
-                continue
-            self.schema = normalised.schema
-            pending.update(normalised.delta)
-        return dict(pending.datoms()), refused
+                refused.append((position, Refusal(tx_id, error)))
+        bulk = None
+        if sum(len(ops.adds) + len(ops.retracts) for ops, _ in parsed) >= self.bulk_datoms:
+            bulk = normalise_bulk(parsed, self.db, self.schema)
+        if bulk is not None:
+            delta: IdDelta = bulk.delta
+            refused += [(positions[i], Refusal(parsed[i][1], error)) for i, error in bulk.refused]
+        else:
+            pending = MemoryArrangement()
+            reader = PendingReader(self.db, pending)
+            for position, (ops, tx_id) in zip(positions, parsed, strict=True):
+                try:
+                    normalised = normalise(ops, reader, self.schema)
+                except TransactionError as error:
+                    refused.append((position, Refusal(tx_id, error)))
+                    continue
+                self.schema = normalised.schema
+                pending.update(normalised.delta)
+            delta = self.db.encode(dict(pending.datoms()))
+        return delta, [refusal for _, refusal in sorted(refused, key=lambda pair: pair[0])]
 
-    def _tick(self, delta: dict[Any, int]) -> Changes:
-        """Steps 2-5 of a tick whose effective delta is ``delta``."""
-        if not delta:
+    def _tick(self, delta: IdDelta) -> Changes:
+        """Steps 2-5 of a tick whose effective delta is ``delta`` (value ids)."""
+        if not len(delta):
             return {}
+        if isinstance(delta, DatomColumns):
+            attributes = {self.db.ids.value(a) for a in np.unique(delta.a).tolist()}
+            if not self._affected(attributes) and self.dispatch.spark is None:
+                self.last_work = {}  # nothing reads the delta: straight into the spine
+                self.db.apply_columns(delta.e, delta.a, delta.v, delta.w)
+                return {}
+            delta = delta.as_dict()
+        return self._tick_datoms(delta)
+
+    def _tick_datoms(self, encoded: dict[IdDatom, int]) -> Changes:
+        """Steps 2-5 of a tick whose delta is a dict of id datoms."""
         # Step 2: arrange the tick's delta.
-        encoded = self.db.encode(delta)
         self._delta.reset(encoded)
+        value = self.db.ids.value
         # Steps 3-4: route and step the affected queries.
         changes: Changes = {}
         self.last_work = {}
-        for name in self._affected({datom[1] for datom in delta}):
+        for name in self._affected({value(datom[1]) for datom in encoded}):
             work = self.last_work[name] = Work()
             registered = self._queries[name]
             started = time.perf_counter()
-            rows = self._decode(self.dispatch.step(registered.prepared, len(delta), work))
+            rows = self._decode(self.dispatch.step(registered.prepared, len(encoded), work))
             if rows and registered.aggregation is not None:
                 rows = registered.aggregation.step(rows)
             work.seconds = time.perf_counter() - started

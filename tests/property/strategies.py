@@ -35,6 +35,18 @@ def ops(draw: st.DrawFn) -> list[Any]:
 
 
 tx_streams = st.lists(st.lists(ops(), min_size=1, max_size=4), min_size=1, max_size=12)
+
+# Plain transactions (adds and retracts) over many entities: a batch of them is usually
+# independent (no datom, no entity's cardinality-one attribute, in two transactions), the
+# case normalised all at once (workers.db.bulk); sometimes not, the per-transaction case.
+nodes, people = st.integers(1, 10), st.integers(1, 30)
+plain_ops = st.tuples(st.sampled_from([ADD, ADD, RETRACT]), st.one_of(
+    st.tuples(nodes, st.just(TO), nodes),
+    st.tuples(people, st.just(AGE), st.sampled_from([1, 2, 30])),
+    st.tuples(people, st.just(NAME), st.sampled_from(["Ivan", "Petr", 7])),
+)).map(lambda op: [op[0], *op[1]])
+plain_tx_streams = st.lists(st.lists(plain_ops, min_size=1, max_size=6), min_size=1,
+                            max_size=12)
 SCHEMA_DATOMS = {d for a in CARDINALITY_ONE
                  for d in [(a, keyword("db/ident"), a),
                            (a, keyword("db/cardinality"), keyword("db.cardinality/one"))]}

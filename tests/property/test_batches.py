@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.property.strategies import SCHEMA_TX, tx_streams
+from tests.property.strategies import SCHEMA_TX, plain_tx_streams, tx_streams
 from tests.property.test_datalog_features import UNREACHABLE
 from tests.property.test_incremental_matches_recompute import QUERIES
 from workers.engine import Engine
@@ -23,8 +23,9 @@ MAINTAINED = ["[:find ?x ?y :where [?x :g/to ?y] (not [?y :g/to ?x])]",
               "[:find ?a (count ?b) (max ?b) :where [?a :g/to ?b]]"]
 
 
-def _engines() -> tuple[Engine, Engine, Engine]:
-    engines = Engine(), Engine(), Engine()
+def _engines(bulk_datoms: int) -> tuple[Engine, Engine, Engine]:
+    """One engine for transactions one by one, two for batches (whole, and in chunks)."""
+    engines = Engine(), Engine(bulk_datoms=bulk_datoms), Engine(bulk_datoms=bulk_datoms)
     for engine in engines:
         engine.transact(SCHEMA_TX)
         for i, query in enumerate(QUERIES[:4] + QUERIES[8:12] + MAINTAINED):
@@ -36,7 +37,21 @@ def _engines() -> tuple[Engine, Engine, Engine]:
        chunk=st.integers(1, 4))
 def test_a_batch_is_the_sum_of_its_transactions(stream: list[list[Any]], cuts: list[int],
                                                 chunk: int) -> None:
-    one_by_one, batched, chunked = _engines()
+    _check_batches(stream, cuts, chunk, bulk_datoms=0)
+
+
+@given(stream=plain_tx_streams, cuts=st.lists(st.integers(0, 12), max_size=3),
+       chunk=st.integers(1, 4), bulk_datoms=st.sampled_from([0, 10**9]))
+def test_a_plain_batch_normalised_at_once_is_the_sum_of_its_transactions(
+        stream: list[list[Any]], cuts: list[int], chunk: int, bulk_datoms: int) -> None:
+    """Independent batches take the bulk path (``bulk_datoms=0``), the others and every
+    batch under ``10**9`` the per-transaction one: the same changes, refusals, database."""
+    _check_batches(stream, cuts, chunk, bulk_datoms)
+
+
+def _check_batches(stream: list[list[Any]], cuts: list[int], chunk: int,
+                   bulk_datoms: int) -> None:
+    one_by_one, batched, chunked = _engines(bulk_datoms)
     bounds = sorted({0, len(stream), *(c for c in cuts if c < len(stream))})
     for start, end in pairwise(bounds):
         expected: dict[str, dict[Any, int]] = {}

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from workers.arrangements.batch import Ids, Ints
 from workers.arrangements.keys import IndexOrder
 from workers.arrangements.spine import IdDatom, SpineArrangement
 from workers.arrangements.values import ValueIds
@@ -53,11 +54,15 @@ class ArrangementRegistry:
         if len(delta) >= self.state.layer_limit:
             e, a, v = (np.fromiter((d[i] for d in delta), np.int32, len(delta))
                        for i in range(3))
-            self.state.update_columns(e, a, v, np.fromiter(delta.values(), np.int64,
-                                                           len(delta)))
+            self.apply_columns(e, a, v, np.fromiter(delta.values(), np.int64, len(delta)))
         else:
             self.state.update(delta)
-        self.size += sum(delta.values())
+            self.size += sum(delta.values())
+
+    def apply_columns(self, e: Ids, a: Ids, v: Ids, w: Ints) -> None:
+        """:meth:`apply` of a delta given as columns (each datom once): one spine batch."""
+        self.state.update_columns(e, a, v, w)
+        self.size += int(w.sum())
 
     def load(self, ids: ValueIds, columns: tuple[np.ndarray, ...]) -> None:
         """Adopt a snapshot: its value dictionary and its datoms as id columns."""

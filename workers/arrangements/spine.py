@@ -222,10 +222,11 @@ class SpineArrangement:
         """:meth:`count` or more: the sources' counts added (a key in several is counted in
         each, a retracted one still counted), without reading any node whole — what
         GenericJoin needs to pick a proposer."""
-        depth = len(prefix)
-        return sum(node[0].count(depth, node[1], node[2]) if isinstance(node, tuple) else
-                   len(node)  # type: ignore[arg-type]
-                   for node in self._nodes(order, prefix))
+        depth, total = len(prefix), 0
+        for node in self._nodes(order, prefix):
+            total += node[0].count(depth, node[1], node[2]) if isinstance(node, tuple) else len(
+                node)  # type: ignore[arg-type]
+        return total
 
     def propose(self, order: IndexOrder, prefix: Sequence[int]) -> dict[int, int]:
         """Each key following ``prefix`` with the summed weight of the datoms under it."""

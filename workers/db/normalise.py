@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any, Protocol
 
 from workers.db.schema import SCHEMA_ATTRIBUTES, Schema
@@ -62,6 +63,51 @@ def normalise(ops: TxOps, db: DatabaseReader, schema: Schema) -> Normalised:
     delta = {d: 1 for d in adds if not db.has(d)}
     delta.update((d, -1) for d in retracts if db.has(d))
     return Normalised(delta, schema)
+
+
+def is_plain(ops: TxOps) -> bool:
+    """Only datoms added and retracted, none of them schema: what such a transaction does
+    to a datom depends on that datom alone (and, for a cardinality-one attribute, on the
+    entity's other values of it), and whether it is refused on nothing in the database."""
+    return (not ops.retract_attributes and not ops.retract_entities
+            and SCHEMA_ATTRIBUTES.isdisjoint({*map(_ATTRIBUTE, ops.adds),
+                                              *map(_ATTRIBUTE, ops.retracts)}))
+
+
+_ATTRIBUTE = itemgetter(1)
+
+
+def check_plain(ops: TxOps, schema: Schema) -> tuple[set[Datom], set[Datom]]:
+    """A plain transaction's added and retracted datoms, or the :class:`TransactionError`
+    :func:`normalise` raises for it — the same checks in the same order on the same sets
+    (an empty database stands in: none of them reads it)."""
+    adds, retracts = set(ops.adds), set(ops.retracts)
+    _refuse_conflicts(adds, retracts)
+    attributes = [schema[a] for a in set(map(_ATTRIBUTE, adds))]
+    if any(attribute.value_type is not None for attribute in attributes):
+        _check_types(adds, schema)
+    if any(attribute.cardinality_one for attribute in attributes):
+        _cardinality_one_retractions(adds, _NOTHING, schema)
+    return adds, retracts
+
+
+class _Nothing:
+    """The empty database."""
+
+    def has(self, datom: Datom) -> bool:
+        return False
+
+    def values(self, e: Any, a: Any) -> Iterator[Any]:
+        return iter(())
+
+    def entity_datoms(self, e: Any) -> Iterator[Datom]:
+        return iter(())
+
+    def referrers(self, v: Any, a: Any) -> Iterator[Datom]:
+        return iter(())
+
+
+_NOTHING = _Nothing()
 
 
 def _refuse_conflicts(adds: set[Datom], retracts: set[Datom]) -> None:

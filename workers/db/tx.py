@@ -19,7 +19,7 @@ from typing import Any
 import edn_format
 
 from workers.db.schema import DB_ID, DB_IDENT
-from workers.db.values import is_entity_id, is_value, type_name
+from workers.db.values import LONG_MAX, LONG_MIN, is_entity_id, is_value, type_name
 from workers.edn import Keyword, keyword
 from workers.edn import show as _show
 from workers.errors import ErrorCode, TransactionError
@@ -48,7 +48,9 @@ def parse_tx(forms: Any) -> TxOps:
         raise TransactionError(f"a transaction is a vector of ops, got {_show(forms)}", form=forms)
     ops = TxOps()
     for form in forms:
-        if isinstance(form, Mapping):
+        if (type(form) is list or type(form) is tuple) and form:  # the usual op, no ABC check
+            _parse_list_op(form, ops)
+        elif isinstance(form, Mapping):
             _parse_entity_map(form, ops)
         elif isinstance(form, Sequence) and not isinstance(form, str) and form:
             _parse_list_op(form, ops)
@@ -89,7 +91,13 @@ def _parse_entity_map(form: Mapping[Any, Any], ops: TxOps) -> None:
 
 
 def _datom(e: Any, a: Any, v: Any, form: Any) -> Datom:
+    if type(a) is Keyword and type(e) is int and LONG_MIN <= e <= LONG_MAX and (
+            type(v) in _PLAIN_VALUES or (type(v) is int and LONG_MIN <= v <= LONG_MAX)):
+        return e, a, v  # the usual datom, checked without a call per position
     return _entity(e, form), _attribute(a, form), _value(v, form)
+
+
+_PLAIN_VALUES = frozenset({str, float, bool, Keyword})  # valid values whatever they hold
 
 
 def _intern(x: Any) -> Any:

@@ -1,0 +1,81 @@
+"""A batch normalised at once (``normalise_bulk``): taken only when its transactions are
+plain and independent, and then the same delta and refusals as one by one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.unit.db.txdb import TxDb
+from workers import edn
+from workers.db import normalise, parse_tx
+from workers.db.bulk import normalise_bulk
+from workers.errors import TransactionError
+
+SCHEMA = ('[{:db/ident :age :db/cardinality :db.cardinality/one :db/valueType :db.type/long}'
+          ' {:db/ident :name :db/cardinality :db.cardinality/one}]')
+BEFORE = '[[:db/add 1 :age 30] [:db/add 1 :g/to 2] [:db/add 2 :name "Petr"] [:db/add 3 :g/to 1]]'
+
+
+def _db() -> TxDb:
+    return TxDb(SCHEMA, BEFORE)
+
+
+def _bulk(db: TxDb, batch: list[str]) -> Any:
+    parsed = [(parse_tx(edn.read(tx)), i) for i, tx in enumerate(batch)]
+    return normalise_bulk(parsed, db.db, db.schema)
+
+
+def _one_by_one(db: TxDb, batch: list[str]) -> tuple[dict[Any, int], list[tuple[int, str]]]:
+    """The summed delta and the refusals (index, message) of the batch one by one."""
+    delta: dict[Any, int] = {}
+    refused = []
+    for i, tx in enumerate(batch):
+        try:
+            for datom, weight in db.transact(tx).items():
+                delta[datom] = delta.get(datom, 0) + weight
+        except TransactionError as error:
+            refused.append((i, str(error)))
+    return {d: w for d, w in delta.items() if w}, refused
+
+
+@pytest.mark.parametrize("batch", [
+    pytest.param(['[[:db/add 1 :age 31] [:db/add 4 :g/to 1]]', '[[:db/retract 1 :g/to 2]]'],
+                 id="replace a cardinality-one value, add, retract"),
+    pytest.param(['[[:db/add 2 :name "Petr"] [:db/retract 3 :g/to 9]]'],
+                 id="present added and absent retracted: no-ops"),
+    pytest.param(['[[:db/add 1 :age 31] [:db/retract 1 :age 30]]', '[[:db/add 5 :g/to 6]]'],
+                 id="a retraction the replacement makes too"),
+    pytest.param(['[[:db/add 7 :g/to 8] [:db/retract 7 :g/to 8]]', '[[:db/add 9 :g/to 1]]'],
+                 id="added and retracted in one transaction: refused"),
+    pytest.param(['[[:db/add 7 :age "old"]]', '[[:db/add 8 :age 1] [:db/add 8 :age 2]]',
+                  '[[:db/add 9 :age 3]]'], id="wrong type, two cardinality-one values"),
+])
+def test_an_independent_batch_gives_the_one_by_one_delta_and_refusals(batch: list[str]) -> None:
+    db = _db()
+    bulk = _bulk(db, batch)
+    assert bulk is not None
+    delta = {db.db.decode(datom): w for datom, w in bulk.delta.as_dict().items()}
+    assert (delta, [(i, str(error)) for i, error in bulk.refused]) == _one_by_one(_db(), batch)
+
+
+@pytest.mark.parametrize("batch", [
+    pytest.param(['[[:db/add 4 :g/to 1]]', '[[:db/retract 4 :g/to 1]]'], id="a datom twice"),
+    pytest.param(['[[:db/add 1 :age 31]]', '[[:db/add 1 :age 32]]'],
+                 id="a cardinality-one attribute of one entity twice"),
+    pytest.param(['[[:db/add 4 :g/to 1]]', '[[:db/retractEntity 3]]'], id="retractEntity"),
+    pytest.param(['[[:db/retract 1 :age]]'], id="retract an attribute"),
+    pytest.param(['[{:db/ident :tag :db/cardinality :db.cardinality/many}]'], id="schema"),
+])
+def test_other_batches_are_left_to_the_per_transaction_path(batch: list[str]) -> None:
+    assert _bulk(_db(), batch) is None
+
+
+def test_the_bulk_refusal_is_the_one_normalise_raises() -> None:
+    tx = '[[:db/add 8 :age 1] [:db/add 8 :age 2] [:db/add 8 :age "x"]]'
+    db = _db()
+    with pytest.raises(TransactionError) as raised:
+        normalise(parse_tx(edn.read(tx)), db.db, db.schema)
+    bulk = _bulk(db, [tx])
+    assert bulk is not None and [str(e) for _, e in bulk.refused] == [str(raised.value)]

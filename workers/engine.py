@@ -28,14 +28,20 @@ import numpy.typing as npt
 
 from workers import edn
 from workers.arrangements import ArrangementRegistry, MemoryArrangement, PendingReader
-from workers.arrangements.spine import IdDatom
+from workers.arrangements.delta import DatomColumns, IdDelta, TickDelta
 from workers.arrangements.values import ValueIds
 from workers.datalog import Query, compile_query
 from workers.db import BUILTIN_SCHEMA, Schema, TxOps, normalise, parse_tx
-from workers.db.bulk import DatomColumns, normalise_bulk
+from workers.db.bulk import normalise_bulk
 from workers.errors import ErrorCode, TransactionError, UnknownQueryError, WorkersError
 from workers.executors import Work
-from workers.executors.dispatch import DEFAULT_AUTO, AutoPolicy, Dispatch, Prepared
+from workers.executors.dispatch import (
+    DEFAULT_AUTO,
+    VECTOR_DATOMS,
+    AutoPolicy,
+    Dispatch,
+    Prepared,
+)
 from workers.plan import STRATEGIES, Plan, explain, plan_query
 from workers.plan.ir import RulesPlan
 from workers.plan.rules import plan_rules
@@ -46,7 +52,6 @@ if TYPE_CHECKING:
 
 Row = tuple[Any, ...]
 Changes = dict[str, dict[Row, int]]
-IdDelta = dict[IdDatom, int] | DatomColumns  # a tick's effective delta, as value ids
 # A batch of this many datoms or more is normalised at once when it can be (workers.db.bulk):
 # below it the per-transaction path costs less than the arrays' fixed costs (bench/engine/load.py).
 BULK_DATOMS = 1000
@@ -85,10 +90,12 @@ class Engine:
 
     def __init__(self, strategy: str = "delta", executor: str = "local",
                  spark: SparkSettings | None = None, auto: AutoPolicy = DEFAULT_AUTO,
-                 bulk_datoms: int = BULK_DATOMS) -> None:
+                 bulk_datoms: int = BULK_DATOMS, vector_datoms: int = VECTOR_DATOMS) -> None:
         """``executor``: ``local``, ``spark`` or ``auto`` (see :mod:`workers.executors.dispatch`);
         ``spark`` says where Spark runs (embedded ``local[*]`` by default); ``bulk_datoms``:
-        the batch size from which :meth:`transact_many` tries normalising all at once."""
+        the batch size from which :meth:`transact_many` tries normalising all at once;
+        ``vector_datoms``: the tick size from which a query steps a frame at a time
+        (:mod:`workers.executors.vectorised`), when its plan allows."""
         if strategy not in STRATEGIES:
             raise WorkersError(f"unknown strategy {strategy!r}; one of {', '.join(STRATEGIES)}",
                                code=ErrorCode.CONFIG)
@@ -98,8 +105,9 @@ class Engine:
         self.schema = BUILTIN_SCHEMA
         self.tx = 0
         self.last_work: dict[str, Work] = {}
-        self._delta = MemoryArrangement()
+        self._delta = TickDelta()
         self.dispatch = Dispatch(executor, self.db, self._delta, spark, auto)
+        self.dispatch.vector_datoms = vector_datoms
         self._queries: dict[str, RegisteredQuery] = {}
         self._by_attribute: dict[Any, set[str]] = {}
         self._any_attribute: set[str] = set()
@@ -191,28 +199,19 @@ class Engine:
         """Steps 2-5 of a tick whose effective delta is ``delta`` (value ids)."""
         if not len(delta):
             return {}
-        if isinstance(delta, DatomColumns):
-            attributes = {self.db.ids.value(a) for a in np.unique(delta.a).tolist()}
-            if not self._affected(attributes) and self.dispatch.spark is None:
-                self.last_work = {}  # nothing reads the delta: straight into the spine
-                self.db.apply_columns(delta.e, delta.a, delta.v, delta.w)
-                return {}
-            delta = delta.as_dict()
-        return self._tick_datoms(delta)
-
-    def _tick_datoms(self, encoded: dict[IdDatom, int]) -> Changes:
-        """Steps 2-5 of a tick whose delta is a dict of id datoms."""
-        # Step 2: arrange the tick's delta.
-        self._delta.reset(encoded)
+        # Step 2: the tick's delta, arranged as the queries stepping read it.
+        self._delta.reset(delta)
         value = self.db.ids.value
+        attribute_ids = (np.unique(delta.a).tolist() if isinstance(delta, DatomColumns) else
+                         {datom[1] for datom in delta})
         # Steps 3-4: route and step the affected queries.
         changes: Changes = {}
         self.last_work = {}
-        for name in self._affected({value(datom[1]) for datom in encoded}):
+        for name in self._affected({value(a) for a in attribute_ids}):
             work = self.last_work[name] = Work()
             registered = self._queries[name]
             started = time.perf_counter()
-            rows = self._decode(self.dispatch.step(registered.prepared, len(encoded), work))
+            rows = self._decode(self.dispatch.step(registered.prepared, len(delta), work))
             if rows and registered.aggregation is not None:
                 rows = registered.aggregation.step(rows)
             work.seconds = time.perf_counter() - started
@@ -220,8 +219,11 @@ class Engine:
                 changes[name] = rows
         # Step 5: the only write to the shared arrangements (Spark's mirror follows it);
         # between ticks the delta is empty, so ``new`` reads the same as ``old``.
-        self.db.apply(encoded)
-        self.dispatch.applied(encoded)
+        if isinstance(delta, DatomColumns):
+            self.db.apply_columns(delta.e, delta.a, delta.v, delta.w)
+        else:
+            self.db.apply(delta)
+        self.dispatch.applied()
         self._delta.reset({})
         return changes
 

@@ -140,6 +140,26 @@ def test_a_nonnegative_spine_answers_as_the_dict_tries(
                 _check_one_prefix(spine, tries.index(order), order, prefix)
                 if len(prefix) < 3:
                     assert spine.estimate(order, prefix) >= spine.count(order, prefix)
+            for depth in range(3):
+                batch = [p for p in asked if len(p) == depth]
+                if batch:
+                    _check_frame_verbs(spine, order, batch)
+
+
+def _check_frame_verbs(spine: SpineArrangement, order: IndexOrder,
+                       batch: list[tuple[int, ...]]) -> None:
+    """``estimates`` bound each prefix's count; ``lookups`` sum as ``intersect`` does (a
+    nonnegative spine: present exactly when the sum is positive)."""
+    rows = np.array(batch, np.int64).reshape(len(batch), len(batch[0]))
+    assert (spine.estimates(order, rows) >= spine.counts(order, rows)).all()
+    cand_rows = np.repeat(np.arange(len(batch)), 4)
+    cand_keys = np.tile(np.array([0, 2, 5, 6], np.int32), len(batch))
+    _, total = spine.lookups(order, rows, cand_rows, cand_keys)
+    for i, prefix in enumerate(batch):
+        found = spine.intersect(order, prefix, dict.fromkeys([0, 2, 5, 6], 1))
+        got = {k: w for k, w in zip([0, 2, 5, 6], total[4 * i:4 * i + 4].tolist(), strict=True)
+               if w > 0}
+        assert got == found
 
 
 @given(stream=st.lists(deltas, min_size=1, max_size=10))

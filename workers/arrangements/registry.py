@@ -24,6 +24,9 @@ from workers.arrangements.values import ValueIds
 
 Datom = tuple[Any, Any, Any]
 EAV, AEV, AVE, VAE = IndexOrder.EAV, IndexOrder.AEV, IndexOrder.AVE, IndexOrder.VAE
+# A delta this large becomes a spine batch of its own (sorting it costs less than writing
+# each datom into the four dict tries of the spine's layer).
+BATCH_DATOMS = 1024
 
 
 class ArrangementRegistry:
@@ -51,7 +54,7 @@ class ArrangementRegistry:
     def apply(self, delta: Mapping[IdDatom, int]) -> None:
         """``state += delta`` (id datoms): the only write to the shared arrangements.  A
         large delta becomes a spine batch at once, a small one goes to the spine's layer."""
-        if len(delta) >= self.state.layer_limit:
+        if len(delta) >= BATCH_DATOMS:
             e, a, v = (np.fromiter((d[i] for d in delta), np.int32, len(delta))
                        for i in range(3))
             self.apply_columns(e, a, v, np.fromiter(delta.values(), np.int64, len(delta)))

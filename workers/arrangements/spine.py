@@ -32,6 +32,7 @@ from workers.arrangements.batch import (
     Batch,
     Ids,
     Ints,
+    Mask,
     PairBatch,
     consolidate,
     sort_order,
@@ -318,6 +319,31 @@ class SpineArrangement:
             first = starts(rows, suffix[0])
             total[several] = np.bincount(rows[first], minlength=len(several))
         return total
+
+    def estimates(self, order: IndexOrder, prefixes: Ints) -> Ints:
+        """:meth:`estimate` of each row: the sources' counts added, no leaves read."""
+        n, depth = prefixes.shape
+        order, prefixes = _major(order, prefixes)
+        total = np.zeros(n, np.int64)
+        for index in self._indexes(order):
+            lo, hi = index.ranges(prefixes)
+            total += np.where(hi > lo, index.width0 if depth == 0 else hi - lo, 0)
+        return total
+
+    def lookups(self, order: IndexOrder, prefixes: Ints, rows: Ints,
+                keys: Ids) -> tuple[Mask, Ints]:
+        """For candidates ``(row, key)`` (a row of ``prefixes`` each): whether some source
+        holds the key under the row's prefix, and the weight under it summed over the
+        sources — on a nonnegative spine, present exactly when that sum is positive."""
+        major, searched = _major(order, prefixes)
+        depth = prefixes.shape[1]
+        total, held = np.zeros(len(keys), np.int64), np.zeros(len(keys), bool)
+        for index in self._indexes(major):
+            lo, hi = index.ranges(searched)
+            found, sums = index.below_many(depth, lo[rows], hi[rows], keys.astype(np.int64))
+            total += sums
+            held |= found
+        return held, total
 
     def proposals(self, order: IndexOrder, prefixes: Ints) -> tuple[Ints, Ids, Ints]:
         """:meth:`propose` of each row: ``(row, key, summed weight)`` sorted by row, key."""

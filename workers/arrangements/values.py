@@ -103,7 +103,8 @@ class ValueIds:
         self._kind[start:start + len(new_keys)] = _INT
         self._payload[start:start + len(new_keys)] = new_keys
         self.size += len(new_keys)
-        self._insert(new_keys, np.arange(start, self.size, dtype=np.int32))
+        if len(new_keys):
+            self._insert(new_keys, np.arange(start, self.size, dtype=np.int32))
         return self._key_ids[self._keys.searchsorted(xs)]
 
     def value(self, i: int) -> Any:

@@ -24,6 +24,7 @@ import numpy as np
 
 from workers.arrangements import ArrangementRegistry, IndexOrder
 from workers.arrangements.batch import Ids, Ints, starts
+from workers.arrangements.delta import DatomColumns
 from workers.arrangements.values import ValueIds
 from workers.db.normalise import check_plain, is_plain
 from workers.db.schema import Schema
@@ -31,27 +32,6 @@ from workers.db.tx import Datom, TxOps
 from workers.errors import TransactionError
 
 EAV = IndexOrder.EAV
-
-
-@dataclass(frozen=True, slots=True)
-class DatomColumns:
-    """A Z-set of datoms as value-id columns (each datom once)."""
-
-    e: Ids
-    a: Ids
-    v: Ids
-    w: Ints
-
-    def __len__(self) -> int:
-        return len(self.e)
-
-    def piece(self, start: int, stop: int) -> DatomColumns:
-        return DatomColumns(self.e[start:stop], self.a[start:stop], self.v[start:stop],
-                            self.w[start:stop])
-
-    def as_dict(self) -> dict[tuple[int, int, int], int]:
-        return dict(zip(zip(self.e.tolist(), self.a.tolist(), self.v.tolist(), strict=True),
-                        self.w.tolist(), strict=True))
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,14 +14,16 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from workers.arrangements import ArrangementRegistry, MemoryArrangement
+from workers.arrangements import ArrangementRegistry
+from workers.arrangements.delta import TickDelta
 from workers.errors import ErrorCode, WorkersError
 from workers.executors.local import LocalExecutor, PreparedPlan
 from workers.executors.rules import PreparedRules
+from workers.executors.vectorised import VectorExecutor, VectorPlan
 from workers.executors.work import Work
 from workers.plan.ir import Plan, RulesPlan
 
@@ -35,6 +37,9 @@ EXECUTORS = ("local", "spark", "auto")
 # 100,000 edges (4.8x slower there, the gap shrinking ~3.5x per decade) nor per bootstrap up
 # to 10^6 datoms (4.8x slower).  The defaults sit where the trends cross; a cluster with
 # more cores moves them down (DELTALOG_SPARK_TICK_DATOMS, DELTALOG_SPARK_BOOTSTRAP_DATOMS).
+# A tick of this many datoms or more steps a query a frame at a time when the vectorised
+# executor takes its plan (bench/engine/vector.py measures where the two paths cross).
+VECTOR_DATOMS = 256
 SPARK_TICK_DATOMS = 2_000_000
 SPARK_BOOTSTRAP_DATOMS = 10_000_000
 log = logging.getLogger("deltalog.dispatch")
@@ -53,10 +58,12 @@ DEFAULT_AUTO = AutoPolicy()
 
 @dataclass(frozen=True, slots=True)
 class Prepared:
-    """A plan bound to the local arrangements; Spark binds it on demand (costs nothing)."""
+    """A plan bound to the local arrangements, row at a time and (when the vectorised
+    executor takes it) a frame at a time; Spark binds it on demand (costs nothing)."""
 
     plan: Plan | RulesPlan
     local: PreparedPlan | PreparedRules
+    vector: VectorPlan | None = None
 
     @property
     def local_only(self) -> bool:
@@ -72,24 +79,30 @@ def _plain(prepared: Prepared) -> Plan:
 class Dispatch:
     """Holds the executors of one engine and picks one for each step and evaluation."""
 
-    def __init__(self, mode: str, old: ArrangementRegistry, delta: MemoryArrangement,
+    def __init__(self, mode: str, old: ArrangementRegistry, delta: TickDelta,
                  spark: SparkSettings | None = None, auto: AutoPolicy = DEFAULT_AUTO) -> None:
         if mode not in EXECUTORS:
             raise WorkersError(f"unknown executor {mode!r}; one of {', '.join(EXECUTORS)}",
                                code=ErrorCode.CONFIG)
         self.mode, self.auto = mode, auto
         self.local = LocalExecutor()
+        self.vector = VectorExecutor(old, delta)
+        self.vector_datoms = VECTOR_DATOMS
         self.last = "local"  # the executor of the latest step or evaluation
-        self._old, self._delta, self._settings = old, delta, spark
+        self._old, self._tick, self._settings = old, delta, spark
+        self._delta = delta.arrangement  # what the row-at-a-time executors and Spark read
         self._spark: SparkExecutor | None = None
         self._spark_failed = False
         if mode == "spark":
             self._spark = self._start_spark()
 
     def prepare(self, plan: Plan | RulesPlan) -> Prepared:
-        if isinstance(plan, RulesPlan) and self.mode == "spark":
-            return Prepared(plan, self._spark_rules(plan))
-        return Prepared(plan, self.local.prepare(plan, self._old, self._delta))
+        if isinstance(plan, RulesPlan):
+            if self.mode == "spark":
+                return Prepared(plan, self._spark_rules(plan))
+            return Prepared(plan, self.local.prepare(plan, self._old, self._delta))
+        return Prepared(plan, self.local.prepare(plan, self._old, self._delta),
+                        self.vector.prepare(plan))
 
     def _spark_rules(self, plan: RulesPlan) -> PreparedRules:
         """Derived relations whose join programs run on Spark (``executor=spark``; under
@@ -107,11 +120,15 @@ class Dispatch:
         (a query with derived relations: where its prepared joins run)."""
         spark = self._spark_for(delta_datoms >= self.auto.tick_datoms, prepared)
         if spark is not None:
+            self._tick.arranged()
             rows = self._on_spark(
                 lambda: spark.step(spark.prepare(_plain(prepared), self._old, self._delta), work))
             if rows is not None:
                 work.executor = "spark"
                 return rows
+        if prepared.vector is not None and delta_datoms >= self.vector_datoms:
+            return self.vector.step(prepared.vector, work)
+        self._tick.arranged()
         return self.local.step(prepared.local, work)
 
     def evaluate(self, prepared: Prepared, work: Work) -> dict[Row, int]:
@@ -126,11 +143,11 @@ class Dispatch:
                 return rows
         return self.local.evaluate(prepared.local, work)
 
-    def applied(self, delta: Mapping[Any, int]) -> None:
-        """The shared arrangements took ``delta``; Spark's mirror follows."""
+    def applied(self) -> None:
+        """The shared arrangements took the tick's delta; Spark's mirror follows."""
         spark = self._spark
         if spark is not None:
-            self._on_spark(lambda: spark.applied(delta))
+            self._on_spark(lambda: spark.applied(self._tick.datoms()))
 
     def restored(self) -> None:
         if self._spark is not None:

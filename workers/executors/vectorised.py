@@ -1,0 +1,340 @@
+"""The vectorised executor: GenericJoin one level at a time for every row of a step.
+
+The row-at-a-time executor (:mod:`workers.executors.generic_join`) pays a few dict reads
+and Python calls per row per extender; a tick of thousands of changed datoms pays them
+thousands of times.  Here a step's rows are a :class:`Frame` — one column of value ids per
+bound variable, one of weights — and each level is a handful of array operations over all
+of them, against the spine's batch-of-prefixes verbs (``estimates``, ``proposals``,
+``lookups``, ``weights``):
+
+1. every extender estimates its count for every row; each row's proposer is the smallest;
+2. each extender proposes for the rows it won: ``(row, key, weight)`` arrays;
+3. every other extender looks each candidate up; weights multiply, absent ones drop;
+4. the new frame is the candidates' rows gathered, plus the key column.
+
+``distinct`` counts each changed row's derivations in the old state with the support
+program seeded by all the rows at once (uncapped: the counts come from the same arrays).
+
+Plans it takes: data patterns whose tail binds one variable (``leaf``: ``[?e :a ?v]``
+read by its prefix; ``scan``: one key and a ``_`` after it), checks, and the ``delta``
+strategy's terms — no function, predicate, negation or derived relation (their queries
+run row at a time).  The ``old`` state is the database's spine, a set: a key is present
+when its summed weight is positive; ``new`` adds the tick's delta (a spine of one batch),
+still a set; ``delta`` alone is a Z-set, where a key is present when a datom is under it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from workers.arrangements import ArrangementRegistry, IndexOrder
+from workers.arrangements.batch import Ids, Ints, Mask, starts
+from workers.arrangements.delta import TickDelta
+from workers.arrangements.spine import SpineArrangement
+from workers.executors.extenders import Row, with_ids
+from workers.executors.work import Work
+from workers.plan.ir import (
+    DATOMS,
+    DeltaTerm,
+    ExtenderSpec,
+    JoinProgram,
+    Level,
+    Plan,
+    Role,
+    StepKind,
+)
+
+_LOOKUP = (StepKind.CONST, StepKind.BOUND)
+
+
+@dataclass(slots=True)
+class Frame:
+    """Rows of a step as columns: ``columns[j]`` the ids of layout column ``j``; ``origin``
+    the row of the frame the step started from (to count per starting row)."""
+
+    columns: list[Ints]
+    weights: Ints
+    origin: Ints
+
+    def __len__(self) -> int:
+        return len(self.weights)
+
+    def gather(self, rows: Ints, weights: Ints, key: Ints | None = None) -> Frame:
+        columns = [c[rows] for c in self.columns]
+        if key is not None:
+            columns.append(key)
+        return Frame(columns, weights, self.origin[rows])
+
+
+class VectorExtender:
+    """One data pattern over a role's sources, for a frame at a time."""
+
+    def __init__(self, spec: ExtenderSpec, db: ArrangementRegistry, delta: TickDelta) -> None:
+        depth = next((d for d, s in enumerate(spec.steps) if s.kind not in _LOOKUP),
+                     len(spec.steps))
+        assert isinstance(spec.order, IndexOrder)
+        self.order, self.weighted, self.role = spec.order, spec.weighted, spec.role
+        self._prefix = tuple((s.kind is StepKind.CONST, s.arg) for s in spec.steps[:depth])
+        self._free_tail = all(s.kind is StepKind.FREE for s in spec.steps[depth + 1:])
+        self._db, self._delta = db, delta
+
+    @staticmethod
+    def supports(spec: ExtenderSpec, level: bool) -> bool:
+        """A data pattern whose steps are lookups, then (at a level) one BIND, then FREEs."""
+        if spec.relation != DATOMS:
+            return False
+        kinds = [s.kind for s in spec.steps]
+        depth = next((d for d, k in enumerate(kinds) if k not in _LOOKUP), len(kinds))
+        tail = kinds[depth:]
+        if level:
+            return bool(tail) and tail[0] is StepKind.BIND and all(
+                k is StepKind.FREE for k in tail[1:])
+        return all(k is StepKind.FREE for k in tail)
+
+    def _sources(self) -> list[SpineArrangement]:
+        if self.role is Role.OLD:
+            return [self._db.state]
+        if self.role is Role.DELTA:
+            return [self._delta.spine()]
+        return [self._db.state, self._delta.spine()]
+
+    def _prefixes(self, frame: Frame, rows: Ints | None = None) -> Ints:
+        n = len(frame) if rows is None else len(rows)
+        out = np.empty((n, len(self._prefix)), np.int64)
+        for j, (is_const, arg) in enumerate(self._prefix):
+            if is_const:
+                out[:, j] = arg
+            else:
+                out[:, j] = frame.columns[arg] if rows is None else frame.columns[arg][rows]
+        return out
+
+    def estimates(self, frame: Frame) -> Ints:
+        prefixes = self._prefixes(frame)
+        return sum((s.estimates(self.order, prefixes) for s in self._sources()),
+                   np.zeros(len(frame), np.int64))
+
+    def propose(self, frame: Frame, rows: Ints) -> tuple[Ints, Ints, Ints]:
+        """For the frame rows ``rows``: ``(frame row, key, weight)`` of every key present."""
+        prefixes = self._prefixes(frame, rows)
+        parts = [s.proposals(self.order, prefixes) for s in self._sources()]
+        if len(parts) == 1:
+            found, keys, sums = parts[0]
+            keep = sums != 0 if self.weighted else np.ones(len(sums), bool)
+        else:  # state + delta, a set: summed, and present when positive
+            found, keys, sums = _summed(*(np.concatenate(c) for c in zip(*parts, strict=True)))
+            keep = sums > 0
+        weights = sums[keep] if self.weighted else np.ones(int(keep.sum()), np.int64)
+        return rows[found[keep]], keys[keep].astype(np.int64), weights
+
+    def lookup(self, frame: Frame, rows: Ints, keys: Ints) -> tuple[Mask, Ints]:
+        """For candidates ``(frame row, key)``: present, and this pattern's weight factor."""
+        if not len(rows):
+            return np.zeros(0, bool), np.zeros(0, np.int64)
+        distinct = np.unique(rows)
+        prefixes = self._prefixes(frame, distinct)
+        at = np.searchsorted(distinct, rows)
+        held, total = np.zeros(len(rows), bool), np.zeros(len(rows), np.int64)
+        for source in self._sources():
+            found, sums = source.lookups(self.order, prefixes, at, keys.astype(np.int32))
+            held |= found
+            total += sums
+        present = held if self.role is Role.DELTA else total > 0
+        if self.weighted:
+            present &= total != 0
+        return present, total if self.weighted else np.ones(len(rows), np.int64)
+
+    def check(self, frame: Frame) -> tuple[Mask, Ints]:
+        """A fully bound pattern (lookups then ``_``s): present, and its weight factor."""
+        prefixes = self._prefixes(frame)
+        total = np.zeros(len(frame), np.int64)
+        present = np.zeros(len(frame), bool)
+        for source in self._sources():
+            total += source.weights(self.order, prefixes)
+            if self.role is Role.DELTA:  # a Z-set: a prefix is present when a datom is
+                present |= (source.weights(self.order, prefixes) != 0 if prefixes.shape[1] == 3
+                            else source.counts(self.order, prefixes) > 0)
+        if self.role is not Role.DELTA:
+            present = total > 0
+        if self.weighted:
+            present &= total != 0
+        return present, total if self.weighted else np.ones(len(frame), np.int64)
+
+
+@dataclass(frozen=True, slots=True)
+class VectorProgram:
+    """A join program bound for frames: checks, then one tuple of extenders per level."""
+
+    checks: tuple[VectorExtender, ...]
+    levels: tuple[tuple[VectorExtender, ...], ...]
+    output: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class VectorPlan:
+    """The ``delta`` strategy's terms (each seeded from the delta, run for frames) and the
+    support program of ``distinct``."""
+
+    seeds: tuple[ExtenderSpec, ...]
+    terms: tuple[VectorProgram, ...]
+    support: VectorProgram
+    find: int
+
+
+def vectorisable(plan: Plan) -> bool:
+    """Whether :func:`prepare_vector` takes the plan."""
+    return all(isinstance(t, DeltaTerm) and _program_ok(t.program, seeded=True)
+               for t in plan.terms) and _program_ok(plan.support, seeded=False)
+
+
+def _program_ok(program: JoinProgram, seeded: bool) -> bool:
+    if seeded and (program.seed is None or program.seed.relation != DATOMS):
+        return False
+    return all(VectorExtender.supports(c, level=False) for c in program.checks) and all(
+        isinstance(op, Level) and all(VectorExtender.supports(e, level=True)
+                                      for e in op.extenders) for op in program.levels)
+
+
+def prepare_vector(plan: Plan, db: ArrangementRegistry, delta: TickDelta) -> VectorPlan:
+    def bind(program: JoinProgram) -> VectorProgram:
+        return VectorProgram(
+            tuple(VectorExtender(with_ids(c, db.ids), db, delta) for c in program.checks),
+            tuple(tuple(VectorExtender(with_ids(e, db.ids), db, delta) for e in op.extenders)
+                  for op in program.levels if isinstance(op, Level)),
+            program.output)
+
+    terms = tuple(t for t in plan.terms if isinstance(t, DeltaTerm))
+    return VectorPlan(tuple(with_ids(t.program.seed, db.ids) for t in terms
+                            if t.program.seed is not None),
+                      tuple(bind(t.program) for t in terms), bind(plan.support), len(plan.find))
+
+
+def step(plan: VectorPlan, seeds: list[Frame], work: Work) -> dict[Row, int]:
+    """The tick's set changes: the terms' derivation changes summed, then ``distinct``."""
+    outputs = [run(program, frame, work) for program, frame in zip(plan.terms, seeds,
+                                                                   strict=True)]
+    columns = [np.concatenate([o.columns[j] for o in outputs]) for j in range(plan.find)]
+    derivations = _consolidate(columns, np.concatenate([o.weights for o in outputs]))
+    if not len(derivations):
+        return {}
+    ones = np.ones(len(derivations), np.int64)
+    supported = run(plan.support, Frame(derivations.columns, ones, np.arange(len(ones))), work,
+                    project=False)
+    before = np.bincount(supported.origin, weights=supported.weights,
+                         minlength=len(ones)).astype(np.int64)
+    after = before + derivations.weights  # distinct_change, for arrays
+    change = (after > 0).astype(np.int64) - (before > 0).astype(np.int64)
+    keep = np.flatnonzero(change)
+    rows = zip(*(c[keep].tolist() for c in derivations.columns), strict=True)
+    return dict(zip(rows, change[keep].tolist(), strict=True))
+
+
+def run(program: VectorProgram, frame: Frame, work: Work, project: bool = True) -> Frame:
+    """The frame through the program's checks and levels (then projected, consolidated)."""
+    for check in program.checks:
+        present, factor = check.check(frame)
+        work.calls += 1
+        work.elements += len(frame)
+        keep = np.flatnonzero(present)
+        frame = frame.gather(keep, frame.weights[keep] * factor[keep])
+    for extenders in program.levels:
+        if not len(frame):
+            empty = np.zeros(0, np.int64)
+            return Frame([empty] * len(program.output), empty, empty)
+        frame = _extend(frame, extenders, work)
+    if not project:
+        return frame
+    columns = [frame.columns[i] for i in program.output]
+    return _consolidate(columns, frame.weights)
+
+
+def _extend(frame: Frame, extenders: tuple[VectorExtender, ...], work: Work) -> Frame:
+    """One GenericJoin level for every row of ``frame``."""
+    if len(extenders) == 1:
+        proposer = np.zeros(len(frame), np.int64)
+    else:
+        proposer = np.argmin(np.stack([e.estimates(frame) for e in extenders]), axis=0)
+    parts = [extender.propose(frame, np.flatnonzero(proposer == i))
+             for i, extender in enumerate(extenders)]
+    rows, keys, weights = (np.concatenate(c) for c in zip(*parts, strict=True))
+    work.calls += len(extenders) + 1
+    work.elements += len(rows)
+    for i, extender in enumerate(extenders):
+        if len(extenders) == 1 or not len(rows):
+            break
+        asked = np.flatnonzero(proposer[rows] != i)
+        present, factor = extender.lookup(frame, rows[asked], keys[asked])
+        keep = np.ones(len(rows), bool)
+        keep[asked] = present
+        weights = weights.copy()
+        weights[asked] *= factor
+        rows, keys, weights = rows[keep], keys[keep], weights[keep]
+        work.calls += 1
+        work.elements += len(asked)
+    return frame.gather(rows, frame.weights[rows] * weights, keys)
+
+
+def _summed(rows: Ints, keys: Ids, weights: Ints) -> tuple[Ints, Ids, Ints]:
+    """``(row, key)`` pairs with their weights added, sorted."""
+    order = np.lexsort((keys, rows))
+    rows, keys, weights = rows[order], keys[order], weights[order]
+    first = starts(rows, keys)
+    return rows[first], keys[first], np.add.reduceat(weights, first) if len(first) else weights
+
+
+def _consolidate(columns: list[Ints], weights: Ints) -> Frame:
+    """Equal rows added up, zeros dropped."""
+    if not len(weights):
+        return Frame(columns, weights, np.zeros(0, np.int64))
+    if columns:
+        order = np.lexsort(columns[::-1])
+        columns = [c[order] for c in columns]
+        weights = weights[order]
+        first = starts(*columns)
+        weights = np.add.reduceat(weights, first)
+        columns = [c[first] for c in columns]
+    else:
+        weights = np.array([weights.sum()], np.int64)
+    keep = np.flatnonzero(weights)
+    return Frame([c[keep] for c in columns], weights[keep], np.arange(len(keep)))
+
+
+def seed_frame(spec: ExtenderSpec, delta: TickDelta) -> Frame:
+    """The seed pattern's bindings from the tick's delta, as a frame."""
+    assert isinstance(spec.order, IndexOrder)
+    depth = next((d for d, s in enumerate(spec.steps) if s.kind is not StepKind.CONST),
+                 len(spec.steps))
+    prefix = np.array([[s.arg for s in spec.steps[:depth]]], np.int64).reshape(1, depth)
+    _, suffix, weights = delta.spine().enumerations(spec.order, prefix)
+    keep = np.ones(len(weights), bool)
+    binds: dict[int, Ints] = {}
+    for step, ids in zip(spec.steps[depth:], suffix, strict=True):
+        column = ids.astype(np.int64)
+        if step.kind is StepKind.BIND:
+            binds[step.arg] = column
+        elif step.kind is StepKind.CONST:
+            keep &= column == step.arg
+        elif step.kind is StepKind.SAME:
+            keep &= column == binds[step.arg]
+    columns = [binds[j][keep] for j in range(len(binds))]
+    if spec.weighted:
+        return _consolidate(columns, weights[keep])
+    seeds = _consolidate(columns, np.ones(int(keep.sum()), np.int64))  # presence: one each
+    seeds.weights[:] = 1
+    return seeds
+
+
+class VectorExecutor:
+    """Steps the plans it takes (:func:`vectorisable`) a frame at a time, over the shared
+    arrangements and the tick's delta arrangement (read as a spine)."""
+
+    def __init__(self, db: ArrangementRegistry, delta: TickDelta) -> None:
+        self._db, self._delta = db, delta
+
+    def prepare(self, plan: Plan) -> VectorPlan | None:
+        return prepare_vector(plan, self._db, self._delta) if vectorisable(plan) else None
+
+    def step(self, prepared: VectorPlan, work: Work) -> dict[Row, int]:
+        seeds = [seed_frame(spec, self._delta) for spec in prepared.seeds]
+        return step(prepared, seeds, work)

@@ -23,6 +23,7 @@ BENCHMARKS = {
     "handwritten": "bench.engine.handwritten",
     "spine": "bench.engine.spine",
     "load": "bench.engine.load",
+    "scale": "bench.engine.scale",
     "fleet": "bench.service.fleet",
     "pipeline": "bench.service.pipeline",
     "peers": "bench.peers.compare",

@@ -219,7 +219,11 @@ class Engine:
                 changes[name] = rows
         # Step 5: the only write to the shared arrangements (Spark's mirror follows it);
         # between ticks the delta is empty, so ``new`` reads the same as ``old``.
-        if isinstance(delta, DatomColumns):
+        built = self._delta.batch()
+        if built is not None:  # the vectorised executor read it as a batch: that one
+            self.db.apply_batch(built, int(delta.w.sum()) if isinstance(delta, DatomColumns)
+                                else sum(delta.values()))
+        elif isinstance(delta, DatomColumns):
             self.db.apply_columns(delta.e, delta.a, delta.v, delta.w)
         else:
             self.db.apply(delta)

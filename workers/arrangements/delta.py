@@ -15,7 +15,7 @@ import numpy as np
 
 from workers.arrangements.batch import Ids, Ints
 from workers.arrangements.memory import MemoryArrangement
-from workers.arrangements.spine import IdDatom, SpineArrangement
+from workers.arrangements.spine import DatomBatch, IdDatom, SpineArrangement
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +89,11 @@ class TickDelta:
             self.arrangement.update(self.datoms())
             self._arranged = True
         return self.arrangement
+
+    def batch(self) -> DatomBatch | None:
+        """The delta's batch, if a reader had it built (the database's spine can take it)."""
+        return self._spine.batches[0] if self._spine is not None and self._spine.batches else (
+            None)
 
     def spine(self) -> SpineArrangement:
         """The delta as a spine of one batch."""

@@ -19,7 +19,7 @@ import numpy as np
 
 from workers.arrangements.batch import Ids, Ints
 from workers.arrangements.keys import IndexOrder
-from workers.arrangements.spine import IdDatom, SpineArrangement
+from workers.arrangements.spine import DatomBatch, IdDatom, SpineArrangement
 from workers.arrangements.values import ValueIds
 
 Datom = tuple[Any, Any, Any]
@@ -61,6 +61,12 @@ class ArrangementRegistry:
         else:
             self.state.update(delta)
             self.size += sum(delta.values())
+
+    def apply_batch(self, batch: DatomBatch, change: int) -> None:
+        """:meth:`apply` of a delta already built as a spine batch; ``change``: its summed
+        weight (the change in the number of datoms)."""
+        self.state.update_batch(batch)
+        self.size += change
 
     def apply_columns(self, e: Ids, a: Ids, v: Ids, w: Ints) -> None:
         """:meth:`apply` of a delta given as columns (each datom once): one spine batch."""

@@ -133,6 +133,10 @@ class SpineArrangement:
         """Add a (large) delta given as columns: it becomes a batch directly."""
         self._push(DatomBatch.build(e, a, v, w))
 
+    def update_batch(self, batch: DatomBatch) -> None:
+        """Add a delta already built as a batch (batches are immutable: it may be shared)."""
+        self._push(batch)
+
     def flush(self) -> None:
         """Freeze the layer into a batch."""
         columns = self._layer_columns()

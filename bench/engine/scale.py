@@ -1,0 +1,134 @@
+"""A large bounded-degree graph with the triangle and 4-cycle queries live: load, memory,
+single-edge ticks and ticks of 1,000.
+
+    python -m bench scale [--edges 10000000] [--degree 10] [--tx-datoms 100000]
+                          [--queries triangle,4cycle] [--ticks 200] [--big-ticks 20]
+                          [--tick-sizes 1000] [--seed S]
+
+A seeded random directed graph: `--edges` distinct edges on `edges / degree` nodes, both
+ends uniform (so out- and in-degrees are Poisson with mean `--degree`: bounded, no hubs),
+generated as NumPy columns.  The queries are registered on the empty engine, then the edges
+are sent through `Engine.transact_many` in transactions of `--tx-datoms`, each a tick the
+live queries step (the vectorised executor, for ticks this large).  Reported: load time and
+rate, process RSS per datom once loaded (`malloc_trim` first), the live queries' result
+sizes, then the mean and percentiles of single-edge ticks (half retract a loaded edge, half
+put it back) and of ticks of each `--tick-sizes` changed edges (the same edges retracted in
+one tick, put back in the next), as changed edges per second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from bench.engine.spine import rss
+from bench.engine.tx import ADD, RETRACT, TO
+from bench.harness import Results, csv_list, log, markdown_table, percentile, positive_ints
+from bench.queries import QUERIES
+from workers.engine import Engine
+
+
+def bounded_graph(edges: int, degree: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``edges`` distinct directed edges, no self-loops, on ``edges // degree`` nodes."""
+    nodes = max(2, edges // degree)
+    rng = np.random.default_rng(seed)
+    found = np.zeros(0, np.int64)
+    while len(found) < edges:
+        more = rng.integers(0, nodes, size=(2, int((edges - len(found)) * 1.05) + 16))
+        more = more[:, more[0] != more[1]]
+        found = np.unique(np.concatenate([found, more[0] * nodes + more[1]]))
+    keep = rng.permutation(len(found))[:edges]
+    return found[keep] // nodes, found[keep] % nodes
+
+
+def load(engine: Engine, us: np.ndarray, vs: np.ndarray, tx_datoms: int) -> float:
+    started = time.perf_counter()
+    for offset in range(0, len(us), tx_datoms):
+        forms = [[ADD, u, TO, v] for u, v in zip(us[offset:offset + tx_datoms].tolist(),
+                                                 vs[offset:offset + tx_datoms].tolist(),
+                                                 strict=True)]
+        engine.transact_many([(forms, offset)])
+        if offset // tx_datoms % 10 == 9:
+            log(f"  {offset + tx_datoms:,} edges in {time.perf_counter() - started:.0f} s")
+    return time.perf_counter() - started
+
+
+def tick_latencies(engine: Engine, us: np.ndarray, vs: np.ndarray, size: int, ticks: int,
+                   seed: int) -> list[float]:
+    """Seconds per tick of ``size`` changed edges: retract ``size`` loaded edges, then put
+    them back, ``ticks`` ticks in all."""
+    rng = random.Random(seed)
+    latencies = []
+    for _ in range(ticks // 2):
+        picked = rng.sample(range(len(us)), size)
+        edges = [(int(us[i]), int(vs[i])) for i in picked]
+        for op in (RETRACT, ADD):
+            forms = [[op, u, TO, v] for u, v in edges]
+            started = time.perf_counter()
+            engine.transact_many([(forms, 0)])
+            latencies.append(time.perf_counter() - started)
+    return latencies
+
+
+def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
+    """Parse and validate the command line."""
+    parser.add_argument("--edges", type=int, default=10_000_000, help="default 10000000")
+    parser.add_argument("--degree", type=int, default=10, help="mean out-degree (default 10)")
+    parser.add_argument("--tx-datoms", type=int, default=100_000,
+                        help="edges per load transaction (default 100000)")
+    parser.add_argument("--queries", type=csv_list, default=["triangle", "4cycle"],
+                        help="live queries (default triangle,4cycle)")
+    parser.add_argument("--ticks", type=int, default=200, help="single-edge ticks (default 200)")
+    parser.add_argument("--big-ticks", type=int, default=20,
+                        help="ticks of each size in --tick-sizes (default 20)")
+    parser.add_argument("--tick-sizes", type=positive_ints, default=[1000],
+                        help="changed edges per big tick (default 1000)")
+    parser.add_argument("--seed", type=int, default=42, help="graph seed (default 42)")
+    args = parser.parse_args(argv)
+    if min(args.edges, args.degree, args.tx_datoms, args.ticks, args.big_ticks) < 2:
+        parser.error("--edges, --degree, --tx-datoms, --ticks, --big-ticks must be >= 2")
+    if unknown := set(args.queries) - set(QUERIES):
+        parser.error(f"unknown queries {sorted(unknown)}; known: {sorted(QUERIES)}")
+    return args
+
+
+def run(args: argparse.Namespace) -> None:
+    """Generate, load with the queries live, tick; print a table, write the results."""
+    output = Results("scale", args)
+    log(f"generating {args.edges:,} edges, mean degree {args.degree}")
+    us, vs = bounded_graph(args.edges, args.degree, args.seed)
+    before = rss()
+    engine = Engine()
+    for name in args.queries:
+        engine.register(name, QUERIES[name])
+    log(f"loading in transactions of {args.tx_datoms:,} with {', '.join(args.queries)} live")
+    seconds = load(engine, us, vs, args.tx_datoms)
+    datoms = len(engine.db)
+    result: dict[str, Any] = {
+        "datoms": datoms, "load_s": seconds, "load_datoms_per_s": datoms / seconds,
+        "rss_bytes_per_datom": (rss() - before) / datoms,
+        "results": {name: len(engine.result(name)) for name in args.queries}}
+    rows = [["load", f"{datoms:,} edges", f"{seconds:.0f} s",
+             f"{result['load_datoms_per_s']:,.0f} edges/s",
+             f"{result['rss_bytes_per_datom']:.0f} B/datom RSS"]]
+    for size, count in [(1, args.ticks), *((s, args.big_ticks) for s in args.tick_sizes)]:
+        log(f"{count} ticks of {size:,} changed edges")
+        latencies = tick_latencies(engine, us, vs, size, count, args.seed + size)
+        mean = statistics.fmean(latencies)
+        result[f"ticks_{size}"] = {"mean_s": mean, "p50_s": percentile(latencies, 0.5),
+                                   "p95_s": percentile(latencies, 0.95),
+                                   "edges_per_s": size / mean}
+        rows.append([f"ticks of {size:,}", f"mean {mean * 1e3:.2f} ms",
+                     f"p50 {percentile(latencies, 0.5) * 1e3:.2f} ms",
+                     f"p95 {percentile(latencies, 0.95) * 1e3:.2f} ms",
+                     f"{size / mean:,.0f} changed edges/s"])
+    print(f"bounded-degree graph, {args.edges:,} edges, mean degree {args.degree}, "
+          f"live: {', '.join(f'{q} ({n:,} rows)' for q, n in result['results'].items())}\n")
+    print(markdown_table(["what", "", "", "", ""], rows))
+    output.write({"result": result})

@@ -47,16 +47,21 @@ def bounded_graph(edges: int, degree: int, seed: int) -> tuple[np.ndarray, np.nd
     return found[keep] // nodes, found[keep] % nodes
 
 
-def load(engine: Engine, us: np.ndarray, vs: np.ndarray, tx_datoms: int) -> float:
+def load(engine: Engine, us: np.ndarray, vs: np.ndarray,
+         tx_datoms: int) -> tuple[float, dict[str, int]]:
+    """Seconds to send the edges, and each live query's result size (its changes added)."""
     started = time.perf_counter()
+    sizes = dict.fromkeys(engine.queries, 0)
     for offset in range(0, len(us), tx_datoms):
         forms = [[ADD, u, TO, v] for u, v in zip(us[offset:offset + tx_datoms].tolist(),
                                                  vs[offset:offset + tx_datoms].tolist(),
                                                  strict=True)]
-        engine.transact_many([(forms, offset)])
+        changes, _ = engine.transact_many([(forms, offset)])
+        for name, rows in changes.items():
+            sizes[name] += sum(rows.values())
         if offset // tx_datoms % 10 == 9:
             log(f"  {offset + tx_datoms:,} edges in {time.perf_counter() - started:.0f} s")
-    return time.perf_counter() - started
+    return time.perf_counter() - started, sizes
 
 
 def tick_latencies(engine: Engine, us: np.ndarray, vs: np.ndarray, size: int, ticks: int,
@@ -108,12 +113,11 @@ def run(args: argparse.Namespace) -> None:
     for name in args.queries:
         engine.register(name, QUERIES[name])
     log(f"loading in transactions of {args.tx_datoms:,} with {', '.join(args.queries)} live")
-    seconds = load(engine, us, vs, args.tx_datoms)
+    seconds, sizes = load(engine, us, vs, args.tx_datoms)
     datoms = len(engine.db)
     result: dict[str, Any] = {
         "datoms": datoms, "load_s": seconds, "load_datoms_per_s": datoms / seconds,
-        "rss_bytes_per_datom": (rss() - before) / datoms,
-        "results": {name: len(engine.result(name)) for name in args.queries}}
+        "rss_bytes_per_datom": (rss() - before) / datoms, "results": sizes}
     rows = [["load", f"{datoms:,} edges", f"{seconds:.0f} s",
              f"{result['load_datoms_per_s']:,.0f} edges/s",
              f"{result['rss_bytes_per_datom']:.0f} B/datom RSS"]]

@@ -126,3 +126,15 @@ def test_a_query_resumed_without_its_result_keeps_its_state(engine: Engine, quer
     fresh.restore(state)
     tx = "[[:db/add 8 :sex :male] [:db/retract 7 :name \"Ivo\"]]"
     assert engine.transact(tx) == fresh.transact(tx) != {}
+
+
+def test_values_come_back_as_the_kind_they_were_written() -> None:
+    """One dictionary numbers the values of every position: a boolean ``true`` or a double
+    ``2.0`` stored where entity ids ``1`` and ``2`` exist comes back as written."""
+    engine = Engine()
+    engine.transact("[[:db/add 1 :g/to 2] [:db/add 2 :active true] [:db/add 2 :price 2.0]]")
+    active = engine.query("[:find ?a :where [_ :active ?a]]")
+    price = engine.query("[:find ?p :where [_ :price ?p]]")
+    entity = engine.query("[:find ?e :where [?e :g/to _]]")
+    assert [type(row[0]) for rows in (active, price, entity) for row in rows] == [
+        bool, float, int]

@@ -1,19 +1,20 @@
 """One engine's value dictionary: every value ↔ a dense integer id, shared by every index.
 
 Ids are 0, 1, 2, ... in order of first sight and never change, so columns of ids written
-once (a batch, later a snapshot) stay valid.  Equality is Python's, as the tries' keys have
-it (``docs/semantics.md``): ``1``, ``1.0`` and ``True`` are one value and get one id, a
-plain ``edn_format`` keyword and the interned one get one id, ``"1"`` and ``1`` two.
+once (a batch, later a snapshot) stay valid.  Two values get one id when they are equal and
+of the same kind (``docs/semantics.md``): a long, a double and a boolean are different values
+as in Datomic (``1``, ``1.0`` and ``true`` get three ids, although Python finds them equal),
+a plain ``edn_format`` keyword and the interned one get one id, ``"1"`` and ``1`` two.  So
+``value(id)`` gives back exactly the value interned: one dictionary serves every position
+of every datom, and a result's ``true`` must not come back as the entity id ``1``.
 
-Integral numbers (bools, ints, integral floats within int64) are most of the data and cost
-~100 bytes each in a Python dict, so they live in NumPy: a sorted int64 key column with the
-ids beside it, plus a small dict of the latest ones merged in when it reaches a sixteenth of
-the column (geometric: each number is re-sorted O(log n) times).  Every other value (text,
-keywords, uuids, instants, fractional floats) sits in a dict.  Invariant: a value's numeric
-class key (``int(x)``) is in exactly one of the column and the recent dict.
-
-``value(id)`` returns the first representative seen (``1`` or ``True`` or ``1.0``): the
-rules call them the same value; a typed attribute's reader casts to its declared type.
+Ints within int64 are most of the data and cost ~100 bytes each in a Python dict, so they
+live in NumPy: a sorted int64 key column with the ids beside it, plus a small dict of the
+latest ones merged in when it reaches a sixteenth of the column (geometric: each int is
+re-sorted O(log n) times).  Every other value (text, keywords, uuids, instants, doubles,
+booleans, longer ints) sits in a dict, doubles and booleans under a key tagged with their
+type.  Invariant: an int of the column's range is in exactly one of the column and the
+recent dict.
 """
 
 from __future__ import annotations
@@ -26,18 +27,21 @@ import numpy.typing as npt
 
 IdArray = npt.NDArray[np.int32]
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-_INT, _BOOL, _FLOAT, _OBJECT = 0, 1, 2, 3  # the first representative's kind, per id
+_INT, _OBJECT = 0, 1  # per id: in the int column (payload: the int) or not (an index)
 _MERGE_MIN = 1024  # recent numbers kept in the dict before the first merge
 MAX_IDS = 2**31  # ids are int32 columns in the batches
 
 
-def integral_key(x: Any) -> int | None:
-    """The numeric class key of ``x`` (``1 == 1.0 == True`` → 1), None for other values."""
-    if isinstance(x, int):  # bool included
-        return int(x) if INT64_MIN <= x <= INT64_MAX else None
-    if isinstance(x, float) and x.is_integer() and INT64_MIN <= x < 2.0**63:
-        return int(x)
-    return None
+def int_key(x: Any) -> int | None:
+    """``x`` itself when it is an int of the column's range (not a bool), else None."""
+    return x if type(x) is int and INT64_MIN <= x <= INT64_MAX else None
+
+
+def _object_key(x: Any) -> Any:
+    """The dict key of a value outside the int column: doubles and booleans tagged with
+    their type, so that ``1.0``, ``True`` and a long ``1`` stay apart."""
+    kind = type(x)
+    return (kind, x) if kind is float or kind is bool else x
 
 
 class ValueIds:
@@ -53,16 +57,16 @@ class ValueIds:
         self._recent: dict[int, int] = {}  # numeric key -> id, not yet in the columns
         self._objects: dict[Any, int] = {}  # any other value -> id
         self._values: list[Any] = []  # object payloads (the dict's keys, by insertion)
-        self._kind = np.empty(16, np.int8)  # per id: _INT, _BOOL, _FLOAT or _OBJECT
+        self._kind = np.empty(16, np.int8)  # per id: _INT or _OBJECT
         self._payload = np.empty(16, np.int64)  # per id: the number, or an index in _values
         self.size = 0
 
     def lookup(self, x: Any) -> int | None:
         """The id of ``x``, or None when it was never interned (a query constant no datom
         holds: its lookups are empty)."""
-        key = integral_key(x)
+        key = int_key(x)
         if key is None:
-            return self._objects.get(x)
+            return self._objects.get(_object_key(x))
         found = self._recent.get(key)
         if found is not None:
             return found
@@ -75,13 +79,12 @@ class ValueIds:
         found = self.lookup(x)
         if found is not None:
             return found
-        key = integral_key(x)
+        key = int_key(x)
         if key is None:
-            new = self._objects[x] = self._append(_OBJECT, len(self._values))
+            new = self._objects[_object_key(x)] = self._append(_OBJECT, len(self._values))
             self._values.append(x)
             return new
-        kind = _BOOL if isinstance(x, bool) else _FLOAT if isinstance(x, float) else _INT
-        new = self._recent[key] = self._append(kind, key)
+        new = self._recent[key] = self._append(_INT, key)
         if len(self._recent) >= max(_MERGE_MIN, len(self._keys) // 16):
             self._merge_recent()
         return new
@@ -108,11 +111,10 @@ class ValueIds:
         return self._key_ids[self._keys.searchsorted(xs)]
 
     def value(self, i: int) -> Any:
-        """The first representative interned under id ``i``."""
-        kind, payload = int(self._kind[i]), int(self._payload[i])
-        if kind == _OBJECT:
-            return self._values[payload]
-        return bool(payload) if kind == _BOOL else float(payload) if kind == _FLOAT else payload
+        """The value interned under id ``i`` (the first of its equals seen: a plain and an
+        interned keyword share an id)."""
+        payload = int(self._payload[i])
+        return self._values[payload] if self._kind[i] == _OBJECT else payload
 
     def copy(self) -> ValueIds:
         """An independent copy (a snapshot's: the engine goes on numbering new values)."""

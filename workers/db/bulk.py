@@ -95,8 +95,9 @@ def intern_column(ids: ValueIds, values: Sequence[Any]) -> Ids:
             return ids.intern_ints(np.array(values, np.int64))
         except OverflowError:  # beyond int64: interned one by one below
             pass
-    distinct = {x: ids.intern(x) for x in dict.fromkeys(values)}
-    return np.fromiter((distinct[x] for x in values), np.int32, len(values))
+    typed = [(type(x), x) for x in values]  # 1, 1.0 and True are three values (three ids)
+    distinct = {key: ids.intern(key[1]) for key in dict.fromkeys(typed)}
+    return np.fromiter((distinct[key] for key in typed), np.int32, len(values))
 
 
 def _columns(datoms: list[Datom]) -> tuple[Sequence[Any], Sequence[Any], Sequence[Any]]:

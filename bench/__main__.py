@@ -24,6 +24,7 @@ BENCHMARKS = {
     "spine": "bench.engine.spine",
     "load": "bench.engine.load",
     "scale": "bench.engine.scale",
+    "vector": "bench.engine.vector",
     "fleet": "bench.service.fleet",
     "pipeline": "bench.service.pipeline",
     "peers": "bench.peers.compare",

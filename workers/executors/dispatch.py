@@ -38,8 +38,10 @@ EXECUTORS = ("local", "spark", "auto")
 # to 10^6 datoms (4.8x slower).  The defaults sit where the trends cross; a cluster with
 # more cores moves them down (DELTALOG_SPARK_TICK_DATOMS, DELTALOG_SPARK_BOOTSTRAP_DATOMS).
 # A tick of this many datoms or more steps a query a frame at a time when the vectorised
-# executor takes its plan (bench/engine/vector.py measures where the two paths cross).
-VECTOR_DATOMS = 256
+# executor takes its plan: where the two paths cost the same on the triangle over 10^6
+# bounded-degree edges (`python -m bench vector`: 8.1 vs 8.2 ms at 64, 1.5x at 128, 3.6x at
+# 1,024 in the vectorised executor's favour; 3x against it at 16).
+VECTOR_DATOMS = 64
 SPARK_TICK_DATOMS = 2_000_000
 SPARK_BOOTSTRAP_DATOMS = 10_000_000
 log = logging.getLogger("deltalog.dispatch")

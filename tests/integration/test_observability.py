@@ -302,8 +302,9 @@ def _prometheus(config: Path, tmp: Path, port: int) -> Iterator[Api]:
     def api(endpoint: str, **params: str) -> dict[str, Any]:
         query = urllib.parse.urlencode(params)
         status, body = http_get(f"http://127.0.0.1:{port}/api/v1/{endpoint}?{query}")
-        if not status:
-            raise ConnectionError(f"Prometheus is not listening on {port} yet")
+        if not status or status == 503:  # 503: listening, its storage not ready yet
+            raise ConnectionError(f"Prometheus on {port} is not ready yet")
+        assert status == 200, f"Prometheus answered {status}: {body!r}"
         answer: dict[str, Any] = json.loads(body)
         return answer
 

@@ -60,6 +60,7 @@ def replay(query: str, stream: list[list[Any]]) -> None:
         assert changes["vector"] == changes["delta"], tx
         expected = evaluate_from_scratch(query, reference.datoms)
         assert views["delta"] == expected, tx
+        assert engines["vector"].result("q") == expected, tx  # a vectorised bootstrap
         assert set(engines["delta"].db.datoms()) == set(reference.datoms)
 
 

@@ -143,6 +143,9 @@ class Dispatch:
                                        work))
             if rows is not None:
                 return rows
+        full = None if prepared.vector is None else prepared.vector.full
+        if full is not None and len(self._old) >= self.vector_datoms:
+            return self.vector.evaluate(full, work)
         return self.local.evaluate(prepared.local, work)
 
     def applied(self) -> None:

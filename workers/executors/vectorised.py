@@ -173,13 +173,15 @@ class VectorProgram:
 
 @dataclass(frozen=True, slots=True)
 class VectorPlan:
-    """The ``delta`` strategy's terms (each seeded from the delta, run for frames) and the
-    support program of ``distinct``."""
+    """The ``delta`` strategy's terms (each seeded from the delta, run for frames), the
+    support program of ``distinct``, and the full evaluation (a bootstrap) when it starts
+    from nothing (None: it runs row at a time)."""
 
     seeds: tuple[ExtenderSpec, ...]
     terms: tuple[VectorProgram, ...]
     support: VectorProgram
     find: int
+    full: VectorProgram | None
 
 
 def vectorisable(plan: Plan) -> bool:
@@ -205,9 +207,11 @@ def prepare_vector(plan: Plan, db: ArrangementRegistry, delta: TickDelta) -> Vec
             program.output)
 
     terms = tuple(t for t in plan.terms if isinstance(t, DeltaTerm))
+    full = plan.full.seed is None and _program_ok(plan.full, seeded=False)
     return VectorPlan(tuple(with_ids(t.program.seed, db.ids) for t in terms
                             if t.program.seed is not None),
-                      tuple(bind(t.program) for t in terms), bind(plan.support), len(plan.find))
+                      tuple(bind(t.program) for t in terms), bind(plan.support), len(plan.find),
+                      bind(plan.full) if full else None)
 
 
 def step(plan: VectorPlan, seeds: list[Frame], work: Work) -> dict[Row, int]:
@@ -338,3 +342,12 @@ class VectorExecutor:
     def step(self, prepared: VectorPlan, work: Work) -> dict[Row, int]:
         seeds = [seed_frame(spec, self._delta) for spec in prepared.seeds]
         return step(prepared, seeds, work)
+
+    def evaluate(self, full: VectorProgram, work: Work) -> dict[Row, int]:
+        """The query's result over the current state, ``{row: 1}``: the full program from
+        the one empty row, its rows of positive derivation count."""
+        one = np.ones(1, np.int64)
+        out = run(full, Frame([], one, np.zeros(1, np.int64)), work)
+        rows = np.flatnonzero(out.weights > 0)
+        return dict.fromkeys(zip(*(c[rows].tolist() for c in out.columns), strict=True)
+                             if out.columns else [()] * len(rows), 1)

@@ -25,6 +25,7 @@ still a set; ``delta`` alone is a Z-set, where a key is present when a datom is 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -60,6 +61,10 @@ class Frame:
 
     def __len__(self) -> int:
         return len(self.weights)
+
+    def rows(self, start: int, stop: int) -> Frame:
+        return Frame([c[start:stop] for c in self.columns], self.weights[start:stop],
+                     self.origin[start:stop])
 
     def gather(self, rows: Ints, weights: Ints, key: Ints | None = None) -> Frame:
         columns = [c[rows] for c in self.columns]
@@ -235,22 +240,45 @@ def step(plan: VectorPlan, seeds: list[Frame], work: Work) -> dict[Row, int]:
 
 
 def run(program: VectorProgram, frame: Frame, work: Work, project: bool = True) -> Frame:
-    """The frame through the program's checks and levels (then projected, consolidated)."""
+    """The frame through the program's checks and levels, then projected and consolidated
+    (``project``; else every row of the last level, for counting per origin).  A level's
+    input is cut into pieces of at most ``PIECE_ROWS`` rows, each taken through the
+    remaining levels before the next (depth first), so a bootstrap's frames stay bounded."""
     for check in program.checks:
         present, factor = check.check(frame)
         work.calls += 1
         work.elements += len(frame)
         keep = np.flatnonzero(present)
         frame = frame.gather(keep, frame.weights[keep] * factor[keep])
-    for extenders in program.levels:
-        if not len(frame):
-            empty = np.zeros(0, np.int64)
-            return Frame([empty] * len(program.output), empty, empty)
-        frame = _extend(frame, extenders, work)
-    if not project:
-        return frame
-    columns = [frame.columns[i] for i in program.output]
-    return _consolidate(columns, frame.weights)
+    pieces = _through(frame, program.levels, 0, work)
+    if project:  # each piece consolidated as it comes: only results are held
+        pieces = (_consolidate([p.columns[i] for i in program.output], p.weights)
+                  for p in pieces)
+    done = list(pieces)
+    if not done:
+        empty = np.zeros(0, np.int64)
+        return Frame([empty] * len(program.output), empty, empty)
+    columns = [np.concatenate(c) for c in zip(*(p.columns for p in done), strict=True)]
+    weights = np.concatenate([p.weights for p in done])
+    if project:
+        return _consolidate(columns, weights)
+    return Frame(columns, weights, np.concatenate([p.origin for p in done]))
+
+
+PIECE_ROWS = 1 << 18
+
+
+def _through(frame: Frame, levels: tuple[tuple[VectorExtender, ...], ...], depth: int,
+             work: Work) -> Iterator[Frame]:
+    """The non-empty frames ``frame`` becomes after ``levels[depth:]``, piece by piece."""
+    if not len(frame):
+        return
+    if depth == len(levels):
+        yield frame
+        return
+    for start in range(0, len(frame), PIECE_ROWS):
+        piece = frame if len(frame) <= PIECE_ROWS else frame.rows(start, start + PIECE_ROWS)
+        yield from _through(_extend(piece, levels[depth], work), levels, depth + 1, work)
 
 
 def _extend(frame: Frame, extenders: tuple[VectorExtender, ...], work: Work) -> Frame:

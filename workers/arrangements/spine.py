@@ -312,7 +312,7 @@ class SpineArrangement:
         n, depth = prefixes.shape
         order, prefixes = _major(order, prefixes)
         total, sources = np.zeros(n, np.int64), np.zeros(n, np.int64)
-        for index in self._indexes(order):
+        for index in self._indexes(order, prefixes):
             lo, hi = index.ranges(prefixes)
             held = hi > lo
             total += np.where(held, index.width0 if depth == 0 else hi - lo, 0)
@@ -329,7 +329,7 @@ class SpineArrangement:
         n, depth = prefixes.shape
         order, prefixes = _major(order, prefixes)
         total = np.zeros(n, np.int64)
-        for index in self._indexes(order):
+        for index in self._indexes(order, prefixes):
             lo, hi = index.ranges(prefixes)
             total += np.where(hi > lo, index.width0 if depth == 0 else hi - lo, 0)
         return total
@@ -342,7 +342,7 @@ class SpineArrangement:
         major, searched = _major(order, prefixes)
         depth = prefixes.shape[1]
         total, held = np.zeros(len(keys), np.int64), np.zeros(len(keys), bool)
-        for index in self._indexes(major):
+        for index in self._indexes(major, searched):
             lo, hi = index.ranges(searched)
             found, sums = index.below_many(depth, lo[rows], hi[rows], keys.astype(np.int64))
             total += sums
@@ -367,7 +367,7 @@ class SpineArrangement:
         depth = prefixes.shape[1]
         total = np.zeros(len(keys), np.int64)
         holders, mixed = np.zeros(len(keys), np.int64), np.zeros(len(keys), bool)
-        for index in self._indexes(major):
+        for index in self._indexes(major, searched):
             lo, hi = index.ranges(searched)
             found, sums = index.below_many(depth, lo[rows], hi[rows], keys.astype(np.int64))
             total += sums
@@ -395,9 +395,18 @@ class SpineArrangement:
         """:meth:`enumerate` of each row: ``(row, suffix columns, weight)``, sorted."""
         return self._leaves(order, prefixes)
 
-    def _indexes(self, order: IndexOrder) -> list[Batch]:
-        """The sources as batches: the layer frozen on demand (cached until it changes)."""
+    def _indexes(self, order: IndexOrder, prefixes: Ints | None = None) -> list[Batch]:
+        """The sources as batches: the layer frozen on demand (cached until it changes).
+        With ``prefixes`` of an entity- or value-major order, only the batches the holders'
+        bits say hold one of their first keys: a small batch of recent ticks is mostly
+        skipped with one NumPy call instead of a search per level."""
         indexes = list(self._by_order[order])
+        if prefixes is not None and prefixes.shape[1] and len(indexes) > 1 and (
+                order is EAV or order is VAE):
+            holders, keys = self._holders[order], prefixes[:, 0]
+            keys = keys[(keys >= 0) & (keys < len(holders))]
+            bits = int(np.bitwise_or.reduce(holders[keys])) if len(keys) else 0
+            indexes = [index for i, index in enumerate(indexes) if bits >> i & 1]
         if self._layer_rows:
             if self._layer_batch[0] != self.layer.version:
                 self._layer_batch = (self.layer.version, DatomBatch.build(*self._layer_columns()))
@@ -410,7 +419,7 @@ class SpineArrangement:
         depth = prefixes.shape[1]
         order, prefixes = _major(order, prefixes)
         parts: list[Leaves] = [index.expand(depth, *index.ranges(prefixes))
-                               for index in self._indexes(order)]
+                               for index in self._indexes(order, prefixes)]
         if not parts:
             return np.zeros(0, np.int64), tuple(np.zeros(0, np.int32) for _ in range(3 - depth)), (
                 np.zeros(0, np.int64))

@@ -2,14 +2,15 @@
 at a time, on the same engine and the same ticks.
 
     python -m bench vector [--edges 1000000] [--sizes 16,64,256,1024] [--ticks 20]
-                           [--queries triangle] [--seed S]
+                           [--queries triangle] [--bootstrap] [--seed S]
 
 The bounded-degree graph of `python -m bench scale` is loaded with the queries live; then,
 for each size, `--ticks` ticks (the same edges retracted, then put back) are stepped with
 the vectorised executor switched off (`vector_datoms` above any tick) and forced on (0),
 alternating, so both see the same spine.  Reported: the mean milliseconds per tick of each
 path and their ratio; `VECTOR_DATOMS` in `workers/executors/dispatch.py` is set where the
-ratio crosses 1.
+ratio crosses 1.  `--bootstrap`: also each query's full evaluation (`Engine.result`) both
+ways, on the loaded graph.
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ import random
 import statistics
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from bench.engine.scale import bounded_graph, load
 from bench.engine.tx import ADD, RETRACT, TO
-from bench.harness import Results, csv_list, log, markdown_table, positive_ints
+from bench.harness import MismatchError, Results, csv_list, log, markdown_table, positive_ints
 from bench.queries import QUERIES
 from workers.engine import Engine
 
@@ -37,6 +39,8 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse
     parser.add_argument("--ticks", type=int, default=20, help="ticks per size and path")
     parser.add_argument("--queries", type=csv_list, default=["triangle"],
                         help="live queries (default triangle)")
+    parser.add_argument("--bootstrap", action="store_true",
+                        help="also time each query's full evaluation both ways")
     parser.add_argument("--seed", type=int, default=42, help="graph seed (default 42)")
     return parser.parse_args(argv)
 
@@ -51,7 +55,8 @@ def run(args: argparse.Namespace) -> None:
     log(f"loading {args.edges:,} edges")
     load(engine, us, vs, 100_000)
     rng = random.Random(args.seed)
-    rows, results = [], {}
+    rows: list[list[str]] = []
+    results: dict[Any, Any] = {}
     for size in args.sizes:
         spent: dict[str, list[float]] = {"row": [], "vector": []}
         for _ in range(args.ticks // 2):
@@ -67,4 +72,22 @@ def run(args: argparse.Namespace) -> None:
         rows.append([f"{size:,}", f"{row:.2f}", f"{vector:.2f}", f"{row / vector:.2f}"])
     print(markdown_table(["changed edges", "row at a time (ms)", "vectorised (ms)",
                           "row / vectorised"], rows))
+    if args.bootstrap:
+        print()
+        print(markdown_table(["query", "rows", "row at a time (s)", "vectorised (s)"],
+                             [bootstrap(engine, name, results) for name in args.queries]))
     output.write({"results": results})
+
+
+def bootstrap(engine: Engine, name: str, results: dict[Any, Any]) -> list[str]:
+    """Time ``Engine.result(name)`` row at a time and vectorised; they must agree."""
+    answers, seconds = [], []
+    for threshold in (NEVER, 0):
+        engine.dispatch.vector_datoms = threshold
+        started = time.perf_counter()
+        answers.append(engine.result(name))
+        seconds.append(time.perf_counter() - started)
+    if answers[0] != answers[1]:
+        raise MismatchError(f"{name}: the vectorised bootstrap differs from the row path")
+    results[f"bootstrap {name}"] = {"row_s": seconds[0], "vector_s": seconds[1]}
+    return [name, f"{len(answers[0]):,}", f"{seconds[0]:.2f}", f"{seconds[1]:.2f}"]

@@ -7,13 +7,16 @@ committed progress.  They are pickles: read them only from a directory you trust
 
 from __future__ import annotations
 
+import logging
 import os
 import pickle
 import tempfile
 from pathlib import Path
 
+from workers.arrangements.values import ValueIds
 from workers.engine import EngineState
 
+log = logging.getLogger("deltalog.checkpoint")
 KEEP = 2
 PREFIX, SUFFIX = "snapshot-", ".pickle"
 
@@ -42,7 +45,10 @@ class SnapshotStore:
         return target
 
     def latest(self, at_most: int) -> EngineState | None:
-        """The newest snapshot whose offset is at most ``at_most`` (committed progress)."""
+        """The newest readable snapshot whose offset is at most ``at_most`` (committed
+        progress).  One this version cannot read (written by an older one, whose database
+        had another form, or damaged) is skipped with a warning: the log after an older
+        snapshot, or the whole log, rebuilds the same state."""
         for path in reversed(self._snapshots()):
             if int(path.name[len(PREFIX):-len(SUFFIX)]) <= at_most:
                 try:
@@ -50,7 +56,12 @@ class SnapshotStore:
                         state = pickle.load(file)
                 except FileNotFoundError:  # another worker sharing the directory pruned it
                     continue
-                assert isinstance(state, EngineState)
+                except Exception as error:  # unpickling raises whatever the bytes lead to
+                    log.warning("snapshot %s unreadable, skipped: %r", path, error)
+                    continue
+                if not _this_version(state):
+                    log.warning("snapshot %s is not this version's database, skipped", path)
+                    continue
                 return state
         return None
 
@@ -58,3 +69,12 @@ class SnapshotStore:
         if not self.directory.is_dir():
             return []
         return sorted(self.directory.glob(f"{PREFIX}*{SUFFIX}"))
+
+
+def _this_version(state: object) -> bool:
+    """An :class:`EngineState` of this version, every field there (an older version's
+    state unpickles into the class with its fields in the wrong slots)."""
+    return (isinstance(state, EngineState) and all(hasattr(state, f) for f in (
+        "values", "columns", "schema", "tx")) and isinstance(state.values, ValueIds)
+            and isinstance(state.columns, tuple) and len(state.columns) == 3
+            and isinstance(state.tx, int))

@@ -14,6 +14,7 @@ from workers.engine import Engine, EngineState
 from workers.runtime import checkpoint
 from workers.runtime.checkpoint import SnapshotStore
 
+OLD_SNAPSHOT = Path(__file__).parents[2] / "data" / "snapshots" / "dict-tries-b83f9eb.pickle"
 SCHEMA = "[{:db/ident :name :db/valueType :db.type/string :db/cardinality :db.cardinality/one}]"
 DATA = """[{:db/id 1 :name "Ivan" :g/to [2 3]} {:db/id 2 :name "Petr" :g/to 3}
            {:db/id 3 :name "Oleg" :g/to 1}]"""
@@ -65,6 +66,22 @@ def test_latest_is_newest_at_or_below(tmp_path: Path, at_most: int, expected: in
         store.save(_empty_state(tx))
     found = store.latest(at_most)
     assert (found and found.tx) == expected
+
+
+def test_a_snapshot_this_version_cannot_read_is_skipped_for_an_older_one(
+        tmp_path: Path) -> None:
+    """An upgrade meets snapshots of the previous database form (or a damaged file): the
+    worker starts from an older readable one, or from the log, instead of failing."""
+    store = SnapshotStore(tmp_path)
+    store.save(_empty_state(5))
+    (tmp_path / "snapshot-00000000000000000007.pickle").write_bytes(b"not a pickle")
+    not_a_state = checkpoint.pickle.dumps({"tries": {}, "tx": 8})
+    (tmp_path / "snapshot-00000000000000000008.pickle").write_bytes(not_a_state)
+    # written by the version whose database was dict tries: it unpickles into EngineState,
+    # its fields in the wrong slots
+    (tmp_path / "snapshot-00000000000000000009.pickle").write_bytes(OLD_SNAPSHOT.read_bytes())
+    found = store.latest(at_most=10)
+    assert found is not None and found.tx == 5
 
 
 def test_missing_directory_has_no_snapshot(tmp_path: Path) -> None:

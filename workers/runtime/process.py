@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Self
 
 from workers.config import WorkerConfig
+from workers.kafka.sink import HUNG_EXIT_CODE
 
 STOP_TIMEOUT_S = 30.0  # a clean shutdown (SIGTERM) gets this long before SIGKILL
 
@@ -97,6 +98,15 @@ class WorkerProcess:
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
+
+    def restart_if_asked(self) -> bool:
+        """What a supervisor's ``restart: on-failure`` does for the exit that asks for it
+        (the watchdog's, after a librdkafka call hung): start the worker again.  True when
+        it did; any other exit is left for the caller to see."""
+        if self.process is None or self.process.poll() != HUNG_EXIT_CODE:
+            return False
+        self.start()
+        return True
 
     def tail(self, lines: int = 20) -> str:
         """The end of its log (for a failure message)."""

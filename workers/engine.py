@@ -10,7 +10,8 @@ of bounded size with ``transact_in_chunks``), in numbered steps:
 
 1. parse the ops and normalise them against the current state → effective delta (in a
    batch, against the state plus the transactions before; the deltas are summed);
-2. arrange the delta (its values numbered; the tick's small EAV/AEV/AVE/VAE tries of ids);
+2. number the delta's values; it is arranged as the queries stepping read it (small dict
+   tries of ids row at a time, a one-batch spine vectorised: ``TickDelta``);
 3. route it to the queries whose patterns can match its attributes;
 4. step each of them (old state + delta → set changes, decoded) — all read the same ``old``;
 5. apply the delta to the shared arrangements (the only write) and adopt the new schema.
@@ -52,8 +53,9 @@ if TYPE_CHECKING:
 
 Row = tuple[Any, ...]
 Changes = dict[str, dict[Row, int]]
-# A batch of this many datoms or more is normalised at once when it can be (workers.db.bulk):
-# below it the per-transaction path costs less than the arrays' fixed costs (bench/engine/load.py).
+# A batch of this many datoms or more is normalised at once when it can be (workers.db.bulk).
+# Chosen, not measured: a round number well above where the arrays' fixed costs (a few dozen
+# NumPy calls per batch) could outweigh the per-transaction path.
 BULK_DATOMS = 1000
 
 

@@ -226,7 +226,7 @@ class Engine:
             self.db.apply_batch(built, int(delta.w.sum()) if isinstance(delta, DatomColumns)
                                 else sum(delta.values()))
         elif isinstance(delta, DatomColumns):
-            self.db.apply_columns(delta.e, delta.a, delta.v, delta.w)
+            self.db.apply_columns(delta)
         else:
             self.db.apply(delta)
         self.dispatch.applied()

@@ -9,6 +9,7 @@ use, once per tick.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,7 +29,7 @@ class DatomColumns:
     w: Ints
 
     @classmethod
-    def of(cls, datoms: dict[IdDatom, int]) -> DatomColumns:
+    def of(cls, datoms: Mapping[IdDatom, int]) -> DatomColumns:
         e, a, v = (np.fromiter((d[i] for d in datoms), np.int32, len(datoms))
                    for i in range(3))
         return cls(e, a, v, np.fromiter(datoms.values(), np.int64, len(datoms)))

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from workers.arrangements.batch import Ids, Ints
+from workers.arrangements.delta import DatomColumns
 from workers.arrangements.keys import IndexOrder
 from workers.arrangements.spine import DatomBatch, IdDatom, SpineArrangement
 from workers.arrangements.values import ValueIds
@@ -55,9 +55,7 @@ class ArrangementRegistry:
         """``state += delta`` (id datoms): the only write to the shared arrangements.  A
         large delta becomes a spine batch at once, a small one goes to the spine's layer."""
         if len(delta) >= BATCH_DATOMS:
-            e, a, v = (np.fromiter((d[i] for d in delta), np.int32, len(delta))
-                       for i in range(3))
-            self.apply_columns(e, a, v, np.fromiter(delta.values(), np.int64, len(delta)))
+            self.apply_columns(DatomColumns.of(delta))
         else:
             self.state.update(delta)
             self.size += sum(delta.values())
@@ -68,10 +66,10 @@ class ArrangementRegistry:
         self.state.update_batch(batch)
         self.size += change
 
-    def apply_columns(self, e: Ids, a: Ids, v: Ids, w: Ints) -> None:
+    def apply_columns(self, delta: DatomColumns) -> None:
         """:meth:`apply` of a delta given as columns (each datom once): one spine batch."""
-        self.state.update_columns(e, a, v, w)
-        self.size += int(w.sum())
+        self.state.update_columns(delta.e, delta.a, delta.v, delta.w)
+        self.size += int(delta.w.sum())
 
     def load(self, ids: ValueIds, columns: tuple[np.ndarray, ...]) -> None:
         """Adopt a snapshot: its value dictionary and its datoms as id columns."""

@@ -49,7 +49,8 @@ def _shape(tail: Sequence[Step]) -> str:
             "pairs" if kinds == (StepKind.BIND, StepKind.BIND) else "walk")
 
 
-def _lookup_depth(spec: ExtenderSpec) -> int:
+def lookup_depth(spec: ExtenderSpec) -> int:
+    """How many leading steps are lookups (constants, bound columns): the prefix."""
     return next((d for d, s in enumerate(spec.steps) if s.kind not in _LOOKUP), len(spec.steps))
 
 
@@ -59,7 +60,7 @@ class TrieExtender:
     __slots__ = ("_shape", "_tail", "_weighted", "node")
 
     def __init__(self, spec: ExtenderSpec, arrangement: Arrangement) -> None:
-        depth = _lookup_depth(spec)
+        depth = lookup_depth(spec)
         # The trie is mutated in place and never replaced, so the lookup can hold it.
         trie = arrangement.index(spec.order)  # type: ignore[arg-type]  # order fits its relation
         self.node = _prefix_lookup(trie, spec.steps[:depth])
@@ -142,7 +143,7 @@ class SpineExtender:
     __slots__ = ("_order", "_prefix", "_shape", "_spine", "_tail", "_weighted")
 
     def __init__(self, spec: ExtenderSpec, spine: SpineArrangement) -> None:
-        depth = _lookup_depth(spec)
+        depth = lookup_depth(spec)
         assert isinstance(spec.order, IndexOrder)
         self._spine, self._order = spine, spec.order
         self._prefix = _prefix_of(spec.steps[:depth])

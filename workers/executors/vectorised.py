@@ -34,7 +34,7 @@ from workers.arrangements import ArrangementRegistry, IndexOrder
 from workers.arrangements.batch import Ids, Ints, Mask, starts
 from workers.arrangements.delta import TickDelta
 from workers.arrangements.spine import SpineArrangement
-from workers.executors.extenders import Row, with_ids
+from workers.executors.extenders import Row, lookup_depth, with_ids
 from workers.executors.work import Work
 from workers.plan.ir import (
     DATOMS,
@@ -46,8 +46,6 @@ from workers.plan.ir import (
     Role,
     StepKind,
 )
-
-_LOOKUP = (StepKind.CONST, StepKind.BOUND)
 
 
 @dataclass(slots=True)
@@ -77,8 +75,7 @@ class VectorExtender:
     """One data pattern over a role's sources, for a frame at a time."""
 
     def __init__(self, spec: ExtenderSpec, db: ArrangementRegistry, delta: TickDelta) -> None:
-        depth = next((d for d, s in enumerate(spec.steps) if s.kind not in _LOOKUP),
-                     len(spec.steps))
+        depth = lookup_depth(spec)
         assert isinstance(spec.order, IndexOrder)
         self.order, self.weighted, self.role = spec.order, spec.weighted, spec.role
         self._prefix = tuple((s.kind is StepKind.CONST, s.arg) for s in spec.steps[:depth])
@@ -90,9 +87,7 @@ class VectorExtender:
         """A data pattern whose steps are lookups, then (at a level) one BIND, then FREEs."""
         if spec.relation != DATOMS:
             return False
-        kinds = [s.kind for s in spec.steps]
-        depth = next((d for d, k in enumerate(kinds) if k not in _LOOKUP), len(kinds))
-        tail = kinds[depth:]
+        tail = [s.kind for s in spec.steps[lookup_depth(spec):]]
         if level:
             return bool(tail) and tail[0] is StepKind.BIND and all(
                 k is StepKind.FREE for k in tail[1:])
@@ -156,9 +151,10 @@ class VectorExtender:
         total = np.zeros(len(frame), np.int64)
         present = np.zeros(len(frame), bool)
         for source in self._sources():
-            total += source.weights(self.order, prefixes)
+            weights = source.weights(self.order, prefixes)
+            total += weights
             if self.role is Role.DELTA:  # a Z-set: a prefix is present when a datom is
-                present |= (source.weights(self.order, prefixes) != 0 if prefixes.shape[1] == 3
+                present |= (weights != 0 if prefixes.shape[1] == 3
                             else source.counts(self.order, prefixes) > 0)
         if self.role is not Role.DELTA:
             present = total > 0

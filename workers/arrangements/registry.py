@@ -91,7 +91,7 @@ class ArrangementRegistry:
     # -- reads used by transaction normalisation -------------------------------------------
 
     def has(self, datom: Datom) -> bool:
-        ids = [self.ids.lookup(x) for x in datom]
+        ids = tuple(map(self.ids.lookup, datom))
         return None not in ids and self.state.weight(EAV, ids) > 0  # type: ignore[arg-type]
 
     def values(self, e: Any, a: Any) -> Iterator[Any]:

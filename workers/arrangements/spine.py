@@ -102,7 +102,7 @@ class SpineArrangement:
     ``update_columns`` are the only writers."""
 
     __slots__ = ("_by_order", "_holder_views", "_holders", "_layer_batch", "_layer_negative",
-                 "_layer_rows", "batches", "layer", "layer_limit", "nonnegative")
+                 "_layer_rows", "_read", "batches", "layer", "layer_limit", "nonnegative")
 
     def __init__(self, layer_limit: int = 4096, nonnegative: bool = False) -> None:
         """``nonnegative``: the caller promises the Z-set never has a negative weight (a
@@ -118,11 +118,13 @@ class SpineArrangement:
         self._layer_rows = 0  # datoms written to the layer since it was last frozen (a bound)
         self._layer_negative = False  # whether a negative weight was written since then
         self._layer_batch: tuple[int, DatomBatch | None] = (-1, None)  # (layer version, batch)
+        self._read: dict[tuple[IndexOrder, Sequence[int]], list[Node]] = {}  # see _nodes
 
     # -- writes --------------------------------------------------------------------------
 
     def update(self, delta: Mapping[IdDatom, int]) -> None:
         """Add a (small) delta to the layer, freezing it into a batch when it is full."""
+        self._read.clear()
         self.layer.update(delta)
         self._layer_rows += len(delta)
         self._layer_negative = self._layer_negative or any(w < 0 for w in delta.values())
@@ -157,6 +159,7 @@ class SpineArrangement:
     def _push(self, batch: DatomBatch | None, merge_all: bool = False) -> None:
         """Append ``batch`` and merge geometrically; the holders' bits of the batches from
         the first one changed on are redone."""
+        self._read.clear()
         first = len(self.batches)
         if batch is not None:
             self.batches.append(batch)
@@ -273,7 +276,18 @@ class SpineArrangement:
         return _leaves(self._nodes(order, prefix), len(prefix))
 
     def _nodes(self, order: IndexOrder, prefix: Sequence[int]) -> list[Node]:
-        """The sources' non-empty nodes under ``prefix``."""
+        """The sources' non-empty nodes under ``prefix``, remembered until the next write:
+        GenericJoin reads a prefix several times in a tick (``estimate`` to rank the
+        extenders, then ``propose`` or ``intersect``; one delta term after another)."""
+        key = (order, prefix)
+        nodes = self._read.get(key)
+        if nodes is None:
+            if len(self._read) >= _READ_MEMO:
+                self._read.clear()
+            nodes = self._read[key] = self._find_nodes(order, prefix)
+        return nodes
+
+    def _find_nodes(self, order: IndexOrder, prefix: Sequence[int]) -> list[Node]:
         if len(prefix) >= 2 and (order is AEV or order is AVE):
             order, prefix = _MAJOR[order], (prefix[1], prefix[0], *prefix[2:])
         indexes = self._by_order[order]
@@ -441,6 +455,7 @@ class SpineArrangement:
 _MAJOR = {AEV: EAV, AVE: VAE}
 
 
+_READ_MEMO = 4096  # prefixes whose nodes a spine remembers until its next write
 _MAX_BATCHES = 16  # a bit each in _holders; geometric sizes reach it at 2^15 × layer_limit
 
 

@@ -47,8 +47,8 @@ def _object_key(x: Any) -> Any:
 class ValueIds:
     """The dictionary: ``intern`` (assigning ids), ``lookup`` (never assigning), ``value``."""
 
-    __slots__ = ("_id_view", "_key_ids", "_key_view", "_keys", "_kind", "_objects", "_payload",
-                 "_recent", "_values", "size")
+    __slots__ = ("_id_view", "_key_ids", "_key_view", "_keys", "_kind", "_kind_view",
+                 "_objects", "_payload", "_payload_view", "_recent", "_values", "size")
 
     def __init__(self) -> None:
         self._keys = np.empty(0, np.int64)  # sorted numeric class keys ...
@@ -59,6 +59,7 @@ class ValueIds:
         self._values: list[Any] = []  # object payloads (the dict's keys, by insertion)
         self._kind = np.empty(16, np.int8)  # per id: _INT or _OBJECT
         self._payload = np.empty(16, np.int64)  # per id: the number, or an index in _values
+        self._kind_view, self._payload_view = self._kind.data, self._payload.data
         self.size = 0
 
     def lookup(self, x: Any) -> int | None:
@@ -113,8 +114,8 @@ class ValueIds:
     def value(self, i: int) -> Any:
         """The value interned under id ``i`` (the first of its equals seen: a plain and an
         interned keyword share an id)."""
-        payload = int(self._payload[i])
-        return self._values[payload] if self._kind[i] == _OBJECT else payload
+        payload = self._payload_view[i]  # memoryviews: Python ints, no NumPy scalar
+        return self._values[payload] if self._kind_view[i] == _OBJECT else payload
 
     def copy(self) -> ValueIds:
         """An independent copy (a snapshot's: the engine goes on numbering new values)."""
@@ -125,19 +126,22 @@ class ValueIds:
         other._values = list(self._values)
         other._kind, other._payload = self._kind[:self.size].copy(), self._payload[
             :self.size].copy()
+        other._kind_view, other._payload_view = other._kind.data, other._payload.data
         other.size = self.size
         return other
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled without the memoryviews (they are rebuilt from the columns)."""
         state = {name: getattr(self, name) for name in self.__slots__}
-        del state["_key_view"], state["_id_view"]
+        for view in ("_key_view", "_id_view", "_kind_view", "_payload_view"):
+            del state[view]
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         for name, value in state.items():
             setattr(self, name, value)
         self._key_view, self._id_view = self._keys.data, self._key_ids.data
+        self._kind_view, self._payload_view = self._kind.data, self._payload.data
 
     @property
     def nbytes(self) -> int:
@@ -163,6 +167,7 @@ class ValueIds:
             kind[:self.size], payload[:self.size] = self._kind[:self.size], self._payload[
                 :self.size]
             self._kind, self._payload = kind, payload
+            self._kind_view, self._payload_view = kind.data, payload.data
 
     def _merge_recent(self) -> None:
         if self._recent:

@@ -131,7 +131,7 @@ class Batch:
     def columns(self) -> tuple[Ids, Ids, Ids, Ints | None]:
         """Every triple, sorted, with its weights."""
         rows1 = np.diff(self.bounds1)
-        return (np.repeat(self._level0_keys(np.arange(len(self.keys1))), rows1),
+        return (np.repeat(self.entry_keys0(), rows1),
                 np.repeat(self.keys1, rows1), self.keys2, self.weights)
 
     # -- where the leaves of level-1 entries are (a PairBatch's are in another batch) ----
@@ -237,6 +237,12 @@ class Batch:
             return self.keys0
         return np.flatnonzero(self.bounds0[1:] > self.bounds0[:-1]).astype(np.int32)
 
+    def entry_keys0(self) -> Ids:
+        """The level-0 key of every level-1 entry, in order (one linear pass)."""
+        keys0 = (np.arange(len(self.bounds0) - 1, dtype=np.int32) if self.keys0 is None
+                 else self.keys0)
+        return np.repeat(keys0, np.diff(self.bounds0))
+
     def _level0_keys(self, entries: Ints) -> Ids:
         i = np.searchsorted(self.bounds0, entries, side="right") - 1
         return i.astype(np.int32) if self.keys0 is None else self.keys0[i]
@@ -326,9 +332,9 @@ class PairBatch(Batch):
     __slots__ = ("major", "pair")
 
     def __init__(self, major: Batch) -> None:
-        entries = np.arange(len(major.keys1))
-        perm = sort_order(major.keys1, major._level0_keys(entries))
-        self._upper_levels(major.keys1[perm], major._level0_keys(perm))
+        keys0 = major.entry_keys0()
+        perm = sort_order(major.keys1, keys0)
+        self._upper_levels(major.keys1[perm], keys0[perm])
         self.pair, self.major = perm.astype(np.int32), major
         self.keys2, self.weights, self.positive = major.keys2, major.weights, major.positive
         self._k2, self._w = major._k2, major._w

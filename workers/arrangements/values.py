@@ -94,22 +94,27 @@ class ValueIds:
         """The ids of a column of ints (a bulk load), new ones numbered in order of first
         appearance: the same ids as ``intern`` called on each in turn."""
         self._merge_recent()
-        uniq, first = np.unique(xs, return_index=True)
+        uniq, first, inverse = np.unique(xs, return_index=True, return_inverse=True)
+        uniq_ids = np.zeros(len(uniq), np.int32)
         known = np.zeros(len(uniq), bool)
-        if len(self._keys):
+        if len(self._keys):  # sorted needles: the search walks the column once
             pos = np.minimum(self._keys.searchsorted(uniq), len(self._keys) - 1)
             known = self._keys[pos] == uniq
-        new_keys = uniq[~known][np.argsort(first[~known], kind="stable")]
+            uniq_ids[known] = self._key_ids[pos[known]]
+        fresh = np.flatnonzero(~known)
+        fresh = fresh[np.argsort(first[fresh], kind="stable")]  # in order of appearance
         start = self.size
-        if start + len(new_keys) > MAX_IDS:
+        if start + len(fresh) > MAX_IDS:
             raise OverflowError(f"more than {MAX_IDS} distinct values: ids are int32")
-        self._reserve(start + len(new_keys))
-        self._kind[start:start + len(new_keys)] = _INT
-        self._payload[start:start + len(new_keys)] = new_keys
-        self.size += len(new_keys)
-        if len(new_keys):
-            self._insert(new_keys, np.arange(start, self.size, dtype=np.int32))
-        return self._key_ids[self._keys.searchsorted(xs)]
+        self._reserve(start + len(fresh))
+        self._kind[start:start + len(fresh)] = _INT
+        self._payload[start:start + len(fresh)] = uniq[fresh]
+        self.size += len(fresh)
+        uniq_ids[fresh] = np.arange(start, self.size, dtype=np.int32)
+        if len(fresh):
+            ordered = np.sort(fresh)  # back in key order, for the insertion
+            self._insert(uniq[ordered], uniq_ids[ordered])
+        return uniq_ids[inverse.reshape(-1)]
 
     def value(self, i: int) -> Any:
         """The value interned under id ``i`` (the first of its equals seen: a plain and an
@@ -174,12 +179,12 @@ class ValueIds:
             keys = np.fromiter(self._recent, np.int64, len(self._recent))
             ids = np.fromiter(self._recent.values(), np.int32, len(self._recent))
             self._recent.clear()
-            self._insert(keys, ids)
+            order = np.argsort(keys)
+            self._insert(keys[order], ids[order])
 
     def _insert(self, keys: npt.NDArray[np.int64], ids: IdArray) -> None:
-        """Merge keys absent from the column into it, keeping it sorted."""
-        merged = np.concatenate([self._keys, keys])
-        order = np.argsort(merged, kind="stable")
-        self._keys = merged[order]
-        self._key_ids = np.concatenate([self._key_ids, ids])[order]
+        """Merge sorted keys absent from the column into it, keeping it sorted (one copy)."""
+        at = self._keys.searchsorted(keys)
+        self._keys = np.insert(self._keys, at, keys)
+        self._key_ids = np.insert(self._key_ids, at, ids)
         self._key_view, self._id_view = self._keys.data, self._key_ids.data

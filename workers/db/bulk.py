@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -88,23 +89,27 @@ def normalise_bulk(batch: Sequence[tuple[TxOps, Any]], db: ArrangementRegistry,
 
 def intern_column(ids: ValueIds, values: Sequence[Any]) -> Ids:
     """The ids of a column of values: plain ints through NumPy, anything else per distinct
-    value (ids are the same as ``ids.intern`` called on each in turn would give, up to the
+    object (ids are the same as ``ids.intern`` called on each in turn would give, up to the
     numbering of new values)."""
     if values and set(map(type, values)) == {int}:
         try:
             return ids.intern_ints(np.array(values, np.int64))
         except OverflowError:  # beyond int64: interned one by one below
             pass
-    typed = [(type(x), x) for x in values]  # 1, 1.0 and True are three values (three ids)
-    distinct = {key: ids.intern(key[1]) for key in dict.fromkeys(typed)}
-    return np.fromiter((distinct[key] for key in typed), np.int32, len(values))
+    # Objects told apart by identity in NumPy (no Python hash per value: a keyword's is
+    # Python code), each distinct object interned by value: equal objects get one id.
+    identities = np.fromiter(map(id, values), np.int64, len(values))
+    distinct, first, inverse = np.unique(identities, return_index=True, return_inverse=True)
+    appearance = np.argsort(first)  # new values numbered in order of first appearance
+    interned = np.empty(len(distinct), np.int32)
+    interned[appearance] = np.fromiter(
+        (ids.intern(values[i]) for i in first[appearance].tolist()), np.int32, len(distinct))
+    return interned[inverse]
 
 
 def _columns(datoms: list[Datom]) -> tuple[Sequence[Any], Sequence[Any], Sequence[Any]]:
-    if not datoms:
-        return (), (), ()
-    e, a, v = zip(*datoms, strict=True)
-    return e, a, v
+    """The datoms' entities, attributes and values as three lists."""
+    return tuple(list(map(itemgetter(i), datoms)) for i in range(3))  # type: ignore[return-value]
 
 
 def _cardinality_one_ids(ids: ValueIds, schema: Schema, a: Ids) -> Ids:

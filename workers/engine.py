@@ -24,6 +24,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+import edn_format
 import numpy as np
 import numpy.typing as npt
 
@@ -33,7 +34,8 @@ from workers.arrangements.delta import DatomColumns, IdDelta, TickDelta
 from workers.arrangements.values import ValueIds
 from workers.datalog import Query, compile_query
 from workers.db import BUILTIN_SCHEMA, Schema, TxOps, normalise, parse_tx
-from workers.db.bulk import normalise_bulk
+from workers.db.bulk import normalise_bulk, normalise_columns
+from workers.db.tx import DB_ADD, DB_RETRACT
 from workers.errors import ErrorCode, TransactionError, UnknownQueryError, WorkersError
 from workers.executors import Work
 from workers.executors.dispatch import (
@@ -128,6 +130,32 @@ class Engine:
         normalised = normalise(parse_tx(forms), self.db, self.schema)
         self.schema = normalised.schema
         return self._tick(self.db.encode(normalised.delta))
+
+    def transact_columns(self, e: Any, a: Any, v: Any, added: Any = None,
+                         tx_id: int | None = None) -> Changes:
+        """One transaction of datoms given as columns: a bulk import (from NumPy, Arrow,
+        Parquet) without a form per datom.  ``e``: entity ids (ints); ``a``: one attribute
+        keyword, or one per datom; ``v``: the values (an int array, or any sequence);
+        ``added``: which datoms are added (by default all; the others are retracted).
+
+        It is the transaction ``[[:db/add e a v] ...]`` (``:db/retract`` where not
+        ``added``): the same changes and the same refusals.  Columns of plain datoms —
+        long entities, values of the usual types — are normalised all at once
+        (:func:`~workers.db.bulk.normalise_columns`); any other goes as forms.
+        """
+        n = len(e)
+        if (not _one_attribute(a) and len(a) != n) or len(v) != n or (
+                added is not None and len(added) != n):
+            raise TransactionError(f"columns of different lengths: {n} entities, "
+                                   f"{'one attribute' if _one_attribute(a) else len(a)}"
+                                   f" attributes, {len(v)} values"
+                                   + ("" if added is None else f", {len(added)} flags"),
+                                   code=ErrorCode.TX_SHAPE)
+        delta = normalise_columns(e, a, v, added, self.db, self.schema)
+        if delta is None:
+            return self.transact(_forms(e, a, v, added), tx_id)
+        self.tx = self.tx + 1 if tx_id is None else tx_id
+        return self._tick(delta)
 
     def transact_many(self, txs: Iterable[tuple[Any, int]]) -> tuple[Changes, list[Refusal]]:
         """Apply ``(forms, tx_id)`` transactions as one tick; return the consolidated changes
@@ -346,3 +374,17 @@ def _keeps_state(registered: RegisteredQuery) -> bool:
     """Derived relations and aggregate groups are built from the current database, even for
     a query resumed without emitting its result."""
     return isinstance(registered.plan, RulesPlan) or registered.aggregation is not None
+
+
+def _forms(e: Any, a: Any, v: Any, added: Any) -> list[list[Any]]:
+    """Columns of datoms as the transaction's forms."""
+    n = len(e)
+    entities, values = (list(c.tolist() if isinstance(c, np.ndarray) else c) for c in (e, v))
+    attributes = [a] * n if _one_attribute(a) else list(a)
+    ops = [DB_ADD] * n if added is None else [DB_ADD if x else DB_RETRACT for x in added]
+    return [list(datom) for datom in zip(ops, entities, attributes, values, strict=True)]
+
+
+def _one_attribute(a: Any) -> bool:
+    """Whether a column transaction's ``a`` is one attribute for every datom."""
+    return isinstance(a, edn_format.Keyword | str)

@@ -1,12 +1,13 @@
 """Bulk load through the public API: load rate, memory per datom, snapshot save and restore.
 
     python -m bench load [--edges 1000000] [--tx-datoms 10000] [--query none|triangle]
-                         [--ticks 1000] [--seed S]
+                         [--api forms|columns] [--ticks 1000] [--seed S]
 
 A seeded power-law graph (one datom `[u :g/to v]` per edge, the cached graph of
 `python -m bench spine`) is sent to one `Engine` as transactions of `--tx-datoms` datoms
 through `Engine.transact_many` (one tick per transaction; the forms of each are built just
-before it, so the input is not counted as the engine's).  With `--query triangle` the
+before it, inside the timing, so the input is never held whole), or with `--api columns` as
+slices of the graph's columns through `Engine.transact_columns`.  With `--query triangle` the
 triangle query is registered first and kept live through the load.  Reported: the load
 rate, the process RSS grown by the load per datom (`malloc_trim` first, as the spine
 benchmark does), the snapshot's save (`Engine.state` + pickle) and restore (unpickle +
@@ -33,12 +34,18 @@ from bench.queries import QUERIES
 from workers.engine import Engine
 
 QUERY_CHOICES = ("none", "triangle")
+API_CHOICES = ("forms", "columns")
 
 
-def load(engine: Engine, us: Any, vs: Any, tx_datoms: int) -> float:
-    """Send the edges as transactions of ``tx_datoms`` datoms; the seconds it took."""
+def load(engine: Engine, us: Any, vs: Any, tx_datoms: int, api: str = "forms") -> float:
+    """Send the edges as transactions of ``tx_datoms`` datoms (forms through
+    ``transact_many``, or columns through ``transact_columns``); the seconds it took."""
     started = time.perf_counter()
     for offset in range(0, len(us), tx_datoms):
+        if api == "columns":
+            engine.transact_columns(us[offset:offset + tx_datoms], TO,
+                                    vs[offset:offset + tx_datoms], tx_id=offset)
+            continue
         forms = [[ADD, u, TO, v] for u, v in zip(us[offset:offset + tx_datoms].tolist(),
                                                  vs[offset:offset + tx_datoms].tolist(),
                                                  strict=True)]
@@ -84,6 +91,9 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse
                         help="a query kept live through the load (default none)")
     parser.add_argument("--ticks", type=int, default=1000,
                         help="single-edge ticks after the load (default 1000)")
+    parser.add_argument("--api", choices=API_CHOICES, default="forms",
+                        help="transactions as forms (transact_many) or as columns "
+                             "(transact_columns) (default forms)")
     parser.add_argument("--seed", type=int, default=42, help="graph seed (default 42)")
     args = parser.parse_args(argv)
     if min(args.edges, args.tx_datoms, args.ticks) < 2:
@@ -101,8 +111,8 @@ def run(args: argparse.Namespace) -> None:
     engine = Engine()
     if args.query != "none":
         engine.register(args.query, QUERIES[args.query])
-    log(f"loading {args.edges:,} edges in transactions of {args.tx_datoms:,}")
-    seconds = load(engine, us, vs, args.tx_datoms)
+    log(f"loading {args.edges:,} edges in transactions of {args.tx_datoms:,} ({args.api})")
+    seconds = load(engine, us, vs, args.tx_datoms, args.api)
     datoms = len(engine.db)
     grown = rss() - before
     log("snapshot save and restore")
@@ -112,9 +122,9 @@ def run(args: argparse.Namespace) -> None:
               "rss_bytes_per_datom": grown / datoms, "single_edge_tick_us": tick_us,
               **snapshot}
     print(markdown_table(
-        ["datoms", "query", "load (datoms/s)", "RSS (B/datom)", "save (s)", "restore (s)",
+        ["datoms", "query", "api", "load (datoms/s)", "RSS (B/datom)", "save (s)", "restore (s)",
          "snapshot (B/datom)", "single-edge tick (µs)"],
-        [[f"{datoms:,}", args.query, f"{result['datoms_per_s']:,.0f}",
+        [[f"{datoms:,}", args.query, args.api, f"{result['datoms_per_s']:,.0f}",
           f"{result['rss_bytes_per_datom']:.0f}", f"{snapshot['save_s']:.2f}",
           f"{snapshot['restore_s']:.2f}", f"{snapshot['snapshot_bytes'] / datoms:.1f}",
           f"{tick_us:.0f}"]]))

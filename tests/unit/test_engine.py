@@ -10,6 +10,7 @@ import pytest
 
 from workers.edn import keyword
 from workers.engine import Engine
+from workers.errors import ErrorCode, TransactionError
 
 PEOPLE = """[{:db/id 1 :name "Ivan" :age 15 :sex :male :friend [2 3]}
              {:db/id 2 :name "Petr" :age 37 :sex :male :friend 3}
@@ -138,3 +139,20 @@ def test_values_come_back_as_the_kind_they_were_written() -> None:
     entity = engine.query("[:find ?e :where [?e :g/to _]]")
     assert [type(row[0]) for rows in (active, price, entity) for row in rows] == [
         bool, float, int]
+
+
+def test_columns_of_different_lengths_are_refused() -> None:
+    with pytest.raises(TransactionError, match="columns of different lengths: 2 entities, "
+                                               "1 attributes, 2 values") as refused:
+        Engine().transact_columns([1, 2], [keyword("g/to")], [3, 4])
+    assert refused.value.code is ErrorCode.TX_SHAPE
+
+
+def test_columns_take_one_attribute_and_retractions() -> None:
+    engine = Engine()
+    to = keyword("g/to")
+    engine.register("edges", "[:find ?a ?b :where [?a :g/to ?b]]")
+    assert engine.transact_columns([1, 2, 3], to, [2, 3, 1]) == {
+        "edges": {(1, 2): 1, (2, 3): 1, (3, 1): 1}}
+    assert engine.transact_columns([1, 3], to, [2, 1], added=[False, True]) == {
+        "edges": {(1, 2): -1}}

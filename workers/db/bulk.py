@@ -21,15 +21,18 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
+import edn_format
 import numpy as np
 
 from workers.arrangements import ArrangementRegistry, IndexOrder
-from workers.arrangements.batch import Ids, Ints, starts
+from workers.arrangements.batch import Ids, Ints, sort_order, starts
 from workers.arrangements.delta import DatomColumns
 from workers.arrangements.values import ValueIds
 from workers.db.normalise import check_plain, is_plain
-from workers.db.schema import Schema
-from workers.db.tx import Datom, TxOps
+from workers.db.schema import SCHEMA_ATTRIBUTES, Schema
+from workers.db.tx import PLAIN_VALUES, Datom, TxOps
+from workers.db.values import LONG_MAX, LONG_MIN, VALUE_TYPES
+from workers.edn import Keyword
 from workers.errors import TransactionError
 
 EAV = IndexOrder.EAV
@@ -71,20 +74,93 @@ def normalise_bulk(batch: Sequence[tuple[TxOps, Any]], db: ArrangementRegistry,
     one = _cardinality_one_ids(db.ids, schema, a)
     if not _independent(e, a, v, tx, one):
         return None
-    n = len(adds)
+    return BulkNormalised(_effective(db, e, a, v, len(adds), one), refused)
+
+
+def normalise_columns(e: Any, a: Any, v: Any, added: Any, db: ArrangementRegistry,
+                      schema: Schema) -> DatomColumns | None:
+    """One transaction given as columns (:meth:`~workers.engine.Engine.transact_columns`),
+    normalised at once; None when it is not plain or one of :func:`check_plain`'s checks
+    might refuse it — the caller then makes it forms, which are normalised and refused as
+    any transaction is (so the messages are the usual ones, and nothing is checked twice
+    differently).  Values of such a transaction may have been numbered: ids are internal.
+    """
+    e = np.asarray(e)
+    if e.dtype.kind not in "iu" or (e.dtype.kind == "u" and len(e) and e.max() > LONG_MAX):
+        return None
+    n = len(e)
+    if isinstance(a, edn_format.Keyword | str) and type(a) is not Keyword:
+        return None  # one attribute, not an interned keyword
+    attributes = [a] * n if type(a) is Keyword else list(a)
+    if set(map(type, attributes)) - {Keyword} or not SCHEMA_ATTRIBUTES.isdisjoint(
+            dict.fromkeys(attributes)):
+        return None
+    ints = isinstance(v, np.ndarray) and v.dtype.kind in "iu"
+    values = v if ints else list(v)
+    if ints and v.dtype.kind == "u" and n and v.max() > LONG_MAX:
+        return None
+    if not ints and not _plain_values(values):
+        return None
+    is_add = np.ones(n, bool) if added is None else np.asarray(added, bool)
+    a_ids = intern_column(db.ids, attributes)
+    if not _typed(db.ids, schema, a_ids, values):
+        return None
+    e_ids = db.ids.intern_ints(e.astype(np.int64))
+    v_ids = db.ids.intern_ints(v.astype(np.int64)) if ints else intern_column(db.ids, values)
+    first = _unique_rows(e_ids, a_ids, v_ids, is_add.astype(np.int8))  # a set: once each
+    e_ids, a_ids, v_ids, is_add = e_ids[first], a_ids[first], v_ids[first], is_add[first]
+    if len(_unique_rows(e_ids, a_ids, v_ids)) != len(e_ids):
+        return None  # a datom both added and retracted
+    one = _cardinality_one_ids(db.ids, schema, a_ids)
+    single = np.flatnonzero(is_add & np.isin(a_ids, one))
+    if len(_unique_rows(e_ids[single], a_ids[single])) != len(single):
+        return None  # two values of an entity's cardinality-one attribute
+    order = np.argsort(~is_add, kind="stable")  # the added datoms first
+    return _effective(db, e_ids[order], a_ids[order], v_ids[order], int(is_add.sum()), one)
+
+
+def _plain_values(values: Sequence[Any]) -> bool:
+    """Every value one a datom may hold whatever its attribute's type (ints in range)."""
+    types = set(map(type, values))
+    if not PLAIN_VALUES.issuperset(types - {int}):
+        return False
+    ints = [x for x in values if type(x) is int] if int in types else []
+    return not ints or (min(ints) >= LONG_MIN and max(ints) <= LONG_MAX)
+
+
+def _typed(ids: ValueIds, schema: Schema, a_ids: Ids, values: Sequence[Any]) -> bool:
+    """Every value of a typed attribute of its type (checked on each distinct one)."""
+    for attribute in np.unique(a_ids).tolist():
+        value_type = schema[ids.value(attribute)].value_type
+        if value_type is not None:
+            rows = np.flatnonzero(a_ids == attribute)
+            check = VALUE_TYPES[value_type]
+            if isinstance(values, np.ndarray):  # ints in range: the type decides
+                if not check(int(values[rows[0]])):
+                    return False
+            elif not all(map(check, {id(x): x for x in map(values.__getitem__,
+                                                           rows.tolist())}.values())):
+                return False
+    return True
+
+
+def _effective(db: ArrangementRegistry, e: Ids, a: Ids, v: Ids, added: int,
+               one: Ids) -> DatomColumns:
+    """The effective delta of datoms (ids; the first ``added`` asserted, the others
+    retracted) that no two transactions share: the new assertions, the present
+    retractions, and the old values the cardinality-one assertions replace."""
     present = db.state.weights(EAV, np.stack([e, a, v], axis=1).astype(np.int64)) > 0 if len(
-        datoms) else np.zeros(0, bool)
-    new = np.flatnonzero(~present[:n])
-    gone = n + np.flatnonzero(present[n:])
-    replaced = _replaced(db, e[:n], a[:n], v[:n], one)
+        e) else np.zeros(0, bool)
+    new = np.flatnonzero(~present[:added])
+    gone = added + np.flatnonzero(present[added:])
+    replaced = _replaced(db, e[:added], a[:added], v[:added], one)
     minus_e, minus_a, minus_v = (np.concatenate([c[gone], r]) for c, r in zip(
         (e, a, v), replaced, strict=True))
     unique = _unique_rows(minus_e, minus_a, minus_v)  # an explicit retraction may be replaced
-    delta = DatomColumns(
+    return DatomColumns(
         np.concatenate([e[new], minus_e[unique]]), np.concatenate([a[new], minus_a[unique]]),
         np.concatenate([v[new], minus_v[unique]]),
         np.concatenate([np.ones(len(new), np.int64), -np.ones(len(unique), np.int64)]))
-    return BulkNormalised(delta, refused)
 
 
 def intern_column(ids: ValueIds, values: Sequence[Any]) -> Ids:
@@ -149,5 +225,5 @@ def _unique_rows(*columns: np.ndarray) -> Ints:
     """The positions of the first of each distinct row of ``columns``."""
     if not len(columns[0]):
         return np.zeros(0, np.int64)
-    order = np.lexsort(columns[::-1])
+    order = sort_order(*columns)
     return order[starts(*(c[order] for c in columns))]

@@ -47,8 +47,22 @@ def parse_tx(forms: Any) -> TxOps:
     if isinstance(forms, str | bytes) or not isinstance(forms, Sequence):
         raise TransactionError(f"a transaction is a vector of ops, got {_show(forms)}", form=forms)
     ops = TxOps()
+    add, retract = ops.adds.append, ops.retracts.append
     for form in forms:
-        if (type(form) is list or type(form) is tuple) and form:  # the usual op, no ABC check
+        kind = type(form)
+        if (kind is list or kind is tuple) and len(form) == 4:
+            op, e, a, v = form  # the usual datom, checked inline: no call per op
+            if (type(a) is Keyword and type(e) is int and LONG_MIN <= e <= LONG_MAX
+                    and (type(v) in PLAIN_VALUES or (type(v) is int
+                                                     and LONG_MIN <= v <= LONG_MAX))):
+                if op is DB_ADD:
+                    add((e, a, v))
+                    continue
+                if op is DB_RETRACT:
+                    retract((e, a, v))
+                    continue
+            _parse_list_op(form, ops)
+        elif (kind is list or kind is tuple) and form:  # another op, no ABC check
             _parse_list_op(form, ops)
         elif isinstance(form, Mapping):
             _parse_entity_map(form, ops)
@@ -92,12 +106,12 @@ def _parse_entity_map(form: Mapping[Any, Any], ops: TxOps) -> None:
 
 def _datom(e: Any, a: Any, v: Any, form: Any) -> Datom:
     if type(a) is Keyword and type(e) is int and LONG_MIN <= e <= LONG_MAX and (
-            type(v) in _PLAIN_VALUES or (type(v) is int and LONG_MIN <= v <= LONG_MAX)):
+            type(v) in PLAIN_VALUES or (type(v) is int and LONG_MIN <= v <= LONG_MAX)):
         return e, a, v  # the usual datom, checked without a call per position
     return _entity(e, form), _attribute(a, form), _value(v, form)
 
 
-_PLAIN_VALUES = frozenset({str, float, bool, Keyword})  # valid values whatever they hold
+PLAIN_VALUES = frozenset({str, float, bool, Keyword})  # valid values whatever they hold
 
 
 def _intern(x: Any) -> Any:

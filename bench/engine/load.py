@@ -28,28 +28,20 @@ from typing import Any
 
 from bench.data import powerlaw_graph, powerlaw_path
 from bench.engine.spine import edge_columns, rss
-from bench.engine.tx import ADD, RETRACT, TO
+from bench.engine.tx import ADD, API_CHOICES, RETRACT, TO, send_edges
 from bench.harness import Results, log, markdown_table
 from bench.queries import QUERIES
 from workers.engine import Engine
 
 QUERY_CHOICES = ("none", "triangle")
-API_CHOICES = ("forms", "columns")
 
 
-def load(engine: Engine, us: Any, vs: Any, tx_datoms: int, api: str = "forms") -> float:
-    """Send the edges as transactions of ``tx_datoms`` datoms (forms through
-    ``transact_many``, or columns through ``transact_columns``); the seconds it took."""
+def load(engine: Engine, us: Any, vs: Any, tx_datoms: int, api: str) -> float:
+    """Send the edges as transactions of ``tx_datoms`` datoms; the seconds it took."""
     started = time.perf_counter()
     for offset in range(0, len(us), tx_datoms):
-        if api == "columns":
-            engine.transact_columns(us[offset:offset + tx_datoms], TO,
-                                    vs[offset:offset + tx_datoms], tx_id=offset)
-            continue
-        forms = [[ADD, u, TO, v] for u, v in zip(us[offset:offset + tx_datoms].tolist(),
-                                                 vs[offset:offset + tx_datoms].tolist(),
-                                                 strict=True)]
-        engine.transact_many([(forms, offset)])
+        send_edges(engine, us[offset:offset + tx_datoms], vs[offset:offset + tx_datoms], api,
+                   offset)
     return time.perf_counter() - started
 
 

@@ -3,12 +3,13 @@ single-edge ticks and ticks of 1,000.
 
     python -m bench scale [--edges 10000000] [--degree 10] [--tx-datoms 100000]
                           [--queries triangle,4cycle] [--ticks 200] [--big-ticks 20]
-                          [--tick-sizes 1000] [--seed S]
+                          [--tick-sizes 1000] [--api forms|columns] [--seed S]
 
 A seeded random directed graph: `--edges` distinct edges on `edges / degree` nodes, both
 ends uniform (so out- and in-degrees are Poisson with mean `--degree`: bounded, no hubs),
 generated as NumPy columns.  The queries are registered on the empty engine, then the edges
-are sent through `Engine.transact_many` in transactions of `--tx-datoms`, each a tick the
+are sent in transactions of `--tx-datoms` (forms through `Engine.transact_many`, or with
+`--api columns` through `Engine.transact_columns`), each a tick the
 live queries step (the vectorised executor, for ticks this large).  Reported: load time and
 rate, process RSS per datom once loaded (`malloc_trim` first), the live queries' result
 sizes, then the mean and percentiles of single-edge ticks (half retract a loaded edge, half
@@ -28,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from bench.engine.spine import rss
-from bench.engine.tx import ADD, RETRACT, TO
+from bench.engine.tx import ADD, API_CHOICES, RETRACT, TO, send_edges
 from bench.harness import Results, csv_list, log, markdown_table, percentile, positive_ints
 from bench.queries import QUERIES
 from workers.engine import Engine
@@ -47,16 +48,14 @@ def bounded_graph(edges: int, degree: int, seed: int) -> tuple[np.ndarray, np.nd
     return found[keep] // nodes, found[keep] % nodes
 
 
-def load(engine: Engine, us: np.ndarray, vs: np.ndarray,
-         tx_datoms: int) -> tuple[float, dict[str, int]]:
+def load(engine: Engine, us: np.ndarray, vs: np.ndarray, tx_datoms: int,
+         api: str) -> tuple[float, dict[str, int]]:
     """Seconds to send the edges, and each live query's result size (its changes added)."""
     started = time.perf_counter()
     sizes = dict.fromkeys(engine.queries, 0)
     for offset in range(0, len(us), tx_datoms):
-        forms = [[ADD, u, TO, v] for u, v in zip(us[offset:offset + tx_datoms].tolist(),
-                                                 vs[offset:offset + tx_datoms].tolist(),
-                                                 strict=True)]
-        changes, _ = engine.transact_many([(forms, offset)])
+        changes = send_edges(engine, us[offset:offset + tx_datoms],
+                             vs[offset:offset + tx_datoms], api, offset)
         for name, rows in changes.items():
             sizes[name] += sum(rows.values())
         if offset // tx_datoms % 10 == 9:
@@ -94,6 +93,9 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse
                         help="ticks of each size in --tick-sizes (default 20)")
     parser.add_argument("--tick-sizes", type=positive_ints, default=[1000],
                         help="changed edges per big tick (default 1000)")
+    parser.add_argument("--api", choices=API_CHOICES, default="forms",
+                        help="load transactions as forms (transact_many) or as columns "
+                             "(transact_columns) (default forms)")
     parser.add_argument("--seed", type=int, default=42, help="graph seed (default 42)")
     args = parser.parse_args(argv)
     if min(args.edges, args.degree, args.tx_datoms, args.ticks, args.big_ticks) < 2:
@@ -112,8 +114,9 @@ def run(args: argparse.Namespace) -> None:
     engine = Engine()
     for name in args.queries:
         engine.register(name, QUERIES[name])
-    log(f"loading in transactions of {args.tx_datoms:,} with {', '.join(args.queries)} live")
-    seconds, sizes = load(engine, us, vs, args.tx_datoms)
+    log(f"loading in transactions of {args.tx_datoms:,} ({args.api}) with "
+        f"{', '.join(args.queries)} live")
+    seconds, sizes = load(engine, us, vs, args.tx_datoms, args.api)
     datoms = len(engine.db)
     result: dict[str, Any] = {
         "datoms": datoms, "load_s": seconds, "load_datoms_per_s": datoms / seconds,

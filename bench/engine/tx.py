@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from bench.data import Edge, Op
 from workers.edn import keyword
+from workers.engine import Changes, Engine
 
 ADD, RETRACT, TO = keyword("db/add"), keyword("db/retract"), keyword("g/to")
 CHUNK = 2000  # edges per transaction of an initial load
@@ -21,3 +24,18 @@ def to_tx(ops: list[Op]) -> Tx:
 def load_ticks(edges: list[Edge]) -> list[list[Op]]:
     """The initial load as add-only ticks of CHUNK edges."""
     return [[(True, u, v) for u, v in edges[i : i + CHUNK]] for i in range(0, len(edges), CHUNK)]
+
+
+API_CHOICES = ("forms", "columns")
+
+
+def send_edges(engine: Engine, us: np.ndarray, vs: np.ndarray, api: str,
+               tx_id: int) -> Changes:
+    """One transaction adding the edges ``us[i] -> vs[i]``: forms built now and sent
+    through ``transact_many`` (``api="forms"``), or the columns through
+    ``transact_columns``."""
+    if api == "columns":
+        return engine.transact_columns(us, TO, vs, tx_id=tx_id)
+    forms = [[ADD, u, TO, v] for u, v in zip(us.tolist(), vs.tolist(), strict=True)]
+    changes, _ = engine.transact_many([(forms, tx_id)])
+    return changes

@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> None:
     for name in args.queries:
         engine.register(name, QUERIES[name])
     log(f"loading {args.edges:,} edges")
-    load(engine, us, vs, 100_000)
+    load(engine, us, vs, 100_000, "columns")
     rng = random.Random(args.seed)
     rows: list[list[str]] = []
     results: dict[Any, Any] = {}

@@ -23,6 +23,7 @@ and any other consolidates the leaves under the prefix.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -95,6 +96,16 @@ class DatomBatch:
                 return None
             merged.append(Batch(c0, c1, c2, weights))
         return DatomBatch(*merged)
+
+
+@dataclass(frozen=True, slots=True)
+class Located:
+    """Prefixes found in a spine's sources: per source batch, each prefix's node as a range
+    (``lo == hi``: absent) at level ``depth``."""
+
+    depth: int
+    rows: int
+    nodes: list[tuple[Batch, Ints, Ints]]
 
 
 class SpineArrangement:
@@ -323,29 +334,33 @@ class SpineArrangement:
 
     def counts(self, order: IndexOrder, prefixes: Ints) -> Ints:
         """:meth:`count` of each row of ``prefixes`` (shape ``(n, depth)``)."""
-        n, depth = prefixes.shape
-        order, prefixes = _major(order, prefixes)
-        total, sources = np.zeros(n, np.int64), np.zeros(n, np.int64)
-        for index in self._indexes(order, prefixes):
-            lo, hi = index.ranges(prefixes)
-            held = hi > lo
-            total += np.where(held, index.width0 if depth == 0 else hi - lo, 0)
-            sources += held
+        located = self.locate(order, prefixes)
+        total = self.estimates_at(located)  # exact where one source holds the prefix
+        sources = sum((hi > lo for _, lo, hi in located.nodes), np.zeros(len(prefixes), np.int64))
         several = np.flatnonzero(sources > 1)
         if len(several):
-            rows, suffix, _ = self._leaves(order, prefixes[several])
+            rows, suffix, _ = self._located_leaves(located, several)
             first = starts(rows, suffix[0])
             total[several] = np.bincount(rows[first], minlength=len(several))
         return total
 
+    def locate(self, order: IndexOrder, prefixes: Ints) -> Located:
+        """Each row's node in each source: the first step of every batch read, done once
+        for the verbs a GenericJoin level makes on the same prefixes."""
+        depth = prefixes.shape[1]
+        major, searched = _major(order, prefixes)
+        return Located(depth, len(prefixes), [(index, *index.ranges(searched))
+                                              for index in self._indexes(major, searched)])
+
     def estimates(self, order: IndexOrder, prefixes: Ints) -> Ints:
         """:meth:`estimate` of each row: the sources' counts added, no leaves read."""
-        n, depth = prefixes.shape
-        order, prefixes = _major(order, prefixes)
-        total = np.zeros(n, np.int64)
-        for index in self._indexes(order, prefixes):
-            lo, hi = index.ranges(prefixes)
-            total += np.where(hi > lo, index.width0 if depth == 0 else hi - lo, 0)
+        return self.estimates_at(self.locate(order, prefixes))
+
+    def estimates_at(self, located: Located) -> Ints:
+        """:meth:`estimates` of located prefixes."""
+        total = np.zeros(located.rows, np.int64)
+        for index, lo, hi in located.nodes:
+            total += np.where(hi > lo, index.width0 if located.depth == 0 else hi - lo, 0)
         return total
 
     def lookups(self, order: IndexOrder, prefixes: Ints, rows: Ints,
@@ -353,22 +368,29 @@ class SpineArrangement:
         """For candidates ``(row, key)`` (a row of ``prefixes`` each): whether some source
         holds the key under the row's prefix, and the weight under it summed over the
         sources — on a nonnegative spine, present exactly when that sum is positive."""
-        major, searched = _major(order, prefixes)
-        depth = prefixes.shape[1]
+        return self.lookups_at(self.locate(order, prefixes), rows, keys)
+
+    def lookups_at(self, located: Located, rows: Ints, keys: Ids) -> tuple[Mask, Ints]:
+        """:meth:`lookups` of candidates under located prefixes."""
         total, held = np.zeros(len(keys), np.int64), np.zeros(len(keys), bool)
-        for index in self._indexes(major, searched):
-            lo, hi = index.ranges(searched)
-            found, sums = index.below_many(depth, lo[rows], hi[rows], keys.astype(np.int64))
+        for index, lo, hi in located.nodes:
+            found, sums = index.below_many(located.depth, lo[rows], hi[rows],
+                                           keys.astype(np.int64))
             total += sums
             held |= found
         return held, total
 
     def proposals(self, order: IndexOrder, prefixes: Ints) -> tuple[Ints, Ids, Ints]:
         """:meth:`propose` of each row: ``(row, key, summed weight)`` sorted by row, key."""
-        rows, suffix, weights = self._leaves(order, prefixes)
-        first = starts(rows, suffix[0])
+        return self.proposals_at(self.locate(order, prefixes), None)
+
+    def proposals_at(self, located: Located, rows: Ints | None) -> tuple[Ints, Ids, Ints]:
+        """:meth:`proposals` of the located prefixes ``rows`` (None: all), numbered as
+        positions in ``rows``."""
+        found, suffix, weights = self._located_leaves(located, rows)
+        first = starts(found, suffix[0])
         sums = np.add.reduceat(weights, first) if len(first) else weights
-        return rows[first], suffix[0][first], sums
+        return found[first], suffix[0][first], sums
 
     def intersections(self, order: IndexOrder, prefixes: Ints, rows: Ints, keys: Ids,
                       weights: Ints) -> tuple[Ints, Ids, Ints]:
@@ -377,13 +399,12 @@ class SpineArrangement:
         binary search per candidate in each source; the sums add up, and a candidate is
         present when a source holds it, unless several do and one has a retraction: then
         its row's leaves decide."""
-        major, searched = _major(order, prefixes)
-        depth = prefixes.shape[1]
+        located = self.locate(order, prefixes)
         total = np.zeros(len(keys), np.int64)
         holders, mixed = np.zeros(len(keys), np.int64), np.zeros(len(keys), bool)
-        for index in self._indexes(major, searched):
-            lo, hi = index.ranges(searched)
-            found, sums = index.below_many(depth, lo[rows], hi[rows], keys.astype(np.int64))
+        for index, lo, hi in located.nodes:
+            found, sums = index.below_many(located.depth, lo[rows], hi[rows],
+                                           keys.astype(np.int64))
             total += sums
             holders += found
             if not index.positive:
@@ -392,7 +413,7 @@ class SpineArrangement:
         mixed &= holders > 1
         if mixed.any():
             redo = np.unique(rows[mixed])
-            found_rows, found_keys, _ = self.proposals(order, prefixes[redo])
+            found_rows, found_keys, _ = self.proposals_at(located, redo)
             listed = (redo[found_rows] << 32) | found_keys
             wanted = (rows[mixed].astype(np.int64) << 32) | keys[mixed]
             present[mixed] = np.isin(wanted, listed)
@@ -430,20 +451,24 @@ class SpineArrangement:
 
     def _leaves(self, order: IndexOrder, prefixes: Ints) -> Leaves:
         """The consolidated datoms under each row of ``prefixes``, sorted by row, suffix."""
-        depth = prefixes.shape[1]
-        order, prefixes = _major(order, prefixes)
-        parts: list[Leaves] = [index.expand(depth, *index.ranges(prefixes))
-                               for index in self._indexes(order, prefixes)]
+        return self._located_leaves(self.locate(order, prefixes), None)
+
+    def _located_leaves(self, located: Located, rows: Ints | None) -> Leaves:
+        """:meth:`_leaves` of the located prefixes ``rows`` (None: all)."""
+        depth = located.depth
+        parts: list[Leaves] = [index.expand(depth, *((lo, hi) if rows is None else
+                                                     (lo[rows], hi[rows])))
+                               for index, lo, hi in located.nodes]
         if not parts:
             return np.zeros(0, np.int64), tuple(np.zeros(0, np.int32) for _ in range(3 - depth)), (
                 np.zeros(0, np.int64))
         if len(parts) == 1:
             return parts[0]
-        rows = np.concatenate([p[0] for p in parts])
+        found = np.concatenate([p[0] for p in parts])
         suffix = tuple(np.concatenate([p[1][i] for p in parts]) for i in range(3 - depth))
         weights = np.concatenate([p[2] for p in parts])
-        perm = sort_order(rows, *suffix)  # the parts are sorted runs: merged in linear time
-        columns, summed = consolidate((rows[perm], *(c[perm].astype(np.int64) for c in suffix)),
+        perm = sort_order(found, *suffix)  # the parts are sorted runs: merged in linear time
+        columns, summed = consolidate((found[perm], *(c[perm].astype(np.int64) for c in suffix)),
                                       weights[perm])
         return (columns[0], tuple(c.astype(np.int32) for c in columns[1:]),
                 np.ones(len(columns[0]), np.int64) if summed is None else summed)

@@ -33,7 +33,7 @@ import numpy as np
 from workers.arrangements import ArrangementRegistry, IndexOrder
 from workers.arrangements.batch import Ids, Ints, Mask, starts
 from workers.arrangements.delta import TickDelta
-from workers.arrangements.spine import SpineArrangement
+from workers.arrangements.spine import Located, SpineArrangement
 from workers.executors.extenders import Row, lookup_depth, with_ids
 from workers.executors.work import Work
 from workers.plan.ir import (
@@ -100,25 +100,26 @@ class VectorExtender:
             return [self._delta.spine()]
         return [self._db.state, self._delta.spine()]
 
-    def _prefixes(self, frame: Frame, rows: Ints | None = None) -> Ints:
-        n = len(frame) if rows is None else len(rows)
-        out = np.empty((n, len(self._prefix)), np.int64)
+    def _prefixes(self, frame: Frame) -> Ints:
+        out = np.empty((len(frame), len(self._prefix)), np.int64)
         for j, (is_const, arg) in enumerate(self._prefix):
-            if is_const:
-                out[:, j] = arg
-            else:
-                out[:, j] = frame.columns[arg] if rows is None else frame.columns[arg][rows]
+            out[:, j] = arg if is_const else frame.columns[arg]
         return out
 
-    def estimates(self, frame: Frame) -> Ints:
+    def locate(self, frame: Frame) -> list[Located]:
+        """Every row's prefix found in each source, once for the level's three verbs."""
         prefixes = self._prefixes(frame)
-        return sum((s.estimates(self.order, prefixes) for s in self._sources()),
-                   np.zeros(len(frame), np.int64))
+        return [source.locate(self.order, prefixes) for source in self._sources()]
 
-    def propose(self, frame: Frame, rows: Ints) -> tuple[Ints, Ints, Ints]:
+    def estimates(self, located: list[Located]) -> Ints:
+        return sum((source.estimates_at(at) for source, at in zip(self._sources(), located,
+                                                                  strict=True)),
+                   np.zeros(located[0].rows, np.int64))
+
+    def propose(self, located: list[Located], rows: Ints) -> tuple[Ints, Ints, Ints]:
         """For the frame rows ``rows``: ``(frame row, key, weight)`` of every key present."""
-        prefixes = self._prefixes(frame, rows)
-        parts = [s.proposals(self.order, prefixes) for s in self._sources()]
+        parts = [source.proposals_at(at, rows)
+                 for source, at in zip(self._sources(), located, strict=True)]
         if len(parts) == 1:
             found, keys, sums = parts[0]
             keep = sums != 0 if self.weighted else np.ones(len(sums), bool)
@@ -128,16 +129,11 @@ class VectorExtender:
         weights = sums[keep] if self.weighted else np.ones(int(keep.sum()), np.int64)
         return rows[found[keep]], keys[keep].astype(np.int64), weights
 
-    def lookup(self, frame: Frame, rows: Ints, keys: Ints) -> tuple[Mask, Ints]:
+    def lookup(self, located: list[Located], rows: Ints, keys: Ints) -> tuple[Mask, Ints]:
         """For candidates ``(frame row, key)``: present, and this pattern's weight factor."""
-        if not len(rows):
-            return np.zeros(0, bool), np.zeros(0, np.int64)
-        distinct = np.unique(rows)
-        prefixes = self._prefixes(frame, distinct)
-        at = np.searchsorted(distinct, rows)
         held, total = np.zeros(len(rows), bool), np.zeros(len(rows), np.int64)
-        for source in self._sources():
-            found, sums = source.lookups(self.order, prefixes, at, keys.astype(np.int32))
+        for source, at in zip(self._sources(), located, strict=True):
+            found, sums = source.lookups_at(at, rows, keys.astype(np.int32))
             held |= found
             total += sums
         present = held if self.role is Role.DELTA else total > 0
@@ -279,11 +275,13 @@ def _through(frame: Frame, levels: tuple[tuple[VectorExtender, ...], ...], depth
 
 def _extend(frame: Frame, extenders: tuple[VectorExtender, ...], work: Work) -> Frame:
     """One GenericJoin level for every row of ``frame``."""
+    located = [extender.locate(frame) for extender in extenders]
     if len(extenders) == 1:
         proposer = np.zeros(len(frame), np.int64)
     else:
-        proposer = np.argmin(np.stack([e.estimates(frame) for e in extenders]), axis=0)
-    parts = [extender.propose(frame, np.flatnonzero(proposer == i))
+        proposer = np.argmin(np.stack([e.estimates(at) for e, at in zip(extenders, located,
+                                                                        strict=True)]), axis=0)
+    parts = [extender.propose(located[i], np.flatnonzero(proposer == i))
              for i, extender in enumerate(extenders)]
     rows, keys, weights = (np.concatenate(c) for c in zip(*parts, strict=True))
     work.calls += len(extenders) + 1
@@ -292,7 +290,7 @@ def _extend(frame: Frame, extenders: tuple[VectorExtender, ...], work: Work) -> 
         if len(extenders) == 1 or not len(rows):
             break
         asked = np.flatnonzero(proposer[rows] != i)
-        present, factor = extender.lookup(frame, rows[asked], keys[asked])
+        present, factor = extender.lookup(located[i], rows[asked], keys[asked])
         keep = np.ones(len(rows), bool)
         keep[asked] = present
         weights = weights.copy()

@@ -352,10 +352,15 @@ def _parse_db_function(name: str, clause: list[Any], where: str) -> Clause:
     if name == "missing?":
         return Not(None, (Pattern(entity, attribute, Blank(), source=clause),), source=clause)
     if len(clause) != 2 or not isinstance(value := _parse_variable(clause[1]), Variable) \
-            or not isinstance(entity, Variable):
+            or isinstance(entity, Blank):
         raise QueryError(f"{where}: expected [(get-else $ ?e :attr default) ?v]", form=clause)
+    if call[4] is None:
+        raise QueryError(f"{where}: get-else takes a non-nil default (Datomic and Datascript "
+                         "refuse nil too); use (or-join ...) or [(missing? $ ?e :attr)]",
+                         form=clause)
     default = _parse_argument(call[4], where)
-    return Or((entity, value), (
+    join = (entity, value) if isinstance(entity, Variable) else (value,)
+    return Or(join, (
         (Pattern(entity, attribute, value, source=clause),),
         (Not(None, (Pattern(entity, attribute, Blank(), source=clause),), source=clause),
          FnBinding("ground", (default,), BindScalar(value), source=clause)),

@@ -50,6 +50,9 @@ def row(text: str, message: str) -> Any:
     row("[:find ?e :where [?e :a ?v] [(str ?v) ?s ?t]]",
         "a function binding is [(fn arg*) binding]"),
     row("[:find ?e :where [?e :a ?v] [(str ?v) [?s [?t]]]]", "is not a binding form"),
+    # Datomic and Datascript refuse a nil default ("get-else: nil default value is not supported")
+    row("[:find ?e ?a :where [?e :name] [(get-else $ ?e :age nil) ?a]]",
+        "get-else takes a non-nil default"),
     row("[:find ?e :keys a b :where [?e :a]]", ":keys names 2 key(s) for 1 :find element(s)"),
     row("{:find [?e] :rules [[r ?e]] :where [[?e :a]]}",
         "rule 1 [r ?e]: a rule is [(name ?var ...) clause+]"),

@@ -51,6 +51,10 @@ FEATURES: list[tuple[str, str, list[Any]]] = [
     ("or", "[:find ?e :where (or [?e :tag 1] [?e :age 30])]", []),
     ("or-join with and", "[:find ?e :where [?e :name] "
                          "(or-join [?e] [?e :tag 2] (and [?e :g/to ?x] [?x :age 30]))]", []),
+    ("or with a variable bound outside it",
+     "[:find ?e ?t :where [?x :tag ?t] (or [?e :tag ?t] [?e :age 30])]", []),
+    ("or with an :in variable in one branch",
+     "[:find ?e :in $ ?a :where (or [?e :age ?a] [?e :tag 1])]", [30]),
     ("or of predicates", "[:find ?e ?a :where [?e :age ?a] (or [(< ?a 2)] [(> ?a 20)])]", []),
     ("or bound by another or", "[:find ?e :where (or [?e :tag 1] [?e :tag 2]) "
                                "(or-join [?e] [(> ?e 1)] [?e :age 30])]", []),

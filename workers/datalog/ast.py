@@ -172,10 +172,11 @@ class Or:
 
     @property
     def variables(self) -> tuple[Variable, ...]:
-        """The variables shared with the enclosing clauses."""
+        """The variables shared with the enclosing clauses: for ``or``, those of every
+        branch (a branch may leave out a variable bound outside the ``or``)."""
         if self.join is not None:
             return self.join
-        return clause_variables(self.branches[0])
+        return clause_variables(tuple(c for branch in self.branches for c in branch))
 
 
 Clause = Pattern | Predicate | FnBinding | RuleCall | Not | Or

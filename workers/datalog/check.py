@@ -88,8 +88,24 @@ def check_clauses(clauses: Sequence[Clause], outer: set[Variable]) -> set[Variab
     """Check every clause of a conjunction; return the variables it binds."""
     bound = bound_by(clauses, outer)
     for clause in clauses:
+        if isinstance(clause, Or) and clause.join is None:
+            _check_free_variables(clause, bound_by([c for c in clauses if c is not clause],
+                                                   outer))
         _check_clause(clause, bound)
     return bound
+
+
+def _check_free_variables(clause: Or, outside: set[Variable]) -> None:
+    """Datascript's and Datomic's rule for ``or``: every branch uses the same *free*
+    variables — those not bound outside the ``or`` (by ``:in`` or, in any order, by the
+    clauses around it); a bound one may appear in some branches only."""
+    free = [{v for c in branch for v in c.variables} - outside for branch in clause.branches]
+    if any(f != free[0] for f in free):
+        shown = ", ".join("{" + " ".join(sorted(map(str, f))) + "}" for f in free)
+        raise QueryError(f"{show(clause.source)}: every branch of (or ...) must use the same "
+                         f"free variables (those not bound outside it), got {shown}; use "
+                         "or-join to name the shared ones", code=ErrorCode.QUERY_UNSAFE,
+                         form=clause.source)
 
 
 def _check_clause(clause: Clause, bound: set[Variable]) -> None:
@@ -115,11 +131,6 @@ def _check_or(clause: Or, bound: set[Variable]) -> tuple[Variable, ...]:
     join = set(clause.variables)
     needed: set[Variable] = set()
     for branch in clause.branches:
-        uses = {v for c in branch for v in c.variables}
-        if clause.join is None and uses != join:
-            raise QueryError(f"{show(clause.source)}: every branch of (or ...) must use the "
-                             "same variables (use or-join to name the shared ones)",
-                             code=ErrorCode.QUERY_UNSAFE, form=clause.source)
         binds = check_clauses(branch, bound & join)
         needed |= join - binds
     return tuple(v for v in clause.variables if v in needed)

@@ -57,6 +57,31 @@ def test_find_variable_not_bound_by_where_is_refused_as_unsafe(text, message):
     assert info.value.code is ErrorCode.QUERY_UNSAFE
 
 
+@pytest.mark.parametrize("text", [
+    # Datascript #348: ?a is bound by :in, so it may appear in one branch only
+    "[:find ?e :in $ ?a :where (or [?e :age ?a] [?e :name \"Oleg\"])]",
+    # ... or by a clause around the or, before or after it (deltalog orders clauses itself)
+    "[:find ?e :where [?x :age ?a] (or [?e :age ?a] [?e :name \"Oleg\"])]",
+    "[:find ?e :where (or [?e :age ?a] [?e :name \"Oleg\"]) [?x :age ?a]]",
+    # Datascript query_or: branches that bind the same variables, in different orders
+    "[:find ?e :where (or (and [?e :name \"Ivan\"] [1 :age ?a]) "
+    "(and [2 :age ?a] [?e :name \"Oleg\"])) [?e :age ?a]]",
+], ids=lambda text: text)
+def test_or_branches_must_bind_the_same_free_variables_only(text):
+    check_query(parse_query(text))
+
+
+@pytest.mark.parametrize("text", [
+    # Datascript test-errors: "All clauses in 'or' must use same set of free vars"
+    "[:find ?e :where (or [?e :name _] [?e :age ?a])]",
+    "[:find ?e :where [?e :name] (or [?e :age ?a] [?e :tag ?t])]",
+], ids=lambda text: text)
+def test_or_branches_with_different_free_variables_are_refused(text):
+    with pytest.raises(QueryError, match=re.escape("must use the same free variables")) as info:
+        check_query(parse_query(text))
+    assert info.value.code is ErrorCode.QUERY_UNSAFE
+
+
 def test_returning_an_input_variable_is_refused_as_unsupported():
     with pytest.raises(QueryError, match=re.escape(":find ?x is an :in variable")) as info:
         check_query(parse_query("[:find ?x :in $ ?x :where [?e :name ?x]]"))

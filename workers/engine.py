@@ -48,7 +48,7 @@ from workers.executors.dispatch import (
 from workers.plan import STRATEGIES, Plan, explain, plan_query
 from workers.plan.ir import RulesPlan
 from workers.plan.rules import plan_rules
-from workers.zset.aggregate import Aggregation, as_maps
+from workers.zset.aggregate import Aggregation, Projection, as_maps, result_of
 
 if TYPE_CHECKING:
     from workers.executors.spark import SparkSettings
@@ -86,7 +86,7 @@ class RegisteredQuery:
     text: Any
     plan: Plan | RulesPlan
     prepared: Prepared
-    aggregation: Aggregation | None
+    aggregation: Aggregation | Projection | None  # basis changes -> result changes
 
 
 class Engine:
@@ -119,7 +119,8 @@ class Engine:
     # -- transactions --------------------------------------------------------------------
 
     def transact(self, tx: Any, tx_id: int | None = None) -> Changes:
-        """Apply one transaction (EDN text or forms); return the changed queries' set changes.
+        """Apply one transaction (EDN text or forms); return the changed queries' changes
+        (weights ±1, but any weight for a bag: ``:with`` without aggregates).
 
         ``tx_id`` numbers it (the worker passes its Kafka offset); by default the next number.
         A refused transaction raises :class:`TransactionError` and changes nothing.
@@ -276,7 +277,8 @@ class Engine:
 
     def register(self, name: str, query: Any, inputs: Sequence[Any] = (),
                  bootstrap: bool = True) -> dict[Row, int]:
-        """Keep ``query`` live under ``name``; return its current result ``{row: 1}``
+        """Keep ``query`` live under ``name``; return its current result ``{row: 1}`` (a bag's
+        rows with their multiplicities)
         (``bootstrap=False`` skips computing it, for a query resumed after a restart)."""
         if name in self._queries:
             raise WorkersError(f"query {name!r} is already registered",
@@ -284,7 +286,7 @@ class Engine:
         compiled = compile_query(query, inputs)
         plan = self._plan(compiled)
         registered = RegisteredQuery(name, query, plan, self._prepare(plan),
-                                     Aggregation.of(compiled))
+                                     result_of(compiled))
         self._queries[name] = registered
         if plan.attributes is None:
             self._any_attribute.add(name)
@@ -310,12 +312,12 @@ class Engine:
                                                                                            Any]]:
         """One-shot: evaluate ``query`` on the current database without registering it.
 
-        The result is ``{row: 1}``, or a list of maps when the query names its columns with
+        The result is ``{row: 1}`` (``{row: multiplicity}`` for a bag), or a list of maps when the query names its columns with
         ``:keys`` (keyword keys), ``:strs`` (strings) or ``:syms`` (symbols)."""
         compiled = compile_query(query, inputs)
         plan = self._plan(compiled)
         rows = self._evaluate(RegisteredQuery("", query, plan, self._prepare(plan),
-                                              Aggregation.of(compiled)))
+                                              result_of(compiled)))
         return rows if compiled.keys is None else as_maps(compiled.keys, rows)
 
     def plan(self, query: Any, inputs: Sequence[Any] = ()) -> Plan | RulesPlan:
@@ -373,7 +375,8 @@ class Engine:
 def _keeps_state(registered: RegisteredQuery) -> bool:
     """Derived relations and aggregate groups are built from the current database, even for
     a query resumed without emitting its result."""
-    return isinstance(registered.plan, RulesPlan) or registered.aggregation is not None
+    return isinstance(registered.plan, RulesPlan) or isinstance(registered.aggregation,
+                                                                Aggregation)
 
 
 def _forms(e: Any, a: Any, v: Any, added: Any) -> list[list[Any]]:

@@ -46,13 +46,14 @@ COLLECTIONS = (tuple, list, set, frozenset)
 
 def evaluate_from_scratch(query: Any, datoms: Iterable[Datom],
                           inputs: Sequence[Any] = ()) -> dict[Row, int]:
-    """The query's result ``{row: 1}`` on a set of datoms, by backtracking over clauses."""
+    """The query's result ``{row: multiplicity}`` on a set of datoms, by backtracking over
+    clauses: a set (every weight 1) but for ``:with`` without aggregates, a bag."""
     compiled = compile_query(query, inputs)
     context = _Context(list(datoms), {})
     _derive_rules(context, compiled.rules, compiled.where)
     basis = {tuple(binding[v] for v in compiled.basis)
              for binding in _solve(context, compiled.where, {})}
-    return dict.fromkeys(_find_rows(compiled, basis), 1)
+    return _find_rows(compiled, basis)
 
 
 @dataclass
@@ -317,11 +318,15 @@ AGGREGATE_FUNCTIONS: dict[str, Callable[[list[Any]], Any]] = {
 }
 
 
-def _find_rows(query: Query, basis: set[Row]) -> set[Row]:
-    """The :find rows from the distinct basis tuples (find variables, then :with)."""
+def _find_rows(query: Query, basis: set[Row]) -> dict[Row, int]:
+    """The :find rows from the distinct basis tuples (find variables, then :with), each
+    with its multiplicity: the :with variables dropped from a basis tuple leave a bag."""
     column = {v: i for i, v in enumerate(query.basis)}
     if not query.aggregates:
-        return {tuple(row[column[v]] for v in query.find_variables) for row in basis}
+        rows: dict[Row, int] = defaultdict(int)
+        for row in basis:
+            rows[tuple(row[column[v]] for v in query.find_variables)] += 1
+        return dict(rows)
     keys = [e for e in query.find if isinstance(e, Variable)]
     groups: dict[Row, list[Row]] = {}
     for row in basis:
@@ -331,7 +336,7 @@ def _find_rows(query: Query, basis: set[Row]) -> set[Row]:
         group = dict(zip(keys, key, strict=True))
         found.add(tuple(_aggregate(e, [r[column[e.var]] for r in rows])
                         if isinstance(e, Aggregate) else group[e] for e in query.find))
-    return found
+    return dict.fromkeys(found, 1)
 
 
 def _aggregate(element: Aggregate, values: list[Any]) -> Any:

@@ -73,6 +73,8 @@ FEATURES: list[tuple[str, str, list[Any]]] = [
     ("stratified negation", "[:find ?a ?b :in $ % :where (cut ?a ?b)]", [UNREACHABLE]),
     ("rules section", "{:find [?a] :where [(reach ?a ?a)] :rules " + REACH + "}", []),
     ("count", "[:find ?e (count ?t) :where [?e :tag ?t]]", []),
+    ("with without aggregate (a bag)", "[:find ?t :with ?e :where [?e :tag ?t] "
+                                       "(not [?e :age 30])]", []),
     ("sum with", "[:find (sum ?a) :with ?e :where [?e :age ?a]]", []),
     ("min max", "[:find (min ?a) (max ?a) :where [?e :age ?a]]", []),
     ("avg count-distinct", "[:find ?t (avg ?a) (count-distinct ?a) :with ?e "

@@ -33,6 +33,7 @@ from workers.arrangements import ArrangementRegistry, MemoryArrangement, Pending
 from workers.arrangements.delta import DatomColumns, IdDelta, TickDelta
 from workers.arrangements.values import ValueIds
 from workers.datalog import Query, compile_query
+from workers.datalog.results import shaped
 from workers.db import BUILTIN_SCHEMA, Schema, TxOps, normalise, parse_tx
 from workers.db.bulk import normalise_bulk, normalise_columns
 from workers.db.tx import DB_ADD, DB_RETRACT
@@ -48,7 +49,7 @@ from workers.executors.dispatch import (
 from workers.plan import STRATEGIES, Plan, explain, plan_query
 from workers.plan.ir import RulesPlan
 from workers.plan.rules import plan_rules
-from workers.zset.aggregate import Aggregation, Projection, as_maps, result_of
+from workers.zset.aggregate import Aggregation, Projection, result_of
 
 if TYPE_CHECKING:
     from workers.executors.spark import SparkSettings
@@ -308,17 +309,19 @@ class Engine:
         """The current result of a registered query, evaluated over the shared arrangements."""
         return self._evaluate(self._registered(name))
 
-    def query(self, query: Any, inputs: Sequence[Any] = ()) -> dict[Row, int] | list[dict[Any,
-                                                                                           Any]]:
+    def query(self, query: Any, inputs: Sequence[Any] = ()) -> Any:
         """One-shot: evaluate ``query`` on the current database without registering it.
 
-        The result is ``{row: 1}`` (``{row: multiplicity}`` for a bag), or a list of maps when the query names its columns with
-        ``:keys`` (keyword keys), ``:strs`` (strings) or ``:syms`` (symbols)."""
+        The result is ``{row: 1}`` (``{row: multiplicity}`` for a bag), a list of maps when
+        the query names its columns with ``:keys`` (keyword keys), ``:strs`` (strings) or
+        ``:syms`` (symbols), or what its find specification asks: a list for
+        ``[?x ...]``, one tuple for ``[?a ?b]``, one value for ``?x .``
+        (:mod:`workers.datalog.results`)."""
         compiled = compile_query(query, inputs)
         plan = self._plan(compiled)
         rows = self._evaluate(RegisteredQuery("", query, plan, self._prepare(plan),
                                               result_of(compiled)))
-        return rows if compiled.keys is None else as_maps(compiled.keys, rows)
+        return shaped(compiled, rows)
 
     def plan(self, query: Any, inputs: Sequence[Any] = ()) -> Plan | RulesPlan:
         """Parse, check, bind and plan a query with the current statistics."""

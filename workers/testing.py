@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from workers.datalog import Blank, Constant, Pattern, Query, Variable, compile_query
 from workers.datalog.ast import (
     Aggregate,
+    BindColl,
     Binding,
     BindRel,
     BindScalar,
@@ -190,17 +191,25 @@ def _fn_rows(clause: FnBinding, binding: Bindings) -> list[Row]:
     return _shape(clause.binding, result)
 
 
-def _shape(form: Binding, result: Any) -> list[Row]:
-    width = len(binding_terms(form))
+def _shape(form: Binding | Any, result: Any) -> list[Row]:
+    """Every row of values ``form`` (nested forms included) binds from ``result``; a
+    result of the wrong shape binds nothing."""
+    if isinstance(form, Variable | Blank):
+        return [(result,)]
     if isinstance(form, BindScalar):
         return [(result,)]
-    if isinstance(form, BindTuple):
-        return [tuple(result)] if _is_row(result, width) else []
-    if not isinstance(result, COLLECTIONS):
-        return []
     if isinstance(form, BindRel):
-        return [tuple(row) for row in result if _is_row(row, width)]
-    return [(item,) for item in result]
+        return _shape(BindColl(BindTuple(form.vars)), result)
+    if isinstance(form, BindColl):
+        if not isinstance(result, COLLECTIONS):
+            return []
+        return [row for item in result for row in _shape(form.var, item)]
+    if not _is_row(result, len(form.vars)):
+        return []
+    rows: list[Row] = [()]
+    for target, item in zip(form.vars, result, strict=True):
+        rows = [row + more for row in rows for more in _shape(target, item)]
+    return rows
 
 
 def _is_row(value: Any, width: int) -> bool:

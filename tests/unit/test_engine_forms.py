@@ -47,3 +47,77 @@ def test_keywords_order_by_namespace_then_name(query: str, expected: Any) -> Non
     """Clojure: (compare :a/b :a-/b) is negative — namespaces "a" < "a-"."""
     engine = engine_with("[[:db/add 1 :k :a-/b] [:db/add 2 :k :a/b]]")
     assert set(engine.query(query)) == expected
+
+
+# Datascript test/datascript/test/query_find_specs.cljc
+PEOPLE = """[[:db/add 1 :name "Petr"] [:db/add 1 :age 44] [:db/add 2 :name "Ivan"]
+             [:db/add 2 :age 25] [:db/add 3 :name "Sergey"] [:db/add 3 :age 11]]"""
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("[:find ?name . :where [1 :name ?name]]", "Petr"),
+    ("[:find [?name ?age] :where [1 :name ?name] [1 :age ?age]]", ("Petr", 44)),
+    ("[:find (count ?name) . :where [_ :name ?name]]", 3),
+    ("[:find [(count ?name)] :where [_ :name ?name]]", (3,)),
+    ("[:find [(count ?name) ...] :where [_ :name ?name]]", [3]),
+    ("[:find ?name . :where [4 :name ?name]]", None),
+    ("[:find [?name ?age] :where [4 :name ?name] [4 :age ?age]]", None),
+    ("[:find [?n ?a] :keys n a :where [?e :name ?n] [(= ?n \"Ivan\")] [?e :age ?a]]",
+     {keyword("n"): "Ivan", keyword("a"): 25}),  # Datascript query_return_map
+], ids=str)
+def test_find_specification_shapes_the_one_shot_result(query: str, expected: Any) -> None:
+    assert engine_with(PEOPLE).query(query) == expected
+
+
+def test_find_collection_and_multiple_results_cut() -> None:
+    engine = engine_with(PEOPLE)
+    assert sorted(engine.query("[:find [?name ...] :where [_ :name ?name]]")) == \
+        ["Ivan", "Petr", "Sergey"]
+    assert engine.query("[:find [?name ?age] :where [?e :name ?name] [?e :age ?age]]") in \
+        {("Petr", 44), ("Ivan", 25), ("Sergey", 11)}
+    assert engine.query("[:find ?name . :where [_ :name ?name]]") in {"Ivan", "Petr", "Sergey"}
+    # a bag keeps its copies in a collection
+    assert engine.query("[:find [?a ...] :with ?e :where [?e :age ?a] [(< ?a 30)] "
+                        "[(ground [1 2]) [?x ...]]]") in ([25, 11], [11, 25])
+
+
+def test_registered_find_specification_streams_the_relation() -> None:
+    engine = engine_with(PEOPLE)
+    assert engine.register("q", "[:find ?name . :where [?e :age 44] [?e :name ?name]]") == \
+        {("Petr",): 1}
+    assert engine.transact("[[:db/add 4 :age 44] [:db/add 4 :name \"Anna\"]]") == \
+        {"q": {("Anna",): 1}}
+
+
+@pytest.mark.parametrize(("query", "inputs", "expected"), [
+    # Datascript test-q-in "Query without DB"
+    ("[:find ?a ?b :in ?a ?b]", [10, 20], {(10, 20): 1}),
+    # an :in scalar returned next to what it selects
+    ("[:find ?e ?n :in $ ?n :where [?e :name ?n]]", ["Ivan"], {(2, "Ivan"): 1}),
+    ("[:find ?n (count ?e) :in $ [?n ?x] :where [?e :name ?n] [(some? ?x)]]", [["Petr", 1]],
+     {("Petr", 1): 1}),
+    # Datascript test-bindings "Placeholders"
+    ("[:find ?x ?z :in [?x _ ?z]]", [[keyword("x"), keyword("y"), keyword("z")]],
+     {(keyword("x"), keyword("z")): 1}),
+    ("[:find ?x ?z :in [[?x _ ?z]]]", [[[keyword("x"), keyword("y"), keyword("z")],
+                                        [keyword("a"), keyword("b"), keyword("c")]]],
+     {(keyword("x"), keyword("z")): 1, (keyword("a"), keyword("c")): 1}),
+    # Datascript test-nested-bindings: a map is a collection of [key value] entries
+    ("[:find ?k ?v :in [[?k ?v] ...] :where [(> ?v 1)]]",
+     [{keyword("a"): 1, keyword("b"): 2, keyword("c"): 3}],
+     {(keyword("b"), 2): 1, (keyword("c"), 3): 1}),
+    # ... its third case, with vector for range (not a deltalog built-in)
+    ("[:find ?k ?x :in [[?k [?min ?max]] ...] :where [(vector ?min ?max) [?x ...]] "
+     "[(even? ?x)]]", [{keyword("a"): [1, 7], keyword("b"): [2, 4]}],
+     {(keyword("b"), 2): 1, (keyword("b"), 4): 1}),
+    # nested forms in a function binding (Datascript's grammar)
+    ("[:find ?x ?y :where [(ground [[1 [2 3]] [4 [5]]]) [[?x [?y ...]] ...]]]", [],
+     {(1, 2): 1, (1, 3): 1, (4, 5): 1}),
+    ("[:find ?n ?a :where [?e :name ?n] [?e :age ?a] [(vector ?a ?a) ?p] "
+     "[(vector ?n ?p) [_ [?b ?a]]] [(< ?b 20)]]", [], {("Sergey", 11): 1}),
+], ids=str)
+def test_inputs_returned_and_nested_bindings(query: str, inputs: list[Any],
+                                             expected: Any) -> None:
+    engine = engine_with(PEOPLE)
+    assert engine.query(query, inputs) == expected
+    assert engine.register("q", query, inputs) == expected

@@ -17,6 +17,7 @@ from workers.datalog import (
     compile_query,
     parse_query,
 )
+from workers.datalog.ast import BindRel, BindScalar, FnBinding
 from workers.edn import Keyword, keyword, show
 from workers.errors import ErrorCode, QueryError
 
@@ -82,10 +83,27 @@ def test_or_branches_with_different_free_variables_are_refused(text):
     assert info.value.code is ErrorCode.QUERY_UNSAFE
 
 
-def test_returning_an_input_variable_is_refused_as_unsupported():
-    with pytest.raises(QueryError, match=re.escape(":find ?x is an :in variable")) as info:
-        check_query(parse_query("[:find ?x :in $ ?x :where [?e :name ?x]]"))
-    assert info.value.code is ErrorCode.QUERY_UNSUPPORTED
+def test_an_input_returned_by_find_becomes_a_one_row_relation():
+    """The clauses still see the constant; :find reads it from ``[(ground "Ivan") ?x]``."""
+    query = compile_query("[:find ?x ?e :in $ ?x :where [?e :name ?x]]", ["Ivan"])
+    assert query.where == (FnBinding("ground", (Constant("Ivan"),), BindScalar(X)),
+                           Pattern(E, Constant(NAME), Constant("Ivan")))
+
+
+@pytest.mark.parametrize(("text", "value", "variables", "rows"), [
+    row("[:find ?k ?v :in [[?k ?v] ...]]", {"a": 1, "b": 2}, "?k ?v", (("a", 1), ("b", 2))),
+    row("[:find ?x ?z :in [[?x _ ?z]]]", [[1, 2, 3], [4, 5, 6]], "?x ?z", ((1, 3), (4, 6))),
+    row("[:find ?k ?x :in [[?k [?x ...]] ...]]", [["a", [1, 2]], ["b", []]], "?k ?x",
+        (("a", 1), ("a", 2))),
+    row("[:find ?x ?y :in [?x [?y ...]]]", [1, [2, 3]], "?x ?y", ((1, 2), (1, 3))),
+])
+def test_nested_input_bindings_become_the_relation_of_their_variables(text, value, variables,
+                                                                      rows):
+    """Datascript test-nested-bindings (a map is a collection of [key value] entries) and
+    placeholders: one tuple per way the form binds the value."""
+    ground = compile_query(text, [value]).where[0]
+    assert ground == FnBinding("ground", (Constant(rows),),
+                               BindRel(tuple(Variable(v) for v in variables.split())))
 
 
 @pytest.mark.parametrize(("value", "constant"), [

@@ -121,3 +121,12 @@ def test_inputs_returned_and_nested_bindings(query: str, inputs: list[Any],
     engine = engine_with(PEOPLE)
     assert engine.query(query, inputs) == expected
     assert engine.register("q", query, inputs) == expected
+
+
+def test_regex_literal_in_query_text_as_written_in_clojure() -> None:
+    """Datomic's docs: [(re-find #"^I" ?name)] — a Clojure regex literal in the query."""
+    engine = engine_with(PEOPLE)
+    assert engine.query(r'[:find ?n :where [_ :name ?n] [(re-find #"^[IP]\w+r?" ?n)]]') == \
+        {("Ivan",): 1, ("Petr",): 1}
+    assert engine.query('[:find ?m :where [_ :name ?n] [(re-matches #"(.)e(.+)" ?n) [_ _ ?m]]]'
+                        ) == {("tr",): 1, ("rgey",): 1}

@@ -61,7 +61,7 @@ DB_FUNCTIONS = ("get-else", "missing?", "get-some", "fulltext")
 
 def parse_query(query: Any) -> Query:
     """Parse EDN text or an already-read form (map or vector) into a :class:`Query`."""
-    form = read(query) if isinstance(query, str) else intern(query)
+    form = read(query, regex_literals=True) if isinstance(query, str) else intern(query)
     # query = {:find [find-elem+] :with [var+]? :in [in-binding*]? :where [clause+]
     #          :rules [rule+]? (:keys|:strs|:syms) [name+]?}
     #       | [:find find-elem+ (:with var+)? (:in in-binding*)? :where clause+ ...]
@@ -424,7 +424,7 @@ def _parse_target(form: Any, where: str) -> Variable | Blank:
 # rules = [ [ (rule-name rule-vars) clause+ ]+ ]
 def parse_rules(form: Any) -> tuple[Rule, ...]:
     """A rule set: given as the ``:rules`` section, or as the ``%`` input (EDN or forms)."""
-    form = read(form) if isinstance(form, str) else intern(form)
+    form = read(form, regex_literals=True) if isinstance(form, str) else intern(form)
     if not isinstance(form, list):
         raise QueryError(f"rules are a vector of rules [[(name ?x ...) clause+] ...], got "
                          f"{_show(form)}", form=form)

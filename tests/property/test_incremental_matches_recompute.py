@@ -38,6 +38,9 @@ QUERIES = [
     # :with without aggregates: a bag, so ticks carry weights other than ±1
     "[:find ?n :with ?e :where [?e :name ?n]]",
     "[:find ?b :with ?a :where [?a :g/to ?b] [?b :tag ?t]]",
+    # find specifications: a registered one streams its relation
+    "[:find [?a ...] :where [?a :g/to ?b] [?b :g/to ?a]]",
+    "[:find ?t . :with ?e :where [?e :tag ?t]]",
 ]
 
 

@@ -477,7 +477,11 @@ def _parse_term(element: Any, where: str) -> Term:
         raise QueryError(f"{where}: {_show(element)} in a data pattern (a lookup ref or a "
                          "tuple value) is not supported; bind the entity with a pattern",
                          code=ErrorCode.QUERY_UNSUPPORTED, form=element)
-    if element is None or isinstance(element, tuple | Mapping | frozenset):
+    if element is None:
+        raise QueryError(f"{where}: nil in a data pattern is not supported: no datom holds "
+                         "nil (use [(missing? $ ?e :attr)] for an absent attribute)",
+                         code=ErrorCode.QUERY_UNSUPPORTED, form=element)
+    if isinstance(element, tuple | Mapping | frozenset):
         raise QueryError(f"{where}: {_show(element)} is not a valid pattern constant",
                          form=element)
     return Constant(element)
@@ -488,9 +492,13 @@ def _parse_argument(element: Any, where: str) -> Term:
     variable = _parse_variable(element)
     if variable is not None:
         return variable
+    if isinstance(element, Symbol) and element.name.startswith("$"):
+        raise QueryError(f"{where}: a database ({element.name}) as a function argument is not "
+                         "supported: built-ins take values (get-else and missing? excepted)",
+                         code=ErrorCode.QUERY_UNSUPPORTED, form=element)
     if isinstance(element, Symbol):
-        raise QueryError(f"{where}: {_show(element)} is not a variable or a constant "
-                         "(only the default source $ is supported)", form=element)
+        raise QueryError(f"{where}: {_show(element)} is not a variable or a constant",
+                         form=element)
     if isinstance(element, tuple):
         raise QueryError(f"{where}: nested calls such as {_show(element)} are not supported; "
                          "bind the inner call to a variable first",

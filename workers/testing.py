@@ -332,10 +332,10 @@ def _find_rows(query: Query, basis: set[Row]) -> dict[Row, int]:
     with its multiplicity: the :with variables dropped from a basis tuple leave a bag."""
     column = {v: i for i, v in enumerate(query.basis)}
     if not query.aggregates:
-        rows: dict[Row, int] = defaultdict(int)
+        bag: dict[Row, int] = defaultdict(int)
         for row in basis:
-            rows[tuple(row[column[v]] for v in query.find_variables)] += 1
-        return dict(rows)
+            bag[tuple(row[column[v]] for v in query.find_variables)] += 1
+        return dict(bag)
     keys = [e for e in query.find if isinstance(e, Variable)]
     groups: dict[Row, list[Row]] = {}
     for row in basis:

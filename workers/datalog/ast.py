@@ -140,8 +140,12 @@ def flat_bindings(clause: FnBinding, fresh: Iterator[int]) -> tuple[FnBinding, .
         return temporary
 
     binding = clause.binding
-    top: Binding = BindColl(flat(binding.var)) if isinstance(binding, BindColl) else \
-        type(binding)(tuple(flat(t) for t in binding.vars))  # type: ignore[union-attr]
+    top: Binding
+    if isinstance(binding, BindColl):
+        top = BindColl(flat(binding.var))
+    else:
+        assert isinstance(binding, BindTuple | BindRel)  # a scalar form is flat
+        top = type(binding)(tuple(flat(t) for t in binding.vars))
     return (replace(clause, binding=top),
             *(part for inner in nested for part in flat_bindings(inner, fresh)))
 

@@ -95,8 +95,8 @@ def check_clauses(clauses: Sequence[Clause], outer: set[Variable]) -> set[Variab
 
 
 def _check_free_variables(clause: Or, outside: set[Variable]) -> None:
-    """Datascript's and Datomic's rule for ``or``: every branch uses the same *free*
-    variables — those not bound outside the ``or`` (by ``:in`` or, in any order, by the
+    """Datascript's rule for ``or`` ("same set of free vars"): every branch uses the same
+    *free* variables — those not bound outside the ``or`` (by ``:in`` or, in any order, by the
     clauses around it); a bound one may appear in some branches only."""
     free = [{v for c in branch for v in c.variables} - outside for branch in clause.branches]
     if any(f != free[0] for f in free):
@@ -205,20 +205,20 @@ def _input_name(binding: Any) -> str:
         return "%"
     if isinstance(binding, InScalar):
         return str(binding.var)
-    return show_binding(_as_binding(binding))
+    return _show_binding(_as_binding(binding))
 
 
-def show_binding(form: Any) -> str:
+def _show_binding(form: Any) -> str:
     """A binding form as written: ``[[?k ?v] ...]``."""
     if isinstance(form, Variable):
         return str(form)
     if isinstance(form, Blank):
         return "_"
     if isinstance(form, BindScalar):
-        return show_binding(form.var)
+        return _show_binding(form.var)
     if isinstance(form, BindColl):
-        return f"[{show_binding(form.var)} ...]"
-    inner = " ".join(show_binding(t) for t in form.vars)
+        return f"[{_show_binding(form.var)} ...]"
+    inner = " ".join(_show_binding(t) for t in form.vars)
     return f"[[{inner}]]" if isinstance(form, BindRel) else f"[{inner}]"
 
 
@@ -231,7 +231,7 @@ def _as_binding(binding: InScalar | InTuple | InColl | InRel) -> Binding:
     return BindTuple(binding.vars) if isinstance(binding, InTuple) else BindRel(binding.vars)
 
 
-def _scalar(variable: Any, value: Any) -> Any:
+def _scalar(variable: Variable, value: Any) -> Any:
     if not is_value(value):
         raise QueryError(f"input {variable} must be a scalar value, got {type_name(value)}",
                          code=ErrorCode.QUERY_INPUTS, form=value)

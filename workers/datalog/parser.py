@@ -2,7 +2,7 @@
 
 Parse functions raise :class:`QueryError` naming the form and where it stands (``:where``
 clause 2, ``:find`` element 1, ...).  Forms of Datomic's query language that deltalog does
-not evaluate (``pull``, find-scalar, nested queries, other sources, ...) are refused with
+not evaluate (``pull``, nested calls, other sources, lookup refs, ...) are refused with
 ``ErrorCode.QUERY_UNSUPPORTED`` and the form's name.
 """
 
@@ -401,7 +401,7 @@ def _parse_nested(form: list[Any], where: str) -> BindTuple | BindColl | BindRel
         return BindColl(_parse_position(form[0], where))
     if len(form) == 1 and isinstance(form[0], list) and form[0]:
         return BindRel(tuple(_parse_position(t, where) for t in form[0]))
-    if form and all(not (isinstance(t, list) and not t) for t in form):
+    if form:
         return BindTuple(tuple(_parse_position(t, where) for t in form))
     raise QueryError(f"{where}: {_show(form)} is not a binding form (?x, [?a ?b], [?x ...], "
                      "[[?a ?b]], nested)", form=form)

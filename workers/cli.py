@@ -260,7 +260,7 @@ def _query(args: argparse.Namespace) -> int:
 
 def _tail(args: argparse.Namespace) -> int:
     from workers.kafka.clients import follow
-    from workers.zset import add_into
+    from workers.zset import add_into, signed
 
     view: dict[tuple[object, ...], int] = {}
     for change in follow(_config(args), args.name):
@@ -268,14 +268,14 @@ def _tail(args: argparse.Namespace) -> int:
             print(json.dumps(change.as_json(args.name)), flush=True)
         elif args.view:
             add_into(view, {change.row: change.weight})
-            print("\033[2J\033[H" + f"{args.name} @ tx {change.tx_last}: {len(view)} rows")
-            for row in sorted(dumps(r) for r in view):
-                print(f"  {row}")
+            print("\033[2J\033[H" + f"{args.name} @ tx {change.tx_last}: "
+                  f"{sum(view.values())} rows")
+            for row, copies in sorted((dumps(r), n) for r, n in view.items()):
+                print(f"  {row}" + (f" x{copies}" if copies != 1 else ""))  # a bag's copies
         else:
-            sign = "+" if change.weight > 0 else "-"
             mark = " (snapshot)" if change.snapshot else ""
-            print(f"tx {change.tx_first}..{change.tx_last} {sign} {dumps(change.row)}{mark}",
-                  flush=True)
+            print(f"tx {change.tx_first}..{change.tx_last} {signed(change.weight)} "
+                  f"{dumps(change.row)}{mark}", flush=True)
     return 0
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from workers.edn import dumps
 from workers.engine import Engine
+from workers.zset import signed
 
 if TYPE_CHECKING:
     from workers.kafka.clients import QueryAdmin, TxProducer
@@ -52,7 +53,7 @@ def run_embedded_demo(strategy: str = "delta", out: Callable[[str], None] = prin
         out(f"\ntx {engine.tx}: {text}")
         for name, rows in sorted(changes.items()):
             for row, weight in sorted(rows.items(), key=lambda item: (-item[1], repr(item[0]))):
-                out(f"  {name:<20} {'+' if weight > 0 else '-'} {dumps(row)}")
+                out(f"  {name:<20} {signed(weight)} {dumps(row)}")
     out("\ncurrent results:")
     for name in QUERIES:
         shown = sorted(dumps(row) for row in engine.result(name))
@@ -206,9 +207,8 @@ def _print_changes(config: Any, name: str, out: Callable[[str], None],
     def run() -> None:
         for count, change in enumerate(follow(config, name, stop=stop), 1):
             if count <= SHOWN_PER_QUERY:
-                sign = "+" if change.weight > 0 else "-"
-                out(f"{CLEAR_LINE}  {name:<10} tx {change.tx_first}..{change.tx_last} {sign} "
-                    f"{dumps(change.row)}")
+                out(f"{CLEAR_LINE}  {name:<10} tx {change.tx_first}..{change.tx_last} "
+                    f"{signed(change.weight)} {dumps(change.row)}")
             elif count == SHOWN_PER_QUERY + 1:
                 out(f"{CLEAR_LINE}  {name:<10} ... (`deltalog tail {name}` shows them all)")
 

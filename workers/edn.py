@@ -89,12 +89,15 @@ def _intern_hashable(form: Any) -> Any:
     return intern(form)
 
 
-def read(text: str) -> Any:
-    """Parse one EDN form with interned keywords; syntax errors name the text."""
+def read(text: str, regex_literals: bool = False) -> Any:
+    """Parse one EDN form with interned keywords; syntax errors name the text.
+
+    ``regex_literals``: also read Clojure's ``#"pattern"`` (not EDN; queries copied from
+    Clojure code use it), as the string of its pattern."""
     if not text.strip():
         raise EdnSyntaxError("cannot parse EDN: the text is empty", form=text)
     try:
-        return intern(edn_format.loads(text))
+        return intern(edn_format.loads(_regex_as_string(text) if regex_literals else text))
     except (edn_format.EDNDecodeError, NotImplementedError, ValueError, TypeError) as err:
         raise EdnSyntaxError(f"cannot parse EDN ({err}): {_excerpt(text)}", form=text) from err
 
@@ -105,6 +108,46 @@ def read_all(text: str) -> list[Any]:
         return [intern(form) for form in edn_format.loads_all(text)]
     except (edn_format.EDNDecodeError, NotImplementedError, ValueError, TypeError) as err:
         raise EdnSyntaxError(f"cannot parse EDN ({err}): {_excerpt(text)}", form=text) from err
+
+
+def _regex_as_string(text: str) -> str:
+    r"""``text`` with each Clojure regex literal ``#"..."`` replaced by the EDN string of its
+    pattern.  Clojure keeps a regex literal's backslashes as written (``#"\d"`` is the
+    pattern ``\d``; ``\"`` escapes a quote), so they are escaped for EDN.  Strings,
+    comments and character literals (``\"``) are copied unchanged."""
+    if '#"' not in text:
+        return text
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if char == '"' or text.startswith('#"', i):
+            start = i + (2 if char == "#" else 1)
+            end = _closing_quote(text, start)
+            if char == '"':
+                out.append(text[i:end + 1])
+            else:
+                pattern = text[start:end]
+                out.append('"' + pattern.replace("\\", "\\\\").replace('"', '\\"') + '"')
+            i = end + 1
+        elif char == ";":
+            end = text.find("\n", i)
+            end = len(text) if end < 0 else end
+            out.append(text[i:end])
+            i = end
+        else:
+            step = 2 if char == "\\" else 1  # a character literal: \" is not a quote
+            out.append(text[i:i + step])
+            i += step
+    return "".join(out)
+
+
+def _closing_quote(text: str, start: int) -> int:
+    """The index of the ``"`` closing a string or regex whose text starts at ``start``."""
+    i = start
+    while i < len(text) and text[i] != '"':
+        i += 2 if text[i] == "\\" else 1
+    return i
 
 
 def dumps(form: Any) -> str:

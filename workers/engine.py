@@ -33,6 +33,7 @@ from workers.arrangements import ArrangementRegistry, MemoryArrangement, Pending
 from workers.arrangements.delta import DatomColumns, IdDelta, TickDelta
 from workers.arrangements.values import ValueIds
 from workers.datalog import Query, compile_query
+from workers.datalog.results import shaped
 from workers.db import BUILTIN_SCHEMA, Schema, TxOps, normalise, parse_tx
 from workers.db.bulk import normalise_bulk, normalise_columns
 from workers.db.tx import DB_ADD, DB_RETRACT
@@ -48,7 +49,7 @@ from workers.executors.dispatch import (
 from workers.plan import STRATEGIES, Plan, explain, plan_query
 from workers.plan.ir import RulesPlan
 from workers.plan.rules import plan_rules
-from workers.zset.aggregate import Aggregation, as_maps
+from workers.zset.aggregate import Aggregation, Projection, result_of
 
 if TYPE_CHECKING:
     from workers.executors.spark import SparkSettings
@@ -86,7 +87,7 @@ class RegisteredQuery:
     text: Any
     plan: Plan | RulesPlan
     prepared: Prepared
-    aggregation: Aggregation | None
+    aggregation: Aggregation | Projection | None  # basis changes -> result changes
 
 
 class Engine:
@@ -119,7 +120,8 @@ class Engine:
     # -- transactions --------------------------------------------------------------------
 
     def transact(self, tx: Any, tx_id: int | None = None) -> Changes:
-        """Apply one transaction (EDN text or forms); return the changed queries' set changes.
+        """Apply one transaction (EDN text or forms); return the changed queries' changes
+        (weights ±1, but any weight for a bag: ``:with`` without aggregates).
 
         ``tx_id`` numbers it (the worker passes its Kafka offset); by default the next number.
         A refused transaction raises :class:`TransactionError` and changes nothing.
@@ -276,7 +278,8 @@ class Engine:
 
     def register(self, name: str, query: Any, inputs: Sequence[Any] = (),
                  bootstrap: bool = True) -> dict[Row, int]:
-        """Keep ``query`` live under ``name``; return its current result ``{row: 1}``
+        """Keep ``query`` live under ``name``; return its current result ``{row: 1}`` (a bag's
+        rows with their multiplicities)
         (``bootstrap=False`` skips computing it, for a query resumed after a restart)."""
         if name in self._queries:
             raise WorkersError(f"query {name!r} is already registered",
@@ -284,7 +287,7 @@ class Engine:
         compiled = compile_query(query, inputs)
         plan = self._plan(compiled)
         registered = RegisteredQuery(name, query, plan, self._prepare(plan),
-                                     Aggregation.of(compiled))
+                                     result_of(compiled))
         self._queries[name] = registered
         if plan.attributes is None:
             self._any_attribute.add(name)
@@ -306,17 +309,19 @@ class Engine:
         """The current result of a registered query, evaluated over the shared arrangements."""
         return self._evaluate(self._registered(name))
 
-    def query(self, query: Any, inputs: Sequence[Any] = ()) -> dict[Row, int] | list[dict[Any,
-                                                                                           Any]]:
+    def query(self, query: Any, inputs: Sequence[Any] = ()) -> Any:
         """One-shot: evaluate ``query`` on the current database without registering it.
 
-        The result is ``{row: 1}``, or a list of maps when the query names its columns with
-        ``:keys`` (keyword keys), ``:strs`` (strings) or ``:syms`` (symbols)."""
+        The result is ``{row: 1}`` (``{row: multiplicity}`` for a bag), a list of maps when
+        the query names its columns with ``:keys`` (keyword keys), ``:strs`` (strings) or
+        ``:syms`` (symbols), or what its find specification asks: a list for
+        ``[?x ...]``, one tuple for ``[?a ?b]``, one value for ``?x .``
+        (:mod:`workers.datalog.results`)."""
         compiled = compile_query(query, inputs)
         plan = self._plan(compiled)
         rows = self._evaluate(RegisteredQuery("", query, plan, self._prepare(plan),
-                                              Aggregation.of(compiled)))
-        return rows if compiled.keys is None else as_maps(compiled.keys, rows)
+                                              result_of(compiled)))
+        return shaped(compiled, rows)
 
     def plan(self, query: Any, inputs: Sequence[Any] = ()) -> Plan | RulesPlan:
         """Parse, check, bind and plan a query with the current statistics."""
@@ -373,7 +378,8 @@ class Engine:
 def _keeps_state(registered: RegisteredQuery) -> bool:
     """Derived relations and aggregate groups are built from the current database, even for
     a query resumed without emitting its result."""
-    return isinstance(registered.plan, RulesPlan) or registered.aggregation is not None
+    return isinstance(registered.plan, RulesPlan) or isinstance(registered.aggregation,
+                                                                Aggregation)
 
 
 def _forms(e: Any, a: Any, v: Any, added: Any) -> list[list[Any]]:

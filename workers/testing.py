@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from workers.datalog import Blank, Constant, Pattern, Query, Variable, compile_query
 from workers.datalog.ast import (
     Aggregate,
+    BindColl,
     Binding,
     BindRel,
     BindScalar,
@@ -46,13 +47,14 @@ COLLECTIONS = (tuple, list, set, frozenset)
 
 def evaluate_from_scratch(query: Any, datoms: Iterable[Datom],
                           inputs: Sequence[Any] = ()) -> dict[Row, int]:
-    """The query's result ``{row: 1}`` on a set of datoms, by backtracking over clauses."""
+    """The query's result ``{row: multiplicity}`` on a set of datoms, by backtracking over
+    clauses: a set (every weight 1) but for ``:with`` without aggregates, a bag."""
     compiled = compile_query(query, inputs)
     context = _Context(list(datoms), {})
     _derive_rules(context, compiled.rules, compiled.where)
     basis = {tuple(binding[v] for v in compiled.basis)
              for binding in _solve(context, compiled.where, {})}
-    return dict.fromkeys(_find_rows(compiled, basis), 1)
+    return _find_rows(compiled, basis)
 
 
 @dataclass
@@ -189,17 +191,25 @@ def _fn_rows(clause: FnBinding, binding: Bindings) -> list[Row]:
     return _shape(clause.binding, result)
 
 
-def _shape(form: Binding, result: Any) -> list[Row]:
-    width = len(binding_terms(form))
+def _shape(form: Binding | Any, result: Any) -> list[Row]:
+    """Every row of values ``form`` (nested forms included) binds from ``result``; a
+    result of the wrong shape binds nothing."""
+    if isinstance(form, Variable | Blank):
+        return [(result,)]
     if isinstance(form, BindScalar):
         return [(result,)]
-    if isinstance(form, BindTuple):
-        return [tuple(result)] if _is_row(result, width) else []
-    if not isinstance(result, COLLECTIONS):
-        return []
     if isinstance(form, BindRel):
-        return [tuple(row) for row in result if _is_row(row, width)]
-    return [(item,) for item in result]
+        return _shape(BindColl(BindTuple(form.vars)), result)
+    if isinstance(form, BindColl):
+        if not isinstance(result, COLLECTIONS):
+            return []
+        return [row for item in result for row in _shape(form.var, item)]
+    if not _is_row(result, len(form.vars)):
+        return []
+    rows: list[Row] = [()]
+    for target, item in zip(form.vars, result, strict=True):
+        rows = [row + more for row in rows for more in _shape(target, item)]
+    return rows
 
 
 def _is_row(value: Any, width: int) -> bool:
@@ -317,11 +327,15 @@ AGGREGATE_FUNCTIONS: dict[str, Callable[[list[Any]], Any]] = {
 }
 
 
-def _find_rows(query: Query, basis: set[Row]) -> set[Row]:
-    """The :find rows from the distinct basis tuples (find variables, then :with)."""
+def _find_rows(query: Query, basis: set[Row]) -> dict[Row, int]:
+    """The :find rows from the distinct basis tuples (find variables, then :with), each
+    with its multiplicity: the :with variables dropped from a basis tuple leave a bag."""
     column = {v: i for i, v in enumerate(query.basis)}
     if not query.aggregates:
-        return {tuple(row[column[v]] for v in query.find_variables) for row in basis}
+        bag: dict[Row, int] = defaultdict(int)
+        for row in basis:
+            bag[tuple(row[column[v]] for v in query.find_variables)] += 1
+        return dict(bag)
     keys = [e for e in query.find if isinstance(e, Variable)]
     groups: dict[Row, list[Row]] = {}
     for row in basis:
@@ -331,7 +345,7 @@ def _find_rows(query: Query, basis: set[Row]) -> set[Row]:
         group = dict(zip(keys, key, strict=True))
         found.add(tuple(_aggregate(e, [r[column[e.var]] for r in rows])
                         if isinstance(e, Aggregate) else group[e] for e in query.find))
-    return found
+    return dict.fromkeys(found, 1)
 
 
 def _aggregate(element: Aggregate, values: list[Any]) -> Any:

@@ -35,6 +35,12 @@ QUERIES = [
     "{:find [?a ?b] :where [[1 :g/to 2] [?a :g/to ?b]]}",
     "{:find [?n ?g] :where [[?a :name ?n] [?b :age ?g]]}",
     "{:find [e name] :where [[e :name name] [e :tag 2]]}",
+    # :with without aggregates: a bag, so ticks carry weights other than ±1
+    "[:find ?n :with ?e :where [?e :name ?n]]",
+    "[:find ?b :with ?a :where [?a :g/to ?b] [?b :tag ?t]]",
+    # find specifications: a registered one streams its relation
+    "[:find [?a ...] :where [?a :g/to ?b] [?b :g/to ?a]]",
+    "[:find ?t . :with ?e :where [?e :tag ?t]]",
 ]
 
 

@@ -157,3 +157,19 @@ def test_show_keeps_lists_as_parentheses(text, form):
 def test_show_of_an_unprintable_value_falls_back_to_repr():
     value = object()
     assert edn.show(value) == repr(value)
+
+
+@pytest.mark.parametrize(("text", "form"), [
+    (r'[(re-find #"^I\d+" ?n)]', [(Symbol("re-find"), r"^I\d+", Symbol("?n"))]),
+    (r'[#"a\"b" "#\"s" \" #"\\"]', ['a\\"b', '#"s', '"', "\\\\"]),  # strings, \" stay as read
+    ('[#"x" ; #"comment"\n 1]', ["x", 1]),
+], ids=str)
+def test_regex_literals_read_as_their_pattern_in_queries(text: str, form: Any) -> None:
+    """Clojure's #"..." keeps backslashes as written; EDN has no regex literal, so it is read
+    only where asked (query text), as the pattern's string."""
+    assert edn.read(text, regex_literals=True) == form
+
+
+def test_regex_literal_is_not_edn() -> None:
+    with pytest.raises(EdnSyntaxError):
+        edn.read('[#"x"]')

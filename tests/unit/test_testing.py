@@ -135,3 +135,13 @@ def test_an_exact_change_stream_passes_tick_by_tick() -> None:
 def test_a_lost_doubled_or_overlapping_change_fails(stream: list[Change], error: str) -> None:
     with pytest.raises(ChangeStreamMismatch, match=error):
         check_change_stream(NAMES, stream, NAME_STATES)
+
+
+def test_a_bag_change_stream_carries_weights_other_than_one() -> None:
+    """Two people named bob arrive in one tick: the bag's row ``("bob",)`` gains weight 2."""
+    bag = "[:find ?n :with ?e :where [?e :name ?n]]"
+    states = [{(1, NAME, "alice")}, {(1, NAME, "alice"), (2, NAME, "bob"), (3, NAME, "bob")}]
+    stream = [Change(("alice",), 1, 0, 0), Change(("bob",), 2, 1, 1)]
+    assert check_change_stream(bag, stream, states) == 2
+    with pytest.raises(ChangeStreamMismatch, match="lacks"):
+        check_change_stream(bag, [*stream[:1], Change(("bob",), 1, 1, 1)], states)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,33 +82,72 @@ class BindScalar:
 
 @dataclass(frozen=True, slots=True)
 class BindTuple:
-    """``[?a ?b]``: the elements of the returned sequence, by position."""
+    """``[?a ?b]``: the elements of the returned sequence, by position.  An element may be
+    a nested binding form, ``[?a [?b ...]]`` (Datascript's grammar)."""
 
-    vars: tuple[Variable | Blank, ...]
+    vars: tuple[Target, ...]
 
 
 @dataclass(frozen=True, slots=True)
 class BindColl:
-    """``[?x ...]``: one binding per element of the returned collection."""
+    """``[?x ...]``: one binding per element of the returned collection; the element may
+    be a nested form, ``[[?k ?v] ...]``."""
 
-    var: Variable | Blank
+    var: Target
 
 
 @dataclass(frozen=True, slots=True)
 class BindRel:
-    """``[[?a ?b]]``: one binding per tuple of the returned relation."""
+    """``[[?a ?b]]``: one binding per tuple of the returned relation (a collection of
+    tuples: ``[[?a ?b]]`` means ``[[?a ?b] ...]``)."""
 
-    vars: tuple[Variable | Blank, ...]
+    vars: tuple[Target, ...]
 
 
 Binding = BindScalar | BindTuple | BindColl | BindRel
+Target = Variable | Blank | BindTuple | BindColl | BindRel  # one position of a binding form
 
 
 def binding_terms(binding: Binding) -> tuple[Variable | Blank, ...]:
-    """The positions a binding form fills, scalar forms as one."""
-    if isinstance(binding, BindScalar | BindColl):
-        return (binding.var,)
-    return binding.vars
+    """The variables and blanks a binding form fills, nested forms flattened in order."""
+    targets = (binding.var,) if isinstance(binding, BindScalar | BindColl) else binding.vars
+    return tuple(leaf for t in targets
+                 for leaf in ((t,) if isinstance(t, Variable | Blank) else binding_terms(t)))
+
+
+def is_flat_binding(binding: Binding) -> bool:
+    """No nested binding form: every position is a variable or ``_``."""
+    return all(isinstance(t, Variable | Blank) for t in _targets(binding))
+
+
+def _targets(binding: Binding) -> tuple[Target, ...]:
+    return (binding.var,) if isinstance(binding, BindScalar | BindColl) else binding.vars
+
+
+def flat_bindings(clause: FnBinding, fresh: Iterator[int]) -> tuple[FnBinding, ...]:
+    """``clause`` with nested binding forms taken apart: each nested position binds a fresh
+    variable, destructured by an ``identity`` call — ``[(f) [[?k ?v] ...]]`` is
+    ``[(f) [?#b1 ...]] [(identity ?#b1) [?k ?v]]`` — so executors see flat forms only."""
+    if is_flat_binding(clause.binding):
+        return (clause,)
+    nested: list[FnBinding] = []
+
+    def flat(target: Target) -> Variable | Blank:
+        if isinstance(target, Variable | Blank):
+            return target
+        temporary = Variable(f"?#b{next(fresh)}")
+        nested.append(FnBinding("identity", (temporary,), target, source=clause.source))
+        return temporary
+
+    binding = clause.binding
+    top: Binding
+    if isinstance(binding, BindColl):
+        top = BindColl(flat(binding.var))
+    else:
+        assert isinstance(binding, BindTuple | BindRel)  # a scalar form is flat
+        top = type(binding)(tuple(flat(t) for t in binding.vars))
+    return (replace(clause, binding=top),
+            *(part for inner in nested for part in flat_bindings(inner, fresh)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,10 +211,11 @@ class Or:
 
     @property
     def variables(self) -> tuple[Variable, ...]:
-        """The variables shared with the enclosing clauses."""
+        """The variables shared with the enclosing clauses: for ``or``, those of every
+        branch (a branch may leave out a variable bound outside the ``or``)."""
         if self.join is not None:
             return self.join
-        return clause_variables(self.branches[0])
+        return clause_variables(tuple(c for branch in self.branches for c in branch))
 
 
 Clause = Pattern | Predicate | FnBinding | RuleCall | Not | Or
@@ -224,6 +264,8 @@ class Aggregate:
 
 
 FindElement = Variable | Aggregate
+# find-rel ?a ?b | find-coll [?a ...] | find-tuple [?a ?b] | find-scalar ?a .  (Datomic)
+FindSpec = Literal["relation", "collection", "tuple", "scalar"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,17 +275,17 @@ class InScalar:
 
 @dataclass(frozen=True, slots=True)
 class InTuple:
-    vars: tuple[Variable | Blank, ...]
+    vars: tuple[Target, ...]
 
 
 @dataclass(frozen=True, slots=True)
 class InColl:
-    var: Variable
+    var: Target
 
 
 @dataclass(frozen=True, slots=True)
 class InRel:
-    vars: tuple[Variable | Blank, ...]
+    vars: tuple[Target, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,6 +308,7 @@ class Query:
     rules: tuple[Rule, ...] = ()
     keys: tuple[str, tuple[str, ...]] | None = None  # (":keys" | ":strs" | ":syms", names)
     source: Any = field(default=None, compare=False, hash=False)
+    find_spec: FindSpec = "relation"  # the shape of a one-shot result (Engine.query)
 
     @property
     def variables(self) -> tuple[Variable, ...]:
@@ -309,13 +352,20 @@ def renamed(clause: Clause, renames: dict[Variable, Variable]) -> Clause:
     if isinstance(clause, Predicate | RuleCall):
         return replace(clause, args=terms(clause.args))
     if isinstance(clause, FnBinding):
-        binding = clause.binding
-        if isinstance(binding, BindScalar | BindColl):
-            binding = type(binding)(term(binding.var))
-        else:
-            binding = type(binding)(terms(binding.vars))
-        return replace(clause, args=terms(clause.args), binding=binding)
+        return replace(clause, args=terms(clause.args),
+                       binding=_renamed_binding(clause.binding, renames))
     join = None if clause.join is None else terms(clause.join)
     if isinstance(clause, Not):
         return replace(clause, join=join, clauses=clauses(clause.clauses))
     return replace(clause, join=join, branches=tuple(clauses(b) for b in clause.branches))
+
+
+def _renamed_binding(binding: Any, renames: dict[Variable, Variable]) -> Any:
+    """A binding form (or one of its positions) with variables replaced, nested ones too."""
+    if isinstance(binding, Variable):
+        return renames.get(binding, binding)
+    if isinstance(binding, Blank):
+        return binding
+    if isinstance(binding, BindScalar | BindColl):
+        return type(binding)(_renamed_binding(binding.var, renames))
+    return type(binding)(tuple(_renamed_binding(t, renames) for t in binding.vars))

@@ -9,13 +9,17 @@ relations, not evaluated per call).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from workers.datalog.ast import (
     BindColl,
+    Binding,
     BindRel,
+    BindScalar,
+    BindTuple,
+    Blank,
     Clause,
     Constant,
     FnBinding,
@@ -33,6 +37,8 @@ from workers.datalog.ast import (
     RuleCall,
     Term,
     Variable,
+    binding_terms,
+    is_flat_binding,
     walk,
 )
 from workers.datalog.parser import parse_rules
@@ -43,17 +49,10 @@ from workers.errors import ErrorCode, QueryError
 
 def check_query(query: Query) -> Query:
     """Refuse an unsafe query (see the module doc); ``:in`` variables count as bound."""
-    scalars = {b.var for b in query.inputs if isinstance(b, InScalar)}
-    scalars |= {v for b in query.inputs if isinstance(b, InTuple) for v in b.vars
-                if isinstance(v, Variable)}
-    collections = {b.var for b in query.inputs if isinstance(b, InColl)}
-    collections |= {v for b in query.inputs if isinstance(b, InRel) for v in b.vars
-                    if isinstance(v, Variable)}
-    bound = check_clauses(query.where, scalars | collections)
+    inputs = {v for b in query.inputs if not isinstance(b, InRules)
+              for v in binding_terms(_as_binding(b)) if isinstance(v, Variable)}
+    bound = check_clauses(query.where, inputs)
     for variable in query.find_variables + query.with_:
-        if variable in scalars:
-            raise QueryError(f":find {variable} is an :in variable; returning inputs is not "
-                             "supported", code=ErrorCode.QUERY_UNSUPPORTED, form=str(variable))
         if variable not in bound:
             raise QueryError(f"unsafe query: :find {variable} does not occur in any :where "
                              "pattern", code=ErrorCode.QUERY_UNSAFE, form=str(variable))
@@ -88,8 +87,24 @@ def check_clauses(clauses: Sequence[Clause], outer: set[Variable]) -> set[Variab
     """Check every clause of a conjunction; return the variables it binds."""
     bound = bound_by(clauses, outer)
     for clause in clauses:
+        if isinstance(clause, Or) and clause.join is None:
+            _check_free_variables(clause, bound_by([c for c in clauses if c is not clause],
+                                                   outer))
         _check_clause(clause, bound)
     return bound
+
+
+def _check_free_variables(clause: Or, outside: set[Variable]) -> None:
+    """Datascript's rule for ``or`` ("same set of free vars"): every branch uses the same
+    *free* variables — those not bound outside the ``or`` (by ``:in`` or, in any order, by the
+    clauses around it); a bound one may appear in some branches only."""
+    free = [{v for c in branch for v in c.variables} - outside for branch in clause.branches]
+    if any(f != free[0] for f in free):
+        shown = ", ".join("{" + " ".join(sorted(map(str, f))) + "}" for f in free)
+        raise QueryError(f"{show(clause.source)}: every branch of (or ...) must use the same "
+                         f"free variables (those not bound outside it), got {shown}; use "
+                         "or-join to name the shared ones", code=ErrorCode.QUERY_UNSAFE,
+                         form=clause.source)
 
 
 def _check_clause(clause: Clause, bound: set[Variable]) -> None:
@@ -115,11 +130,6 @@ def _check_or(clause: Or, bound: set[Variable]) -> tuple[Variable, ...]:
     join = set(clause.variables)
     needed: set[Variable] = set()
     for branch in clause.branches:
-        uses = {v for c in branch for v in c.variables}
-        if clause.join is None and uses != join:
-            raise QueryError(f"{show(clause.source)}: every branch of (or ...) must use the "
-                             "same variables (use or-join to name the shared ones)",
-                             code=ErrorCode.QUERY_UNSAFE, form=clause.source)
         binds = check_clauses(branch, bound & join)
         needed |= join - binds
     return tuple(v for v in clause.variables if v in needed)
@@ -169,13 +179,16 @@ def bind_inputs(query: Query, inputs: Sequence[Any]) -> Query:
             rules = rules + parse_rules(value)
         elif isinstance(binding, InScalar):
             values[binding.var] = _scalar(binding.var, value)
-        elif isinstance(binding, InTuple):
+        elif isinstance(binding, InTuple) and is_flat_binding(_as_binding(binding)):
             for target, item in zip(binding.vars, _sequence(binding, value, len(binding.vars)),
                                     strict=True):
                 if isinstance(target, Variable):
                     values[target] = _scalar(target, item)
         else:
             grounds.append(_ground(binding, value))
+    # An input returned by :find is a one-row relation too; the clauses see its constant.
+    grounds += [FnBinding("ground", (Constant(values[v]),), BindScalar(v),
+                          source=f"input {v}") for v in query.basis if v in values]
 
     def substitute(term: Term) -> Term:
         return Constant(values[term]) if isinstance(term, Variable) and term in values else term
@@ -190,9 +203,32 @@ def bind_inputs(query: Query, inputs: Sequence[Any]) -> Query:
 def _input_name(binding: Any) -> str:
     if isinstance(binding, InRules):
         return "%"
-    if isinstance(binding, InScalar | InColl):
-        return str(binding.var) + (" ..." if isinstance(binding, InColl) else "")
-    return "[" + " ".join(str(v) if isinstance(v, Variable) else "_" for v in binding.vars) + "]"
+    if isinstance(binding, InScalar):
+        return str(binding.var)
+    return _show_binding(_as_binding(binding))
+
+
+def _show_binding(form: Any) -> str:
+    """A binding form as written: ``[[?k ?v] ...]``."""
+    if isinstance(form, Variable):
+        return str(form)
+    if isinstance(form, Blank):
+        return "_"
+    if isinstance(form, BindScalar):
+        return _show_binding(form.var)
+    if isinstance(form, BindColl):
+        return f"[{_show_binding(form.var)} ...]"
+    inner = " ".join(_show_binding(t) for t in form.vars)
+    return f"[[{inner}]]" if isinstance(form, BindRel) else f"[{inner}]"
+
+
+def _as_binding(binding: InScalar | InTuple | InColl | InRel) -> Binding:
+    """An ``:in`` binding as the binding form it is written as."""
+    if isinstance(binding, InScalar):
+        return BindScalar(binding.var)
+    if isinstance(binding, InColl):
+        return BindColl(binding.var)
+    return BindTuple(binding.vars) if isinstance(binding, InTuple) else BindRel(binding.vars)
 
 
 def _scalar(variable: Variable, value: Any) -> Any:
@@ -203,6 +239,9 @@ def _scalar(variable: Variable, value: Any) -> Any:
 
 
 def _sequence(binding: Any, value: Any, width: int | None = None) -> list[Any]:
+    """The items of a collection input (a map's are its ``[key value]`` entries)."""
+    if isinstance(value, Mapping):
+        value = [(k, v) for k, v in value.items()]
     if not isinstance(value, list | tuple | frozenset | set):
         raise QueryError(f"input {_input_name(binding)} must be a collection, got "
                          f"{type_name(value)}", code=ErrorCode.QUERY_INPUTS, form=value)
@@ -213,18 +252,35 @@ def _sequence(binding: Any, value: Any, width: int | None = None) -> list[Any]:
     return items
 
 
-def _ground(binding: InColl | InRel, value: Any) -> FnBinding:
-    """A collection input is the constant relation ``[(ground value) binding]``."""
-    if isinstance(binding, InColl):
+def _destructure(form: Any, value: Any, where: Any) -> list[tuple[Any, ...]]:
+    """Every way ``form`` binds ``value``: one tuple of values per binding, a value per
+    variable or ``_`` of the form, in order (Datascript's nested in-bindings)."""
+    if isinstance(form, Variable | Blank | BindScalar):
+        target = form.var if isinstance(form, BindScalar) else form
+        return [(_scalar(target, value) if isinstance(target, Variable) else value,)]
+    if isinstance(form, BindColl):
+        return [row for item in _sequence(where, value) for row in
+                _destructure(form.var, item, where)]
+    if isinstance(form, BindRel):
+        return _destructure(BindColl(BindTuple(form.vars)), value, where)
+    rows: list[tuple[Any, ...]] = [()]
+    for target, item in zip(form.vars, _sequence(where, value, len(form.vars)), strict=True):
+        rows = [row + more for row in rows for more in _destructure(target, item, where)]
+    return rows
+
+
+def _ground(binding: InTuple | InColl | InRel, value: Any) -> FnBinding:
+    """A collection input is the constant relation ``[(ground value) binding]``: a flat
+    collection as it is, any other form as the relation of its variables' values."""
+    form = _as_binding(binding)
+    if isinstance(binding, InColl) and isinstance(binding.var, Variable):
         items = tuple(_scalar(binding.var, x) for x in _sequence(binding, value))
         return FnBinding("ground", (Constant(items),), BindColl(binding.var),
                          source=f"input {_input_name(binding)}")
-    rows: list[tuple[Any, ...]] = []
-    for row in _sequence(binding, value):
-        values = _sequence(binding, row, len(binding.vars))
-        rows.append(tuple(_scalar(v, x) if isinstance(v, Variable) else x
-                          for v, x in zip(binding.vars, values, strict=True)))
-    return FnBinding("ground", (Constant(tuple(rows)),), BindRel(binding.vars),
+    terms = binding_terms(form)
+    kept = [i for i, t in enumerate(terms) if isinstance(t, Variable)]
+    rows = tuple(tuple(row[i] for i in kept) for row in _destructure(form, value, binding))
+    return FnBinding("ground", (Constant(rows),), BindRel(tuple(terms[i] for i in kept)),
                      source=f"input {_input_name(binding)}")
 
 

@@ -59,7 +59,7 @@ def _rank(x: Any) -> tuple[int, Any]:
     if isinstance(x, str):
         return (1, x)
     if isinstance(x, edn_format.Keyword):
-        return (2, x.name)
+        return (2, keyword_order(x.name))
     if isinstance(x, datetime.datetime):
         return (3, x)
     if isinstance(x, uuid.UUID):
@@ -67,6 +67,16 @@ def _rank(x: Any) -> tuple[int, Any]:
     if isinstance(x, bool):
         return (5, x)
     raise TypeError(f"{x!r} is not comparable")
+
+
+def keyword_order(name: str) -> tuple[bool, str, str]:
+    """Clojure's keyword order: namespace first (none before any), then name — so
+    ``:a/b < :a-/b`` although the text ``"a-/b"`` sorts first.  Like ``clojure.lang.Symbol``,
+    the namespace ends at the first ``/`` (``:/`` has none)."""
+    namespace, slash, local = name.partition("/")
+    if not slash or name == "/":
+        return (False, "", name)
+    return (True, namespace, local)
 
 
 def _compare(test: Callable[[Any, Any], bool]) -> Function:

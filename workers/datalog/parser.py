@@ -2,7 +2,7 @@
 
 Parse functions raise :class:`QueryError` naming the form and where it stands (``:where``
 clause 2, ``:find`` element 1, ...).  Forms of Datomic's query language that deltalog does
-not evaluate (``pull``, find-scalar, nested queries, other sources, ...) are refused with
+not evaluate (``pull``, nested calls, other sources, lookup refs, ...) are refused with
 ``ErrorCode.QUERY_UNSUPPORTED`` and the form's name.
 """
 
@@ -26,6 +26,7 @@ from workers.datalog.ast import (
     Clause,
     Constant,
     FindElement,
+    FindSpec,
     FnBinding,
     InBinding,
     InColl,
@@ -40,6 +41,7 @@ from workers.datalog.ast import (
     Query,
     Rule,
     RuleCall,
+    Target,
     Term,
     Variable,
 )
@@ -53,26 +55,27 @@ KEY_SECTIONS = {keyword(k): f":{k}" for k in ("keys", "strs", "syms")}
 UNSUPPORTED_SECTIONS = {keyword(k): f":{k}" for k in ("timeout", "limit", "offset",
                                                      "order-by")}
 SECTIONS = (FIND, IN, WHERE, WITH, RULES, *KEY_SECTIONS)
-DOTS, SOURCE, RULES_INPUT = Symbol("..."), Symbol("$"), Symbol("%")
+DOTS, SCALAR, SOURCE, RULES_INPUT = Symbol("..."), Symbol("."), Symbol("$"), Symbol("%")
 DB_FUNCTIONS = ("get-else", "missing?", "get-some", "fulltext")
 
 
 def parse_query(query: Any) -> Query:
     """Parse EDN text or an already-read form (map or vector) into a :class:`Query`."""
-    form = read(query) if isinstance(query, str) else intern(query)
+    form = read(query, regex_literals=True) if isinstance(query, str) else intern(query)
     # query = {:find [find-elem+] :with [var+]? :in [in-binding*]? :where [clause+]
     #          :rules [rule+]? (:keys|:strs|:syms) [name+]?}
     #       | [:find find-elem+ (:with var+)? (:in in-binding*)? :where clause+ ...]
     sections = _sections(form)
-    find = _parse_find(sections.get(FIND))
+    spec, elements = _find_spec(sections.get(FIND))
+    find = _parse_find(elements)
     return Query(find=find,
-                 where=_parse_where(sections.get(WHERE)),
+                 where=_parse_where(sections.get(WHERE, [])),
                  inputs=_parse_inputs(sections.get(IN, [SOURCE])),
                  with_=_parse_with(sections.get(WITH, [])),
                  rules=parse_rules(_rules_section(sections[RULES])) if RULES in sections
                  else (),
-                 keys=_parse_keys(sections, len(find)),
-                 source=query)
+                 keys=_parse_keys(sections, len(find), spec),
+                 source=query, find_spec=spec)
 
 
 def _sections(form: Any) -> dict[Any, list[Any]]:
@@ -119,7 +122,22 @@ def _split_vector_form(form: list[Any]) -> dict[Any, list[Any]]:
     return sections
 
 
-# find-spec = [ (variable | aggregate)+ ];  aggregate = (aggregate-fn variable)
+# find-spec = find-rel | find-coll | find-tuple | find-scalar
+# find-rel = find-elem+;  find-coll = [find-elem '...'];  find-tuple = [find-elem+]
+# find-scalar = find-elem '.'
+def _find_spec(elements: list[Any] | None) -> tuple[FindSpec, list[Any] | None]:
+    """The find specification and its elements (Datomic's four :find shapes)."""
+    if elements and len(elements) == 2 and elements[1] == SCALAR:
+        return "scalar", elements[:1]
+    if elements and len(elements) == 1 and isinstance(elements[0], list):
+        inner = elements[0]
+        if len(inner) == 2 and inner[1] == DOTS:
+            return "collection", inner[:1]
+        return "tuple", inner
+    return "relation", elements
+
+
+# find-elem = variable | aggregate;  aggregate = (aggregate-fn variable)
 def _parse_find(elements: list[Any] | None) -> tuple[FindElement, ...]:
     if not elements:
         raise QueryError(":find needs at least one variable", form=elements)
@@ -150,13 +168,9 @@ def _parse_aggregate(element: Any, position: int) -> Aggregate:
             raise QueryError(f"{where}: ({name} ?x) takes one variable, got {_show(element)}",
                              form=element)
         return Aggregate(name, variable, source=element)
-    if isinstance(element, list):
-        what = "find-coll [?x ...]" if DOTS in element else "find-tuple [?x ?y]"
-        raise QueryError(f"{where}: {what} is not supported: {_show(element)}",
-                         code=ErrorCode.QUERY_UNSUPPORTED, form=element)
-    if isinstance(element, Symbol) and element.name in (".", "..."):
-        raise QueryError(f"{where}: find-scalar/find-coll {element.name!r} is not supported",
-                         code=ErrorCode.QUERY_UNSUPPORTED, form=element)
+    if isinstance(element, list) or element in (SCALAR, DOTS):
+        raise QueryError(f"{where}: {_show(element)} is a find specification, allowed only "
+                         "as the whole :find: [?x ...], [?x ?y] or ?x .", form=element)
     raise QueryError(f"{where}: expected a variable or an aggregate, got {_show(element)}",
                      form=element)
 
@@ -174,13 +188,17 @@ def _parse_with(elements: list[Any]) -> tuple[Variable, ...]:
 
 
 # keys = (:keys | :strs | :syms) [ symbol+ ]   (one name per :find element)
-def _parse_keys(sections: dict[Any, list[Any]], width: int) -> tuple[str, tuple[str, ...]] | None:
+def _parse_keys(sections: dict[Any, list[Any]], width: int,
+                spec: FindSpec) -> tuple[str, tuple[str, ...]] | None:
     given = [key for key in KEY_SECTIONS if key in sections]
     if not given:
         return None
     if len(given) > 1:
         raise QueryError("use one of :keys, :strs or :syms, not several", form=given)
     kind, names = KEY_SECTIONS[given[0]], sections[given[0]]
+    if spec in ("collection", "scalar"):
+        raise QueryError(f"{kind} names the columns of a relation or a tuple, not of a "
+                         f"find-{'coll' if spec == 'collection' else 'scalar'}", form=names)
     if len(names) != width:
         raise QueryError(f"{kind} names {len(names)} key(s) for {width} :find element(s)",
                          form=names)
@@ -198,6 +216,10 @@ def _parse_inputs(elements: list[Any]) -> tuple[InBinding, ...]:
         if element == RULES_INPUT:
             inputs.append(InRules())
             continue
+        if isinstance(element, Symbol) and element.name.startswith("$"):
+            raise QueryError(f":in element {i}: sources other than $ ({element.name}) are not "
+                             "supported: deltalog queries its one database",
+                             code=ErrorCode.QUERY_UNSUPPORTED, form=element)
         variable = _parse_variable(element)
         if variable is not None:
             inputs.append(InScalar(variable))
@@ -211,7 +233,7 @@ def _parse_inputs(elements: list[Any]) -> tuple[InBinding, ...]:
 
 def _parse_in_collection(element: list[Any], where: str) -> InBinding:
     binding = _parse_binding(element, where)
-    if isinstance(binding, BindColl) and isinstance(binding.var, Variable):
+    if isinstance(binding, BindColl) and not isinstance(binding.var, Blank):
         return InColl(binding.var)
     if isinstance(binding, BindTuple):
         return InTuple(binding.vars)
@@ -220,10 +242,8 @@ def _parse_in_collection(element: list[Any], where: str) -> InBinding:
     raise QueryError(f"{where}: expected a binding form, got {_show(element)}", form=element)
 
 
-# where = [ clause+ ]
-def _parse_where(clauses: list[Any] | None) -> tuple[Clause, ...]:
-    if not clauses:
-        raise QueryError(":where needs at least one clause", form=clauses)
+# where = [ clause* ]   (none: the :in bindings alone, as Datascript's [:find ?a :in ?a])
+def _parse_where(clauses: list[Any]) -> tuple[Clause, ...]:
     return _parse_clauses(clauses, ":where clause ")
 
 
@@ -352,29 +372,43 @@ def _parse_db_function(name: str, clause: list[Any], where: str) -> Clause:
     if name == "missing?":
         return Not(None, (Pattern(entity, attribute, Blank(), source=clause),), source=clause)
     if len(clause) != 2 or not isinstance(value := _parse_variable(clause[1]), Variable) \
-            or not isinstance(entity, Variable):
+            or isinstance(entity, Blank):
         raise QueryError(f"{where}: expected [(get-else $ ?e :attr default) ?v]", form=clause)
+    if call[4] is None:
+        raise QueryError(f"{where}: get-else takes a non-nil default (Datomic and Datascript "
+                         "refuse nil too); use (or-join ...) or [(missing? $ ?e :attr)]",
+                         form=clause)
     default = _parse_argument(call[4], where)
-    return Or((entity, value), (
+    join = (entity, value) if isinstance(entity, Variable) else (value,)
+    return Or(join, (
         (Pattern(entity, attribute, value, source=clause),),
         (Not(None, (Pattern(entity, attribute, Blank(), source=clause),), source=clause),
          FnBinding("ground", (default,), BindScalar(value), source=clause)),
     ), source=clause)
 
 
-# binding = variable | [variable+] | [variable '...'] | [[variable+]]   ('_' anywhere)
+# binding = bind-scalar | bind-tuple | bind-coll | bind-rel   (Datascript's grammar: they nest)
+# bind-scalar = variable | '_';  bind-tuple = [ binding+ ];  bind-coll = [ binding '...' ]
+# bind-rel = [ [ binding+ ] ]   (a collection of tuples: [[?a ?b]] is [[?a ?b] ...])
 def _parse_binding(form: Any, where: str) -> Binding:
     if not isinstance(form, list):
-        target = _parse_target(form, where)
-        return BindScalar(target)
+        return BindScalar(_parse_target(form, where))
+    return _parse_nested(form, where)
+
+
+def _parse_nested(form: list[Any], where: str) -> BindTuple | BindColl | BindRel:
     if len(form) == 2 and form[1] == DOTS:
-        return BindColl(_parse_target(form[0], where))
-    if len(form) == 1 and isinstance(form[0], list):
-        return BindRel(tuple(_parse_target(t, where) for t in form[0]))
-    if form and all(not isinstance(t, list) for t in form):
-        return BindTuple(tuple(_parse_target(t, where) for t in form))
+        return BindColl(_parse_position(form[0], where))
+    if len(form) == 1 and isinstance(form[0], list) and form[0]:
+        return BindRel(tuple(_parse_position(t, where) for t in form[0]))
+    if form:
+        return BindTuple(tuple(_parse_position(t, where) for t in form))
     raise QueryError(f"{where}: {_show(form)} is not a binding form (?x, [?a ?b], [?x ...], "
-                     "[[?a ?b]])", form=form)
+                     "[[?a ?b]], nested)", form=form)
+
+
+def _parse_position(form: Any, where: str) -> Target:
+    return _parse_nested(form, where) if isinstance(form, list) else _parse_target(form, where)
 
 
 def _parse_target(form: Any, where: str) -> Variable | Blank:
@@ -390,7 +424,7 @@ def _parse_target(form: Any, where: str) -> Variable | Blank:
 # rules = [ [ (rule-name rule-vars) clause+ ]+ ]
 def parse_rules(form: Any) -> tuple[Rule, ...]:
     """A rule set: given as the ``:rules`` section, or as the ``%`` input (EDN or forms)."""
-    form = read(form) if isinstance(form, str) else intern(form)
+    form = read(form, regex_literals=True) if isinstance(form, str) else intern(form)
     if not isinstance(form, list):
         raise QueryError(f"rules are a vector of rules [[(name ?x ...) clause+] ...], got "
                          f"{_show(form)}", form=form)
@@ -417,8 +451,9 @@ def _parse_rule(rule: Any, position: int) -> Rule:
 # data-pattern = [ src-var? (variable | constant | '_'){1,3} ]
 def _parse_pattern(clause: list[Any], where: str) -> Pattern | None:
     elements = clause[1:] if clause and clause[0] == SOURCE else clause
-    if len(elements) == 4:
-        raise QueryError(f"{where}: the transaction position (4th element) is not supported",
+    if len(elements) in (4, 5):
+        raise QueryError(f"{where}: the transaction position (4th element) is not supported"
+                         + (" nor the added flag (5th)" if len(elements) == 5 else ""),
                          code=ErrorCode.QUERY_UNSUPPORTED, form=clause)
     if not 1 <= len(elements) <= 3:
         return None
@@ -435,8 +470,18 @@ def _parse_term(element: Any, where: str) -> Term:
         return variable
     if isinstance(element, Symbol):
         raise QueryError(f"{where}: {element.name} is not allowed in a data pattern "
-                         "(only the default source $ is supported)", form=element)
-    if element is None or isinstance(element, list | tuple | Mapping | frozenset):
+                         "(only the default source $ is supported)", form=element,
+                         code=ErrorCode.QUERY_UNSUPPORTED if element.name.startswith("$")
+                         else None)
+    if isinstance(element, list):
+        raise QueryError(f"{where}: {_show(element)} in a data pattern (a lookup ref or a "
+                         "tuple value) is not supported; bind the entity with a pattern",
+                         code=ErrorCode.QUERY_UNSUPPORTED, form=element)
+    if element is None:
+        raise QueryError(f"{where}: nil in a data pattern is not supported: no datom holds "
+                         "nil (use [(missing? $ ?e :attr)] for an absent attribute)",
+                         code=ErrorCode.QUERY_UNSUPPORTED, form=element)
+    if isinstance(element, tuple | Mapping | frozenset):
         raise QueryError(f"{where}: {_show(element)} is not a valid pattern constant",
                          form=element)
     return Constant(element)
@@ -447,9 +492,13 @@ def _parse_argument(element: Any, where: str) -> Term:
     variable = _parse_variable(element)
     if variable is not None:
         return variable
+    if isinstance(element, Symbol) and element.name.startswith("$"):
+        raise QueryError(f"{where}: a database ({element.name}) as a function argument is not "
+                         "supported: built-ins take values (get-else and missing? excepted)",
+                         code=ErrorCode.QUERY_UNSUPPORTED, form=element)
     if isinstance(element, Symbol):
-        raise QueryError(f"{where}: {_show(element)} is not a variable or a constant "
-                         "(only the default source $ is supported)", form=element)
+        raise QueryError(f"{where}: {_show(element)} is not a variable or a constant",
+                         form=element)
     if isinstance(element, tuple):
         raise QueryError(f"{where}: nested calls such as {_show(element)} are not supported; "
                          "bind the inner call to a variable first",

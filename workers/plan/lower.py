@@ -34,6 +34,7 @@ from workers.datalog.ast import (
     RuleCall,
     Term,
     Variable,
+    flat_bindings,
     renamed,
 )
 from workers.datalog.check import bound_by
@@ -97,8 +98,8 @@ class _Lowering:
              outer: tuple[Literal, ...] = ()) -> tuple[Literal, ...]:
         """Lower a conjunction; a nested ``or``/``not`` may borrow, as context, what
         ``outer`` and the conjunction's positive clauses (and the ``or``s before it) bind."""
-        literals: list[Literal] = [self._positive(c) for c in clauses
-                                   if not isinstance(c, Not | Or)]
+        literals: list[Literal] = [literal for c in clauses if not isinstance(c, Not | Or)
+                                   for literal in self._positive(c)]
         ors = sorted((c for c in clauses if isinstance(c, Or)),
                      key=lambda o: not _self_sufficient(o))
         for either in ors:
@@ -109,12 +110,15 @@ class _Lowering:
                 literals.append(self._not(clause, context))
         return tuple(literals)
 
-    def _positive(self, clause: Clause) -> Literal:
+    def _positive(self, clause: Clause) -> tuple[Literal, ...]:
+        """A positive clause's literals: itself, or a nested binding form taken apart."""
         if isinstance(clause, RuleCall):
             self._rule(clause.name)
-            return Atom(_rule_relation(clause.name), clause.args)
-        assert isinstance(clause, Pattern | Predicate | FnBinding)
-        return clause
+            return (Atom(_rule_relation(clause.name), clause.args),)
+        if isinstance(clause, FnBinding):
+            return flat_bindings(clause, self._fresh)
+        assert isinstance(clause, Pattern | Predicate)
+        return (clause,)
 
     def _rule(self, name: str) -> None:
         relation = _rule_relation(name)

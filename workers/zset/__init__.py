@@ -4,7 +4,7 @@ A transaction's effective delta, a tick's query change and a database state are 
 """
 
 from workers.zset.ops import differentiate, distinct_change, integrate, is_set
-from workers.zset.zset import ZSet, add, add_into, consolidate, neg, scale
+from workers.zset.zset import ZSet, add, add_into, consolidate, neg, scale, signed
 
 __all__ = [
     "ZSet",
@@ -17,4 +17,5 @@ __all__ = [
     "is_set",
     "neg",
     "scale",
+    "signed",
 ]

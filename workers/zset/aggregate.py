@@ -19,6 +19,7 @@ from typing import Any
 from workers.datalog.ast import Aggregate, Query
 from workers.datalog.functions import sort_key
 from workers.edn import Symbol, keyword
+from workers.zset.zset import consolidate
 
 Row = tuple[Any, ...]
 Bag = dict[Any, int]
@@ -117,9 +118,42 @@ class Aggregation:
                      else next(keys) for c in self.columns)
 
 
+@dataclass(frozen=True, slots=True)
+class Projection:
+    """``:with`` without an aggregate: the basis set projected on the find variables, a
+    *bag* (Datomic: the ``:with`` variables are removed, "leaving a bag (not a set!)").
+
+    Projection is linear — ``project(Δbasis)`` is the change of ``project(basis)`` — so it
+    keeps no state; a row's weight is its multiplicity, and a tick's change may carry any
+    weight (two Ivans arriving at once: ``{("Ivan",): +2}``).
+    """
+
+    columns: tuple[int, ...]
+
+    def reset(self, basis: Mapping[Row, int]) -> dict[Row, int]:
+        return self.step(basis)
+
+    def step(self, changes: Mapping[Row, int]) -> dict[Row, int]:
+        return consolidate((tuple(row[i] for i in self.columns), weight)
+                           for row, weight in changes.items())
+
+
+def result_of(query: Query) -> Aggregation | Projection | None:
+    """How a query's basis changes become its result changes: grouped (aggregates),
+    projected to a bag (``:with`` alone), or as they are (the basis is the result)."""
+    if query.aggregates:
+        return Aggregation.of(query)
+    if query.with_:
+        basis = query.basis
+        return Projection(tuple(basis.index(v) for v in query.find_variables))
+    return None
+
+
 def as_maps(keys: tuple[str, tuple[str, ...]], rows: Mapping[Row, int]) -> list[dict[Any, Any]]:
-    """Rows as maps named by ``:keys`` (keywords), ``:strs`` (strings) or ``:syms``."""
+    """Rows as maps named by ``:keys`` (keywords), ``:strs`` (strings) or ``:syms``; a row
+    of a bag once per copy."""
     kind, names = keys
     make = {":keys": keyword, ":strs": str, ":syms": Symbol}[kind]
     labels = [make(name) for name in names]
-    return [dict(zip(labels, row, strict=True)) for row in rows]
+    return [dict(zip(labels, row, strict=True)) for row, weight in rows.items()
+            for _ in range(weight)]

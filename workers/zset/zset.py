@@ -17,7 +17,7 @@ T = TypeVar("T")
 
 ZSet = dict  # ZSet[T] is dict[T, int] with no zero weights
 
-__all__ = ["ZSet", "add", "add_into", "consolidate", "neg", "scale"]
+__all__ = ["ZSet", "add", "add_into", "consolidate", "neg", "scale", "signed"]
 
 
 def consolidate(pairs: Iterable[tuple[T, int]]) -> dict[T, int]:
@@ -54,3 +54,10 @@ def scale(a: Mapping[T, int], factor: int) -> dict[T, int]:
     if not factor:
         return {}
     return {element: weight * factor for element, weight in a.items()}
+
+
+def signed(weight: int) -> str:
+    """A weight as a change shows it: ``+``/``-`` for one copy, ``+2``/``-3`` for several
+    (a bag's rows come and go several at a time)."""
+    sign = "+" if weight > 0 else "-"
+    return sign if abs(weight) == 1 else f"{sign}{abs(weight)}"

@@ -17,6 +17,7 @@ from workers.datalog import (
     compile_query,
     parse_query,
 )
+from workers.datalog.ast import BindRel, BindScalar, FnBinding
 from workers.edn import Keyword, keyword, show
 from workers.errors import ErrorCode, QueryError
 
@@ -57,10 +58,52 @@ def test_find_variable_not_bound_by_where_is_refused_as_unsafe(text, message):
     assert info.value.code is ErrorCode.QUERY_UNSAFE
 
 
-def test_returning_an_input_variable_is_refused_as_unsupported():
-    with pytest.raises(QueryError, match=re.escape(":find ?x is an :in variable")) as info:
-        check_query(parse_query("[:find ?x :in $ ?x :where [?e :name ?x]]"))
-    assert info.value.code is ErrorCode.QUERY_UNSUPPORTED
+@pytest.mark.parametrize("text", [
+    # Datascript #348: ?a is bound by :in, so it may appear in one branch only
+    "[:find ?e :in $ ?a :where (or [?e :age ?a] [?e :name \"Oleg\"])]",
+    # ... or by a clause around the or, before or after it (deltalog orders clauses itself)
+    "[:find ?e :where [?x :age ?a] (or [?e :age ?a] [?e :name \"Oleg\"])]",
+    "[:find ?e :where (or [?e :age ?a] [?e :name \"Oleg\"]) [?x :age ?a]]",
+    # Datascript query_or: branches that bind the same variables, in different orders
+    "[:find ?e :where (or (and [?e :name \"Ivan\"] [1 :age ?a]) "
+    "(and [2 :age ?a] [?e :name \"Oleg\"])) [?e :age ?a]]",
+], ids=lambda text: text)
+def test_or_branches_must_bind_the_same_free_variables_only(text):
+    check_query(parse_query(text))
+
+
+@pytest.mark.parametrize("text", [
+    # Datascript test-errors: "All clauses in 'or' must use same set of free vars"
+    "[:find ?e :where (or [?e :name _] [?e :age ?a])]",
+    "[:find ?e :where [?e :name] (or [?e :age ?a] [?e :tag ?t])]",
+], ids=lambda text: text)
+def test_or_branches_with_different_free_variables_are_refused(text):
+    with pytest.raises(QueryError, match=re.escape("must use the same free variables")) as info:
+        check_query(parse_query(text))
+    assert info.value.code is ErrorCode.QUERY_UNSAFE
+
+
+def test_an_input_returned_by_find_becomes_a_one_row_relation():
+    """The clauses still see the constant; :find reads it from ``[(ground "Ivan") ?x]``."""
+    query = compile_query("[:find ?x ?e :in $ ?x :where [?e :name ?x]]", ["Ivan"])
+    assert query.where == (FnBinding("ground", (Constant("Ivan"),), BindScalar(X)),
+                           Pattern(E, Constant(NAME), Constant("Ivan")))
+
+
+@pytest.mark.parametrize(("text", "value", "variables", "rows"), [
+    row("[:find ?k ?v :in [[?k ?v] ...]]", {"a": 1, "b": 2}, "?k ?v", (("a", 1), ("b", 2))),
+    row("[:find ?x ?z :in [[?x _ ?z]]]", [[1, 2, 3], [4, 5, 6]], "?x ?z", ((1, 3), (4, 6))),
+    row("[:find ?k ?x :in [[?k [?x ...]] ...]]", [["a", [1, 2]], ["b", []]], "?k ?x",
+        (("a", 1), ("a", 2))),
+    row("[:find ?x ?y :in [?x [?y ...]]]", [1, [2, 3]], "?x ?y", ((1, 2), (1, 3))),
+])
+def test_nested_input_bindings_become_the_relation_of_their_variables(text, value, variables,
+                                                                      rows):
+    """Datascript test-nested-bindings (a map is a collection of [key value] entries) and
+    placeholders: one tuple per way the form binds the value."""
+    ground = compile_query(text, [value]).where[0]
+    assert ground == FnBinding("ground", (Constant(rows),),
+                               BindRel(tuple(Variable(v) for v in variables.split())))
 
 
 @pytest.mark.parametrize(("value", "constant"), [
@@ -104,6 +147,13 @@ def test_bound_query_has_no_inputs_left_and_keeps_pattern_sources():
     given(BY_NAME, [{"a": 1}], "input ?x must be a scalar value, got dict"),
     given(BY_NAME, [frozenset({1})], "input ?x must be a scalar value, got frozenset"),
     given(BY_NAME, [None], "input ?x must be a scalar value, got NoneType"),
+    # Datascript: "Cannot bind value :a to collection [?a ...]", "... to tuple [?a ?b]"
+    given("[:find ?a :in [?a ...]]", [keyword("a")],
+          "input [?a ...] must be a collection, got keyword"),
+    given("[:find ?k ?v :in [[?k ?v] ...]]", [[1, 2]],
+          "input [[?k ?v] ...] must be a collection, got long"),
+    given("[:find ?k ?v :in [[?k ?v] ...]]", [[[1, 2, 3]]], "input [[?k ?v] ...] takes 2 values"),
+    given("[:find ?x ?y :in [?x [?y ...]]]", [[1, [None]]], "input ?y must be a scalar value"),
 ])
 def test_wrong_inputs_are_refused_with_query_inputs(text, inputs, message):
     with pytest.raises(QueryError, match=re.escape(message)) as info:

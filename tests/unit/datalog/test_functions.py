@@ -14,6 +14,10 @@ from workers.edn import keyword
     ("<=", (1, 2, 2), True),
     (">", ("b", "a"), True),
     (">=", (keyword("b"), keyword("a")), True),
+    # Clojure orders keywords by namespace, then name: (< :a/b :a-/b), (< :z :a/a)
+    ("<", (keyword("a/b"), keyword("a-/b")), True),
+    ("<", (keyword("z"), keyword("a/a")), True),
+    ("<", (keyword("a/z"), keyword("b/a")), True),
     ("=", (1, 1, 1), True),
     ("not=", (1, 2), True),
     ("+", (1, 2, 3), 6),

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workers.zset import add, add_into, consolidate, neg, scale
+from workers.zset import add, add_into, consolidate, neg, scale, signed
 
 elements = st.sampled_from(["a", "b", "c", "d"])
 weights = st.integers(-3, 3).filter(bool)
@@ -104,3 +104,8 @@ def test_add_leaves_its_arguments_unchanged(a, b):
     a_before, b_before = dict(a), dict(b)
     add(a, b)
     assert (a, b) == (a_before, b_before)
+
+
+@pytest.mark.parametrize(("weight", "shown"), [(1, "+"), (-1, "-"), (2, "+2"), (-3, "-3")])
+def test_signed_shows_a_weight_as_a_change_does(weight, shown):
+    assert signed(weight) == shown

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from workers.arrangements import ArrangementRegistry, IndexOrder
-from workers.arrangements.batch import Ids, Ints, Mask, starts
+from workers.arrangements.batch import Ids, Ints, Mask, sort_order, starts
 from workers.arrangements.delta import TickDelta
 from workers.arrangements.spine import Located, SpineArrangement
 from workers.executors.extenders import Row, lookup_depth, with_ids
@@ -303,7 +303,7 @@ def _extend(frame: Frame, extenders: tuple[VectorExtender, ...], work: Work) -> 
 
 def _summed(rows: Ints, keys: Ids, weights: Ints) -> tuple[Ints, Ids, Ints]:
     """``(row, key)`` pairs with their weights added, sorted."""
-    order = np.lexsort((keys, rows))
+    order = sort_order(rows, keys)
     rows, keys, weights = rows[order], keys[order], weights[order]
     first = starts(rows, keys)
     return rows[first], keys[first], np.add.reduceat(weights, first) if len(first) else weights
@@ -314,7 +314,7 @@ def _consolidate(columns: list[Ints], weights: Ints) -> Frame:
     if not len(weights):
         return Frame(columns, weights, np.zeros(0, np.int64))
     if columns:
-        order = np.lexsort(columns[::-1])
+        order = sort_order(*columns)
         columns = [c[order] for c in columns]
         weights = weights[order]
         first = starts(*columns)

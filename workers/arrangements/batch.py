@@ -30,8 +30,6 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from workers.arrangements.kernels import segment_search
-
 Ids = npt.NDArray[np.int32]
 Ints = npt.NDArray[np.int64]
 Offsets = npt.NDArray[np.int32] | npt.NDArray[np.int64]
@@ -353,3 +351,25 @@ class PairBatch(Batch):
         first, end = self.entry_leaves(np.arange(lo, hi))
         return int((end - first).sum() if self.weights is None else
                    self._span_sums(first, end).sum())
+
+
+def segment_search(keys: Ids, lo: Ints, hi: Ints, targets: Ints) -> tuple[Ints, Mask]:
+    """Vectorised ``bisect_left(keys, target, lo, hi)`` per row, and whether it was found:
+    every row halved together as many times as the longest range needs (a few NumPy calls
+    a step; dropping the rows done would cost more calls than the steps they skip)."""
+    found = np.zeros(len(lo), bool)
+    if not len(lo) or not len(keys):
+        return lo, found
+    steps, last = int((hi - lo).max()).bit_length(), len(keys) - 1
+    if steps <= 1:  # every range holds one key at most: compare it
+        found = (lo < hi) & (keys[np.minimum(lo, last)] == targets)
+        return lo, found
+    lo, hi, end = lo.copy(), hi.copy(), hi
+    for _ in range(steps):
+        mid = (lo + hi) >> 1
+        right = (keys[np.minimum(mid, last)] < targets) & (lo < hi)
+        lo = np.where(right, mid + 1, lo)
+        hi = np.where(right, hi, mid)
+    found = lo < end
+    found[found] = keys[lo[found]] == targets[found]
+    return lo, found

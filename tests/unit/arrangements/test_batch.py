@@ -9,9 +9,9 @@ from workers.arrangements.batch import (
     Batch,
     PairBatch,
     consolidate,
+    segment_search,
     sort_order,
 )
-from workers.arrangements.kernels import segment_search
 
 TRIPLES = [(0, 1, 5), (0, 1, 7), (0, 2, 5), (1, 1, 7), (3, 2, 2)]
 

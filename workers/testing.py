@@ -9,6 +9,8 @@ re-running it).
 
 from __future__ import annotations
 
+import math
+import statistics
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -306,13 +308,31 @@ def _fixpoint(context: _Context, rules: Sequence[Rule]) -> None:
 
 # --- :find ----------------------------------------------------------------------------------
 
+def _numbers(values: list[Any]) -> list[Any]:
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+        raise TypeError("a numeric aggregate of a non-number")
+    return values
+
+
+def _median(values: list[Any]) -> Any:
+    ordered = sorted(values, key=sort_key)
+    half = len(ordered) // 2
+    if len(ordered) % 2:
+        return ordered[half]
+    total = sum(_numbers(ordered[half - 1:half + 1]))
+    return total // 2 if isinstance(total, int) and total % 2 == 0 else total / 2
+
+
 AGGREGATE_FUNCTIONS: dict[str, Callable[[list[Any]], Any]] = {
     "count": len,
     "count-distinct": lambda values: len(set(values)),
-    "sum": sum,
+    "sum": lambda values: sum(_numbers(values)),
     "min": lambda values: min(values, key=sort_key),
     "max": lambda values: max(values, key=sort_key),
-    "avg": lambda values: float(sum(values) / len(values)),
+    "avg": lambda values: float(sum(_numbers(values)) / len(values)),
+    "median": _median,
+    "variance": lambda values: float(statistics.pvariance(_numbers(values))),
+    "stddev": lambda values: math.sqrt(statistics.pvariance(_numbers(values))),
     "distinct": frozenset,
 }
 
@@ -329,13 +349,20 @@ def _find_rows(query: Query, basis: set[Row]) -> set[Row]:
     found = set()
     for key, rows in groups.items():
         group = dict(zip(keys, key, strict=True))
-        found.add(tuple(_aggregate(e, [r[column[e.var]] for r in rows])
-                        if isinstance(e, Aggregate) else group[e] for e in query.find))
+        try:
+            found.add(tuple(_aggregate(e, [r[column[e.var]] for r in rows])
+                            if isinstance(e, Aggregate) else group[e] for e in query.find))
+        except (TypeError, ArithmeticError):
+            continue  # an aggregate that cannot be computed: the group has no row
     return found
 
 
 def _aggregate(element: Aggregate, values: list[Any]) -> Any:
-    """One aggregate over the bag of its variable's values in a group."""
+    """One aggregate over the bag of its variable's values in a group; ``(min n ?x)`` and
+    ``(max n ?x)`` keep the n least/greatest, ascending."""
+    if isinstance(element.n, Constant):
+        ordered, n = sorted(values, key=sort_key), element.n.value
+        return tuple(ordered[:n]) if element.fn == "min" else tuple(ordered[::-1][:n][::-1])
     return AGGREGATE_FUNCTIONS[element.fn](values)
 
 

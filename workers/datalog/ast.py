@@ -207,20 +207,26 @@ class Rule:
     source: Any = field(default=None, compare=False, hash=False)
 
 
-AGGREGATES = ("count", "count-distinct", "sum", "min", "max", "avg", "distinct")
+AGGREGATES = ("count", "count-distinct", "sum", "min", "max", "avg", "median", "variance",
+              "stddev", "distinct")
+# (min n ?x), (max n ?x): the n least/greatest values of the bag, as a vector.
+AGGREGATES_OF_N = ("min", "max")
 
 
 @dataclass(frozen=True, slots=True)
 class Aggregate:
-    """``(fn ?x)`` in ``:find``: one value per group of the other find variables."""
+    """``(fn ?x)`` or ``(fn n ?x)`` in ``:find``: one value per group of the other find
+    variables.  ``n`` is a constant, or an ``:in`` variable until the inputs are bound."""
 
     fn: str
     var: Variable
     source: Any = field(default=None, compare=False, hash=False)
+    n: Variable | Constant | None = None
 
     @property
     def name(self) -> str:
-        return f"({self.fn} {self.var})"
+        n = "" if self.n is None else f"{self.n if isinstance(self.n, Variable) else self.n.value} "
+        return f"({self.fn} {n}{self.var})"
 
 
 FindElement = Variable | Aggregate

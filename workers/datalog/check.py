@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from workers.datalog.ast import (
+    Aggregate,
     BindColl,
     BindRel,
     Clause,
@@ -50,6 +51,10 @@ def check_query(query: Query) -> Query:
     collections |= {v for b in query.inputs if isinstance(b, InRel) for v in b.vars
                     if isinstance(v, Variable)}
     bound = check_clauses(query.where, scalars | collections)
+    for aggregate in query.aggregates:
+        if isinstance(aggregate.n, Variable) and aggregate.n not in scalars:
+            raise QueryError(f":find {aggregate.name}: {aggregate.n} must be an :in scalar "
+                             "(the number of values to keep)", form=aggregate.source)
     for variable in query.find_variables + query.with_:
         if variable in scalars:
             raise QueryError(f":find {variable} is an :in variable; returning inputs is not "
@@ -181,10 +186,22 @@ def bind_inputs(query: Query, inputs: Sequence[Any]) -> Query:
         return Constant(values[term]) if isinstance(term, Variable) and term in values else term
 
     where = tuple(grounds) + tuple(_substitute(c, substitute) for c in query.where)
-    bound = replace(query, where=where, inputs=(), rules=rules)
+    find = tuple(_bind_n(e, substitute) if isinstance(e, Aggregate) else e for e in query.find)
+    bound = replace(query, find=find, where=where, inputs=(), rules=rules)
     if any(isinstance(b, InRules) for b in query.inputs):  # check_query could not see them
         check_rules(bound.rules, bound.where)
     return bound
+
+
+def _bind_n(aggregate: Aggregate, substitute: Any) -> Aggregate:
+    """``(min ?n ?x)`` with ``?n`` bound: the input must be a non-negative long."""
+    if not isinstance(aggregate.n, Variable):
+        return aggregate
+    n = substitute(aggregate.n)
+    if not isinstance(n.value, int) or isinstance(n.value, bool) or n.value < 0:
+        raise QueryError(f"input {aggregate.n} of {aggregate.name} must be a non-negative "
+                         f"long, got {show(n.value)}", code=ErrorCode.QUERY_INPUTS, form=n.value)
+    return replace(aggregate, n=n)
 
 
 def _input_name(binding: Any) -> str:

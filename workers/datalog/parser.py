@@ -16,6 +16,7 @@ from edn_format import Symbol
 
 from workers.datalog.ast import (
     AGGREGATES,
+    AGGREGATES_OF_N,
     Aggregate,
     BindColl,
     Binding,
@@ -42,8 +43,10 @@ from workers.datalog.ast import (
     RuleCall,
     Term,
     Variable,
+    binding_terms,
+    variables_of,
 )
-from workers.datalog.functions import FUNCTIONS, canonical
+from workers.datalog.functions import FUNCTIONS, NONDETERMINISTIC, canonical
 from workers.edn import Keyword, intern, keyword, read
 from workers.edn import show as _show
 from workers.errors import ErrorCode, QueryError
@@ -55,6 +58,7 @@ UNSUPPORTED_SECTIONS = {keyword(k): f":{k}" for k in ("timeout", "limit", "offse
 SECTIONS = (FIND, IN, WHERE, WITH, RULES, *KEY_SECTIONS)
 DOTS, SOURCE, RULES_INPUT = Symbol("..."), Symbol("$"), Symbol("%")
 DB_FUNCTIONS = ("get-else", "missing?", "get-some", "fulltext")
+NONDETERMINISTIC_AGGREGATES = ("rand", "sample")
 
 
 def parse_query(query: Any) -> Query:
@@ -119,7 +123,8 @@ def _split_vector_form(form: list[Any]) -> dict[Any, list[Any]]:
     return sections
 
 
-# find-spec = [ (variable | aggregate)+ ];  aggregate = (aggregate-fn variable)
+# find-spec = [ (variable | aggregate)+ ]
+# aggregate = (aggregate-fn variable) | ((min | max) n variable)   (n: long or :in variable)
 def _parse_find(elements: list[Any] | None) -> tuple[FindElement, ...]:
     if not elements:
         raise QueryError(":find needs at least one variable", form=elements)
@@ -134,6 +139,13 @@ def _parse_find(elements: list[Any] | None) -> tuple[FindElement, ...]:
     return tuple(found)
 
 
+def _parse_aggregate_n(element: Any) -> Variable | Constant | None:
+    """The ``n`` of ``(min n ?x)``: a non-negative long, or an ``:in`` variable."""
+    if isinstance(element, int) and not isinstance(element, bool) and element >= 0:
+        return Constant(element)
+    return _parse_variable(element)
+
+
 def _parse_aggregate(element: Any, position: int) -> Aggregate:
     where = f":find element {position}"
     if isinstance(element, tuple) and element and isinstance(element[0], Symbol):
@@ -141,15 +153,23 @@ def _parse_aggregate(element: Any, position: int) -> Aggregate:
         if name == "pull":
             raise QueryError(f"{where}: pull is not supported: {_show(element)}",
                              code=ErrorCode.QUERY_UNSUPPORTED, form=element)
+        if name in NONDETERMINISTIC_AGGREGATES:
+            raise QueryError(f"{where}: aggregate ({name} ...) is not supported: it is not "
+                             "deterministic (a standing query's rows would change with no datom "
+                             f"changing): {_show(element)}", code=ErrorCode.QUERY_UNSUPPORTED,
+                             form=element)
         if name not in AGGREGATES:
             raise QueryError(f"{where}: aggregate ({name} ...) is not supported: "
                              f"{_show(element)}; supported: {', '.join(AGGREGATES)}",
                              code=ErrorCode.QUERY_UNSUPPORTED, form=element)
-        variable = _parse_variable(element[1]) if len(element) == 2 else None
-        if variable is None:
-            raise QueryError(f"{where}: ({name} ?x) takes one variable, got {_show(element)}",
+        variable = _parse_variable(element[-1]) if len(element) in (2, 3) else None
+        n = _parse_aggregate_n(element[1]) if len(element) == 3 and name in AGGREGATES_OF_N \
+            else None
+        if variable is None or (len(element) == 3 and n is None):
+            takes = f"({name} n ?x) or ({name} ?x)" if name in AGGREGATES_OF_N else f"({name} ?x)"
+            raise QueryError(f"{where}: {takes} takes one variable, got {_show(element)}",
                              form=element)
-        return Aggregate(name, variable, source=element)
+        return Aggregate(name, variable, source=element, n=n)
     if isinstance(element, list):
         what = "find-coll [?x ...]" if DOTS in element else "find-tuple [?x ?y]"
         raise QueryError(f"{where}: {what} is not supported: {_show(element)}",
@@ -317,6 +337,11 @@ def _parse_expression(clause: list[Any], where: str) -> Clause:
     name = canonical(call[0].name)
     if name in DB_FUNCTIONS:
         return _parse_db_function(name, clause, where)
+    if name in NONDETERMINISTIC:
+        raise QueryError(f"{where}: {name} is not supported: it is not deterministic (a "
+                         "standing query's rows would change with no datom changing, and a "
+                         "replay would not reproduce them)", code=ErrorCode.QUERY_UNSUPPORTED,
+                         form=clause)
     args = tuple(_parse_argument(a, where) for a in call[1:])
     if len(clause) == 1:
         if name not in FUNCTIONS:
@@ -337,29 +362,48 @@ def _unknown_function(name: str, where: str, kind: str, known: Mapping[str, Any]
 
 
 def _parse_db_function(name: str, clause: list[Any], where: str) -> Clause:
-    """``get-else`` and ``missing?`` read the database: they are rewritten into the clauses
-    that mean the same, so they are maintained like any other."""
+    """``get-else``, ``get-some`` and ``missing?`` read the database: they are rewritten into
+    the clauses that mean the same, so they are maintained like any other."""
     call = clause[0]
-    if name not in ("get-else", "missing?"):
+    if name == "fulltext":
         raise QueryError(f"{where}: {name} is not supported", code=ErrorCode.QUERY_UNSUPPORTED,
                          form=clause)
-    arity = 4 if name == "get-else" else 3
-    if len(call) != 1 + arity or call[1] != SOURCE:
-        shape = "(get-else $ ?e :attr default) ?v" if name == "get-else" else \
-            "(missing? $ ?e :attr)"
+    shape = {"get-else": "(get-else $ ?e :attr default) ?v", "missing?": "(missing? $ ?e :attr)",
+             "get-some": "(get-some $ ?e :attr+) [?attr ?v]"}[name]
+    arity = {"get-else": 4, "missing?": 3}.get(name)
+    if (len(call) != 1 + arity if arity else len(call) < 4) or call[1] != SOURCE:
         raise QueryError(f"{where}: expected [{shape}]", form=clause)
     entity, attribute = _parse_term(call[2], where), _parse_term(call[3], where)
     if name == "missing?":
         return Not(None, (Pattern(entity, attribute, Blank(), source=clause),), source=clause)
+    if name == "get-some":
+        if len(clause) != 2:
+            raise QueryError(f"{where}: expected [{shape}]", form=clause)
+        return _get_some(entity, [_parse_term(a, where) for a in call[3:]],
+                         _parse_binding(clause[1], where), clause)
     if len(clause) != 2 or not isinstance(value := _parse_variable(clause[1]), Variable) \
             or not isinstance(entity, Variable):
-        raise QueryError(f"{where}: expected [(get-else $ ?e :attr default) ?v]", form=clause)
+        raise QueryError(f"{where}: expected [{shape}]", form=clause)
     default = _parse_argument(call[4], where)
     return Or((entity, value), (
         (Pattern(entity, attribute, value, source=clause),),
         (Not(None, (Pattern(entity, attribute, Blank(), source=clause),), source=clause),
          FnBinding("ground", (default,), BindScalar(value), source=clause)),
     ), source=clause)
+
+
+def _get_some(entity: Term, attributes: list[Term], binding: Binding, clause: Any) -> Or:
+    """``[(get-some $ ?e :a :b) [?attr ?v]]``: the first attribute ``?e`` has, with its value:
+    one ``or-join`` branch per attribute, each requiring that the ones before are missing."""
+    value = Variable("?get-some#v")
+    join = variables_of((entity, *binding_terms(binding)))
+    branches: list[tuple[Clause, ...]] = []
+    for i, attribute in enumerate(attributes):
+        missing = tuple(Not(None, (Pattern(entity, a, Blank(), source=clause),), source=clause)
+                        for a in attributes[:i])
+        branches.append((Pattern(entity, attribute, value, source=clause), *missing,
+                         FnBinding("vector", (attribute, value), binding, source=clause)))
+    return Or(join, tuple(branches), source=clause)
 
 
 # binding = variable | [variable+] | [variable '...'] | [[variable+]]   ('_' anywhere)

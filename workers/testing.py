@@ -50,19 +50,31 @@ def evaluate_from_scratch(query: Any, datoms: Iterable[Datom],
                           inputs: Sequence[Any] = ()) -> dict[Row, int]:
     """The query's result ``{row: 1}`` on a set of datoms, by backtracking over clauses."""
     compiled = compile_query(query, inputs)
-    context = _Context(list(datoms), {})
-    _derive_rules(context, compiled.rules, compiled.where)
-    basis = {tuple(binding[v] for v in compiled.basis)
-             for binding in _solve(context, compiled.where, {})}
-    return dict.fromkeys(_find_rows(compiled, basis), 1)
+    datoms = list(datoms)
+    demand: Relations = defaultdict(set)
+    while True:  # until the calls demand no new values of required arguments
+        before = _size(demand)
+        context = _Context(datoms, {}, demand)
+        _derive_rules(context, compiled.rules, compiled.where)
+        basis = {tuple(binding[v] for v in compiled.basis)
+                 for binding in _solve(context, compiled.where, {})}
+        if _size(demand) == before:
+            return dict.fromkeys(_find_rows(compiled, basis), 1)
 
 
 @dataclass
 class _Context:
-    """What clauses are evaluated against: the datoms and the rule relations so far."""
+    """What clauses are evaluated against: the datoms, the rule relations so far, and the
+    values each rule with required arguments (``(name [?p] ...)``) has been called with:
+    such a rule is evaluated top-down, from each of them."""
 
     datoms: list[Datom]
     relations: Relations
+    demand: Relations
+
+
+def _size(relations: Relations) -> int:
+    return sum(len(rows) for rows in relations.values())
 
 
 # --- conjunctions -------------------------------------------------------------------------
@@ -92,8 +104,10 @@ def _next_clause(clauses: Sequence[Clause], bound: set[Variable]) -> int:
 
 def _ready(clause: Clause, bound: set[Variable]) -> bool:
     """Whether every variable the clause needs from its scope is bound."""
-    if isinstance(clause, Pattern | RuleCall):
+    if isinstance(clause, Pattern):
         return True
+    if isinstance(clause, RuleCall):
+        return set(clause.inputs) <= bound
     if isinstance(clause, Predicate | Not):
         return set(clause.variables) <= bound
     if isinstance(clause, FnBinding):
@@ -123,6 +137,9 @@ def _apply(context: _Context, clause: Clause, binding: Bindings) -> Iterator[Bin
     if isinstance(clause, Pattern):
         yield from _matches(clause.terms, context.datoms, binding)
     elif isinstance(clause, RuleCall):
+        if clause.required:
+            context.demand[clause.name].add(tuple(_arguments(
+                [clause.args[i] for i in clause.required], binding)))
         yield from _matches(clause.args, context.relations[clause.name], binding)
     elif isinstance(clause, Predicate):
         if _holds(clause, binding):
@@ -294,16 +311,22 @@ def _components(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def _fixpoint(context: _Context, rules: Sequence[Rule]) -> None:
-    """Naive iteration: apply every rule to the current relations until none grows."""
+    """Naive iteration: apply every rule to the current relations (a rule with required
+    arguments from each value demanded of it) until no relation and no demand grows."""
     changed = True
     while changed:
+        demanded = _size(context.demand)
         changed = False
         for rule in rules:
-            heads = {tuple(b[p] for p in rule.params) for b in _solve(context, rule.body, {})}
+            starts = [dict(zip([rule.params[i] for i in rule.required], values, strict=True))
+                      for values in list(context.demand[rule.name])] if rule.required else [{}]
+            heads = {tuple(b[p] for p in rule.params)
+                     for start in starts for b in _solve(context, rule.body, start)}
             relation = context.relations[rule.name]
             if not heads <= relation:
                 relation |= heads
                 changed = True
+        changed = changed or _size(context.demand) != demanded
 
 
 # --- :find ----------------------------------------------------------------------------------

@@ -30,6 +30,12 @@ SAME_GENERATION = ("[[(sg ?x ?y) [?p :g/to ?x] [?p :g/to ?y]]"
 EVEN_ODD = ("[[(odd ?a ?b) [?a :g/to ?b]] [(odd ?a ?b) [?a :g/to ?c] (even ?c ?b)]"
             " [(even ?a ?b) [?a :g/to ?c] (odd ?c ?b)]]")
 UNREACHABLE = REACH[:-1] + " [(cut ?a ?b) [?a :name] [?b :name] (not (reach ?a ?b))]]"
+# Rules whose arguments the caller must bind (written [?a], or not bindable by the body):
+# evaluated from the values the calls bind.
+REACH_FROM = ("[[(reach [?a] ?b) [?a :g/to ?b]] [(reach [?a] ?b) [?a :g/to ?c] (reach ?c ?b)]"
+              " [(big [?x]) [(> ?x 10)]] [(succ [?t] ?u) [(inc ?t) ?u]]"
+              " [(cut ?a ?b) [?a :name] [?b :name] (not (reach ?a ?b))]"
+              " [(small ?x) [(< ?x 3)]] [(pred ?u ?t) [(dec ?t) ?u]]]")
 
 FEATURES: list[tuple[str, str, list[Any]]] = [
     ("predicate", "[:find ?e ?a :where [?e :age ?a] [(< ?a 30)]]", []),
@@ -82,6 +88,22 @@ FEATURES: list[tuple[str, str, list[Any]]] = [
      [2]),
     ("aggregate that fails on some values", "[:find (sum ?v) (median ?v) :with ?e "
                                             ":where (or [?e :age ?v] [?e :name ?v])]", []),
+    ("required rule with a body that needs its head",
+     "[:find ?e :in $ % :where [?e :age ?a] (big ?a)]", [REACH_FROM]),
+    ("required rule under not", "[:find ?e :in $ % :where [?e :age ?a] (not (big ?a))]",
+     [REACH_FROM]),
+    ("required rule of a function", "[:find ?x ?z :in $ % :where [?x :tag ?t] (succ ?t ?u) "
+                                    "[?z :tag ?u]]", [REACH_FROM]),
+    ("rule whose body needs its head bound, unmarked",
+     "[:find ?e ?a :in $ % :where [?e :age ?a] (small ?a)]", [REACH_FROM]),
+    ("rule needing its second argument", "[:find ?x ?z :in $ % :where [?x :tag ?t] "
+                                         "(pred ?u ?t) [?z :tag ?u]]", [REACH_FROM]),
+    ("required recursive rule", "[:find ?a ?b :in $ % :where [?a :name] (reach ?a ?b)]",
+     [REACH_FROM]),
+    ("required recursive rule from a constant", "[:find ?b :in $ % :where (reach 1 ?b)]",
+     [REACH_FROM]),
+    ("required rule under a negated rule", "[:find ?a ?b :in $ % :where (cut ?a ?b)]",
+     [REACH_FROM]),
     ("get-some", "[:find ?e ?a ?v :where [?e :tag] [(get-some $ ?e :name :age) [?a ?v]]]", []),
     ("more built-ins", '[:find ?e ?k ?c ?r :where [?e :name ?n] [(clojure.string/lower-case ?n) '
                        '?l] [(keyword "p" ?l) ?k] [(compare ?n "Petr") ?c] '

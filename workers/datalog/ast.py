@@ -135,15 +135,22 @@ class FnBinding:
 
 @dataclass(frozen=True, slots=True)
 class RuleCall:
-    """``(name arg*)``: the rule's relation, unified with ``args``."""
+    """``(name arg*)``: the rule's relation, unified with ``args``.  ``required``: the
+    positions the rule's head requires bound (``[[?p] ...]``), known once the rules are."""
 
     name: str
     args: tuple[Term, ...]
     source: Any = field(default=None, compare=False, hash=False)
+    required: tuple[int, ...] = ()
 
     @property
     def variables(self) -> tuple[Variable, ...]:
         return variables_of(self.args)
+
+    @property
+    def inputs(self) -> tuple[Variable, ...]:
+        """The variables the call must find bound: its arguments at required positions."""
+        return variables_of(tuple(self.args[i] for i in self.required))
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,12 +206,15 @@ def walk(clauses: tuple[Clause, ...]) -> Iterator[Clause]:
 
 @dataclass(frozen=True, slots=True)
 class Rule:
-    """One definition ``[(name ?param*) clause+]``; a rule may have several."""
+    """One definition ``[(name ?param*) clause+]``; a rule may have several.  ``required``:
+    the positions of the params every call must bind — as parsed, the leading ones written
+    ``[?p ...]``; once checked, also those the body cannot bind by itself."""
 
     name: str
     params: tuple[Variable, ...]
     body: tuple[Clause, ...]
     source: Any = field(default=None, compare=False, hash=False)
+    required: tuple[int, ...] = ()
 
 
 AGGREGATES = ("count", "count-distinct", "sum", "min", "max", "avg", "median", "variance",

@@ -432,6 +432,7 @@ def _parse_target(form: Any, where: str) -> Variable | Blank:
 
 
 # rules = [ [ (rule-name rule-vars) clause+ ]+ ]
+# rule-vars = [variable+ | ([variable+] variable*)]   ([?p] ...: the caller must bind ?p)
 def parse_rules(form: Any) -> tuple[Rule, ...]:
     """A rule set: given as the ``:rules`` section, or as the ``%`` input (EDN or forms)."""
     form = read(form) if isinstance(form, str) else intern(form)
@@ -447,15 +448,16 @@ def _parse_rule(rule: Any, position: int) -> Rule:
     if not isinstance(head, tuple) or not head or not isinstance(head[0], Symbol) \
             or head[0].name.startswith("?"):
         raise QueryError(f"{where}: a rule is [(name ?var ...) clause+]", form=rule)
-    params = [*head[1][0:], *head[2:]] if len(head) > 1 and isinstance(head[1], list) \
-        else list(head[1:])
+    required = head[1] if len(head) > 1 and isinstance(head[1], list) else None
+    params = [*required, *head[2:]] if required is not None else list(head[1:])
     variables = [_parse_variable(p) for p in params]
-    if any(v is None for v in variables):
+    if any(v is None for v in variables) or required == []:
         raise QueryError(f"{where}: a rule head names variables, got {_show(head)}", form=head)
     if len(rule) < 2:
         raise QueryError(f"{where}: a rule needs at least one clause", form=rule)
     return Rule(head[0].name, tuple(v for v in variables if v is not None),
-                _parse_clauses(rule[1:], f"{where}, clause "), source=rule)
+                _parse_clauses(rule[1:], f"{where}, clause "), source=rule,
+                required=tuple(range(len(required or ()))))
 
 
 # data-pattern = [ src-var? (variable | constant | '_'){1,3} ]

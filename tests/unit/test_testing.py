@@ -50,6 +50,8 @@ def case(text: str, expected: dict[tuple[Any, ...], int], *inputs: Any) -> Any:
     case("[:find ?e :where [?e :age ?a] [(inc ?a) ?a]]", rows()),
     case("[:find ?e :where [?e :age ?a] [(identity ?a) [?x ?y]]]", rows()),  # wrong shape
     case("[:find ?e :where [?e :name ?n] [(+ ?n 1) ?b]]", rows()),  # failed call
+    case('[:find ?n ?x :where [?e :name ?n] [?e :age ?a] [(get {25 "young"} ?a) ?x]]',
+         rows(("bob", "young"), ("dave", "young"))),  # a map constant stays a map
     # not, not-join, missing?
     case("[:find ?n :where [?e :name ?n] (not [?e :friend _])]", rows("dave")),
     case("[:find ?n :where [?e :name ?n] (not [?e :age 25])]", rows("alice", "carol")),

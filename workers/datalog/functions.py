@@ -315,6 +315,11 @@ def _pr(x: Any) -> str:
     return dumps(x)
 
 
+def _print(xs: tuple[Any, ...]) -> str:
+    """``print-str``: as ``str`` prints each value, but nil as ``nil``, space-separated."""
+    return " ".join("nil" if x is None else _text(x) for x in xs)
+
+
 def _collection(x: Any) -> tuple[Any, ...] | frozenset[Any] | Mapping[Any, Any]:
     if isinstance(x, tuple | list):
         return tuple(x)
@@ -347,23 +352,18 @@ def _contains(coll: Any, key: Any) -> bool:
     raise TypeError("contains? on a non-collection")
 
 
-def _range(*args: int) -> tuple[int, ...]:
+def _range(*args: Any) -> tuple[Any, ...]:
     """``(range end)``, ``(range start end)``, ``(range start end step)`` — never infinite."""
     if not 1 <= len(args) <= 3:
         raise TypeError("range takes an end, a start and end, or a start, end and step")
     _numbers(*args)
-    return tuple(range(*args)) if all(isinstance(a, int) for a in args) else \
-        tuple(_float_range(*args))
-
-
-def _float_range(*args: Any) -> Iterable[Any]:
     start, end, step = (0, args[0], 1) if len(args) == 1 else (*args, 1)[:3]
+    if all(isinstance(a, int) for a in (start, end, step)):
+        return tuple(range(start, end, step))
     if step == 0:
         raise ValueError("range with a zero step")
-    x = start
-    while (x < end) if step > 0 else (x > end):
-        yield x
-        x += step
+    count = max(math.ceil((end - start) / step), 0)
+    return tuple(start + i * step for i in range(count))
 
 
 def _hash_map(*pairs: Any) -> ImmutableDict:
@@ -463,8 +463,8 @@ FUNCTIONS: dict[str, Function] = {
     "re-pattern": _pattern,
     "pr-str": lambda *xs: " ".join(_pr(x) for x in xs),
     "prn-str": lambda *xs: " ".join(_pr(x) for x in xs) + "\n",
-    "print-str": lambda *xs: " ".join(_text(x) if x is not None else "nil" for x in xs),
-    "println-str": lambda *xs: " ".join(_text(x) if x is not None else "nil" for x in xs) + "\n",
+    "print-str": lambda *xs: _print(xs),
+    "println-str": lambda *xs: _print(xs) + "\n",
     "get": _get,
     "vector": lambda *xs: tuple(xs),
     "list": lambda *xs: tuple(xs),

@@ -13,6 +13,7 @@ from typing import Any
 
 import edn_format
 from edn_format import Symbol
+from edn_format.immutable_dict import ImmutableDict
 
 from workers.datalog.ast import (
     AGGREGATES,
@@ -370,8 +371,8 @@ def _parse_db_function(name: str, clause: list[Any], where: str) -> Clause:
                          form=clause)
     shape = {"get-else": "(get-else $ ?e :attr default) ?v", "missing?": "(missing? $ ?e :attr)",
              "get-some": "(get-some $ ?e :attr+) [?attr ?v]"}[name]
-    arity = {"get-else": 4, "missing?": 3}.get(name)
-    if (len(call) != 1 + arity if arity else len(call) < 4) or call[1] != SOURCE:
+    arities = {"get-else": (5,), "missing?": (4,)}.get(name, range(4, len(call) + 1))
+    if len(call) not in arities or call[1] != SOURCE:
         raise QueryError(f"{where}: expected [{shape}]", form=clause)
     entity, attribute = _parse_term(call[2], where), _parse_term(call[3], where)
     if name == "missing?":
@@ -504,11 +505,12 @@ def _parse_argument(element: Any, where: str) -> Term:
 
 
 def _frozen(value: Any) -> Any:
-    """Collection constants become tuples/frozensets so plans can hash them."""
+    """Collection constants become tuples and immutable maps so plans can hash them (a map
+    stays a map: ``get`` and ``contains?`` read it)."""
     if isinstance(value, list):
         return tuple(_frozen(x) for x in value)
     if isinstance(value, Mapping):
-        return tuple((k, _frozen(v)) for k, v in value.items())
+        return ImmutableDict({k: _frozen(v) for k, v in value.items()})
     return value
 
 

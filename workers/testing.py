@@ -211,7 +211,7 @@ def _fn_rows(clause: FnBinding, binding: Bindings) -> list[Row]:
 def _shape(form: Binding, result: Any) -> list[Row]:
     width = len(binding_terms(form))
     if isinstance(form, BindScalar):
-        return [(result,)]
+        return [] if result is None else [(result,)]  # nil binds nothing
     if isinstance(form, BindTuple):
         return [tuple(result)] if _is_row(result, width) else []
     if not isinstance(result, COLLECTIONS):

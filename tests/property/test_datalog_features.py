@@ -105,6 +105,8 @@ FEATURES: list[tuple[str, str, list[Any]]] = [
     ("required rule under a negated rule", "[:find ?a ?b :in $ % :where (cut ?a ?b)]",
      [REACH_FROM]),
     ("get-some", "[:find ?e ?a ?v :where [?e :tag] [(get-some $ ?e :name :age) [?a ?v]]]", []),
+    ("a function returning nil binds nothing", '[:find ?e ?m :where [?e :name ?n] '
+                                               '[(re-find "[IP]" ?n) ?m]]', []),
     ("more built-ins", '[:find ?e ?k ?c ?r :where [?e :name ?n] [(clojure.string/lower-case ?n) '
                        '?l] [(keyword "p" ?l) ?k] [(compare ?n "Petr") ?c] '
                        '[(clojure.string/replace ?n "a" "o") ?r] [(name ?k) ?l]]', []),

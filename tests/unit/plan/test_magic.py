@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from tests.unit.test_engine import PEOPLE
+from workers.edn import keyword
 from workers.engine import Engine
 from workers.testing import evaluate_from_scratch
 
@@ -50,6 +51,26 @@ def test_rule_bound_from_its_call_gives_the_documented_result(query: str,
     assert set(engine.query(query, [RULES])) == expected
     assert set(engine.register("q", query, [RULES])) == expected
     assert set(evaluate_from_scratch(query, engine.db.datoms(), [RULES])) == expected
+
+
+@pytest.mark.parametrize(("query", "rules", "inputs", "expected"), [
+    # datascript#441: a required argument bound by an :in scalar (expected #{[:foo]})
+    pytest.param("[:find ?need :in $ % ?name :where (needs ?name ?need)]",
+                 "[[(needs [?name] ?need) [?name :needs ?need]]]", ["george"],
+                 {(keyword("foo"),)}, id="datascript#441"),
+    # datalevin#205: a rule whose body only computes from its required argument
+    pytest.param("[:find ?greeting :in $ % :where (say-hello \"kipz\" ?greeting)]",
+                 "[[(say-hello [?name] ?result) [(ground \"hello, \") ?greeting]"
+                 " [(str ?greeting ?name) ?result]]]", [], {("hello, kipz",)},
+                 id="datalevin#205"),
+])
+def test_reported_required_binding_cases(query: str, rules: str, inputs: list[Any],
+                                         expected: set[Any]) -> None:
+    engine = Engine()
+    engine.transact('[[:db/add "george" :wants :foo] [:db/add "george" :needs :foo]'
+                    ' [:db/add "sally" :needs :bar]]')
+    assert set(engine.query(query, [rules, *inputs])) == expected
+    assert set(engine.register("q", query, [rules, *inputs])) == expected
 
 
 def test_a_rule_kept_live_follows_the_values_its_calls_demand() -> None:

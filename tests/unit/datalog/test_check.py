@@ -149,3 +149,24 @@ def test_a_call_binding_its_required_arguments_anywhere_in_its_clauses_passes(te
 def test_definitions_of_one_rule_must_agree_on_required_arguments():
     with pytest.raises(QueryError, match="or with different required ones"):
         compile_query("{:find [?x] :where [(r ?x)] :rules [[(r [?a]) [?a :b]] [(r ?a) [?a :c]]]}")
+
+
+@pytest.mark.parametrize(("text", "inputs", "message", "code"), [
+    pytest.param("[:find (min ?n ?a) :where [?e :age ?a] [?e :n ?n]]", [],
+                 ":find (min ?n ?a): ?n must be an :in scalar", ErrorCode.QUERY_SHAPE,
+                 id="n bound by :where"),
+    pytest.param("[:find (max ?n ?a) :in $ ?n :where [?e :age ?a]]", ["3"],
+                 'input ?n of (max ?n ?a) must be a non-negative long, got "3"',
+                 ErrorCode.QUERY_INPUTS, id="n not a long"),
+    pytest.param("[:find (max ?n ?a) :in $ ?n :where [?e :age ?a]]", [-1],
+                 "must be a non-negative long, got -1", ErrorCode.QUERY_INPUTS, id="n negative"),
+])
+def test_the_n_of_min_n_is_a_non_negative_long_input(text, inputs, message, code):
+    with pytest.raises(QueryError, match=re.escape(message)) as info:
+        compile_query(text, inputs)
+    assert info.value.code is code
+
+
+def test_the_n_of_min_n_becomes_a_constant():
+    query = compile_query("[:find (min ?n ?a) :in $ ?n :where [?e :age ?a]]", [2])
+    assert query.find[0].n == Constant(2)

@@ -320,13 +320,12 @@ def _print(xs: tuple[Any, ...]) -> str:
     return " ".join("nil" if x is None else _text(x) for x in xs)
 
 
-def _collection(x: Any) -> tuple[Any, ...] | frozenset[Any] | Mapping[Any, Any]:
-    if isinstance(x, tuple | list):
-        return tuple(x)
-    if isinstance(x, frozenset | set):
-        return frozenset(x)
+def _elements(x: Any) -> tuple[Any, ...]:
+    """A collection's elements for ``set``/``vec``: a map's are its ``[key value]`` pairs."""
     if isinstance(x, Mapping):
-        return x
+        return tuple(x.items())
+    if isinstance(x, tuple | list | frozenset | set):
+        return tuple(x)
     raise TypeError("not a collection")
 
 
@@ -470,8 +469,8 @@ FUNCTIONS: dict[str, Function] = {
     "list": lambda *xs: tuple(xs),
     "tuple": lambda *xs: tuple(xs),
     "untuple": lambda xs: xs,
-    "set": lambda xs: frozenset(_collection(xs)),
-    "vec": lambda xs: tuple(_collection(xs)),
+    "set": lambda xs: frozenset(_elements(xs)),
+    "vec": _elements,
     "hash-map": _hash_map,
     "not-empty": lambda x: x if _count(x) else None,
     "range": _range,

@@ -60,6 +60,7 @@ from workers.edn import keyword
     ("list", (1, "a"), (1, "a")),
     ("set", ((1, 2, 2),), frozenset({1, 2})),
     ("vec", (frozenset({1}),), (1,)),
+    ("vec", (ImmutableDict({keyword("a"): 1}),), ((keyword("a"), 1),)),
     ("get", (ImmutableDict({keyword("a"): 1}), keyword("a")), 1),
     ("get", ((10, 20, 30), 1), 20),
     ("get", ((10, 20), 5, 0), 0),

@@ -129,6 +129,14 @@ FEATURES: list[tuple[str, str, list[Any]]] = [
     ("get-some", "[:find ?e ?a ?v :where [?e :tag] [(get-some $ ?e :name :age) [?a ?v]]]", []),
     ("a function returning nil binds nothing", '[:find ?e ?m :where [?e :name ?n] '
                                                '[(re-find "[IP]" ?n) ?m]]', []),
+    # Forms of both halves of issue 18 together.
+    ("(max n) of a tuple input, returned", "[:find ?n (max ?n ?a) :in $ [?n ?t] "
+                                           ":where [?e :age ?a] [?e :tag ?t]]", [[2, 1]]),
+    ("find-scalar of (max n)", "[:find (max 2 ?a) . :where [?e :age ?a]]", []),
+    ("required rule bound by a nested input",
+     "[:find ?a ?b :in $ % [[?a _] ...] :where (reach ?a ?b)]", [REACH_FROM, [[1, 0], [2, 0]]]),
+    ("get-some into a bag", "[:find ?v :with ?e :where [?e :tag] "
+                            "[(get-some $ ?e :name :age) [_ ?v]]]", []),
     ("more built-ins", '[:find ?e ?k ?c ?r :where [?e :name ?n] [(clojure.string/lower-case ?n) '
                        '?l] [(keyword "p" ?l) ?k] [(compare ?n "Petr") ?c] '
                        '[(clojure.string/replace ?n "a" "o") ?r] [(name ?k) ?l]]', []),

@@ -9,6 +9,8 @@ re-running it).
 
 from __future__ import annotations
 
+import math
+import statistics
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -50,19 +52,31 @@ def evaluate_from_scratch(query: Any, datoms: Iterable[Datom],
     """The query's result ``{row: multiplicity}`` on a set of datoms, by backtracking over
     clauses: a set (every weight 1) but for ``:with`` without aggregates, a bag."""
     compiled = compile_query(query, inputs)
-    context = _Context(list(datoms), {})
-    _derive_rules(context, compiled.rules, compiled.where)
-    basis = {tuple(binding[v] for v in compiled.basis)
-             for binding in _solve(context, compiled.where, {})}
-    return _find_rows(compiled, basis)
+    datoms = list(datoms)
+    demand: Relations = defaultdict(set)
+    while True:  # until the calls demand no new values of required arguments
+        before = _size(demand)
+        context = _Context(datoms, {}, demand)
+        _derive_rules(context, compiled.rules, compiled.where)
+        basis = {tuple(binding[v] for v in compiled.basis)
+                 for binding in _solve(context, compiled.where, {})}
+        if _size(demand) == before:
+            return _find_rows(compiled, basis)
 
 
 @dataclass
 class _Context:
-    """What clauses are evaluated against: the datoms and the rule relations so far."""
+    """What clauses are evaluated against: the datoms, the rule relations so far, and the
+    values each rule with required arguments (``(name [?p] ...)``) has been called with:
+    such a rule is evaluated top-down, from each of them."""
 
     datoms: list[Datom]
     relations: Relations
+    demand: Relations
+
+
+def _size(relations: Relations) -> int:
+    return sum(len(rows) for rows in relations.values())
 
 
 # --- conjunctions -------------------------------------------------------------------------
@@ -92,8 +106,10 @@ def _next_clause(clauses: Sequence[Clause], bound: set[Variable]) -> int:
 
 def _ready(clause: Clause, bound: set[Variable]) -> bool:
     """Whether every variable the clause needs from its scope is bound."""
-    if isinstance(clause, Pattern | RuleCall):
+    if isinstance(clause, Pattern):
         return True
+    if isinstance(clause, RuleCall):
+        return set(clause.inputs) <= bound
     if isinstance(clause, Predicate | Not):
         return set(clause.variables) <= bound
     if isinstance(clause, FnBinding):
@@ -123,6 +139,9 @@ def _apply(context: _Context, clause: Clause, binding: Bindings) -> Iterator[Bin
     if isinstance(clause, Pattern):
         yield from _matches(clause.terms, context.datoms, binding)
     elif isinstance(clause, RuleCall):
+        if clause.required:
+            context.demand[clause.name].add(tuple(_arguments(
+                [clause.args[i] for i in clause.required], binding)))
         yield from _matches(clause.args, context.relations[clause.name], binding)
     elif isinstance(clause, Predicate):
         if _holds(clause, binding):
@@ -197,7 +216,7 @@ def _shape(form: Binding | Any, result: Any) -> list[Row]:
     if isinstance(form, Variable | Blank):
         return [(result,)]
     if isinstance(form, BindScalar):
-        return [(result,)]
+        return [] if result is None else [(result,)]  # nil binds nothing
     if isinstance(form, BindRel):
         return _shape(BindColl(BindTuple(form.vars)), result)
     if isinstance(form, BindColl):
@@ -302,27 +321,51 @@ def _components(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def _fixpoint(context: _Context, rules: Sequence[Rule]) -> None:
-    """Naive iteration: apply every rule to the current relations until none grows."""
+    """Naive iteration: apply every rule to the current relations (a rule with required
+    arguments from each value demanded of it) until no relation and no demand grows."""
     changed = True
     while changed:
+        demanded = _size(context.demand)
         changed = False
         for rule in rules:
-            heads = {tuple(b[p] for p in rule.params) for b in _solve(context, rule.body, {})}
+            starts = [dict(zip([rule.params[i] for i in rule.required], values, strict=True))
+                      for values in list(context.demand[rule.name])] if rule.required else [{}]
+            heads = {tuple(b[p] for p in rule.params)
+                     for start in starts for b in _solve(context, rule.body, start)}
             relation = context.relations[rule.name]
             if not heads <= relation:
                 relation |= heads
                 changed = True
+        changed = changed or _size(context.demand) != demanded
 
 
 # --- :find ----------------------------------------------------------------------------------
 
+def _numbers(values: list[Any]) -> list[Any]:
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+        raise TypeError("a numeric aggregate of a non-number")
+    return values
+
+
+def _median(values: list[Any]) -> Any:
+    ordered = sorted(values, key=sort_key)
+    half = len(ordered) // 2
+    if len(ordered) % 2:
+        return ordered[half]
+    total = sum(_numbers(ordered[half - 1:half + 1]))
+    return total // 2 if isinstance(total, int) and total % 2 == 0 else total / 2
+
+
 AGGREGATE_FUNCTIONS: dict[str, Callable[[list[Any]], Any]] = {
     "count": len,
     "count-distinct": lambda values: len(set(values)),
-    "sum": sum,
+    "sum": lambda values: sum(_numbers(values)),
     "min": lambda values: min(values, key=sort_key),
     "max": lambda values: max(values, key=sort_key),
-    "avg": lambda values: float(sum(values) / len(values)),
+    "avg": lambda values: float(sum(_numbers(values)) / len(values)),
+    "median": _median,
+    "variance": lambda values: float(statistics.pvariance(_numbers(values))),
+    "stddev": lambda values: math.sqrt(statistics.pvariance(_numbers(values))),
     "distinct": frozenset,
 }
 
@@ -343,13 +386,20 @@ def _find_rows(query: Query, basis: set[Row]) -> dict[Row, int]:
     found = set()
     for key, rows in groups.items():
         group = dict(zip(keys, key, strict=True))
-        found.add(tuple(_aggregate(e, [r[column[e.var]] for r in rows])
-                        if isinstance(e, Aggregate) else group[e] for e in query.find))
+        try:
+            found.add(tuple(_aggregate(e, [r[column[e.var]] for r in rows])
+                            if isinstance(e, Aggregate) else group[e] for e in query.find))
+        except (TypeError, ArithmeticError):
+            continue  # an aggregate that cannot be computed: the group has no row
     return dict.fromkeys(found, 1)
 
 
 def _aggregate(element: Aggregate, values: list[Any]) -> Any:
-    """One aggregate over the bag of its variable's values in a group."""
+    """One aggregate over the bag of its variable's values in a group; ``(min n ?x)`` and
+    ``(max n ?x)`` keep the n least/greatest, ascending."""
+    if isinstance(element.n, Constant):
+        ordered, n = sorted(values, key=sort_key), element.n.value
+        return tuple(ordered[:n]) if element.fn == "min" else tuple(ordered[::-1][:n][::-1])
     return AGGREGATE_FUNCTIONS[element.fn](values)
 
 

@@ -81,6 +81,7 @@ def test_recursive_rule_with_aggregates_is_kept_through_the_worker(worker_factor
     wait_committed(config, ["reach"], len(stream) - 1, worker)
     changes = committed_changes(config, "reach")
     assert any(isinstance(c.row[2], frozenset) for c in changes)
+    assert any(isinstance(c.row[3], tuple) and len(c.row[3]) == 2 for c in changes)
     assert check_change_stream(REACH_COUNT, changes, reference_states(stream)) > 10
 
 

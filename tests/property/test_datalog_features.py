@@ -31,6 +31,12 @@ SAME_GENERATION = ("[[(sg ?x ?y) [?p :g/to ?x] [?p :g/to ?y]]"
 EVEN_ODD = ("[[(odd ?a ?b) [?a :g/to ?b]] [(odd ?a ?b) [?a :g/to ?c] (even ?c ?b)]"
             " [(even ?a ?b) [?a :g/to ?c] (odd ?c ?b)]]")
 UNREACHABLE = REACH[:-1] + " [(cut ?a ?b) [?a :name] [?b :name] (not (reach ?a ?b))]]"
+# Rules whose arguments the caller must bind (written [?a], or not bindable by the body):
+# evaluated from the values the calls bind.
+REACH_FROM = ("[[(reach [?a] ?b) [?a :g/to ?b]] [(reach [?a] ?b) [?a :g/to ?c] (reach ?c ?b)]"
+              " [(big [?x]) [(> ?x 10)]] [(succ [?t] ?u) [(inc ?t) ?u]]"
+              " [(cut ?a ?b) [?a :name] [?b :name] (not (reach ?a ?b))]"
+              " [(small ?x) [(< ?x 3)]] [(pred ?u ?t) [(dec ?t) ?u]]]")
 
 FEATURES: list[tuple[str, str, list[Any]]] = [
     ("predicate", "[:find ?e ?a :where [?e :age ?a] [(< ?a 30)]]", []),
@@ -97,6 +103,43 @@ FEATURES: list[tuple[str, str, list[Any]]] = [
                            ":where [?e :tag ?t] [?e :age ?a]]", []),
     ("distinct", "[:find ?x (distinct ?y) :where [?x :g/to ?y]]", []),
     ("aggregate over a rule", "[:find ?a (count ?b) :in $ % :where (reach ?a ?b)]", [REACH]),
+    ("median variance stddev", "[:find ?t (median ?a) (variance ?a) (stddev ?a) :with ?e "
+                               ":where [?e :tag ?t] [?e :age ?a]]", []),
+    ("min n max n", "[:find ?x (min 2 ?y) (max 2 ?y) :where [?x :g/to ?y]]", []),
+    ("min n from :in", "[:find (min ?n ?a) (max ?n ?a) :in $ ?n :with ?e :where [?e :age ?a]]",
+     [2]),
+    ("aggregate that fails on some values", "[:find (sum ?v) (median ?v) :with ?e "
+                                            ":where (or [?e :age ?v] [?e :name ?v])]", []),
+    ("required rule with a body that needs its head",
+     "[:find ?e :in $ % :where [?e :age ?a] (big ?a)]", [REACH_FROM]),
+    ("required rule under not", "[:find ?e :in $ % :where [?e :age ?a] (not (big ?a))]",
+     [REACH_FROM]),
+    ("required rule of a function", "[:find ?x ?z :in $ % :where [?x :tag ?t] (succ ?t ?u) "
+                                    "[?z :tag ?u]]", [REACH_FROM]),
+    ("rule whose body needs its head bound, unmarked",
+     "[:find ?e ?a :in $ % :where [?e :age ?a] (small ?a)]", [REACH_FROM]),
+    ("rule needing its second argument", "[:find ?x ?z :in $ % :where [?x :tag ?t] "
+                                         "(pred ?u ?t) [?z :tag ?u]]", [REACH_FROM]),
+    ("required recursive rule", "[:find ?a ?b :in $ % :where [?a :name] (reach ?a ?b)]",
+     [REACH_FROM]),
+    ("required recursive rule from a constant", "[:find ?b :in $ % :where (reach 1 ?b)]",
+     [REACH_FROM]),
+    ("required rule under a negated rule", "[:find ?a ?b :in $ % :where (cut ?a ?b)]",
+     [REACH_FROM]),
+    ("get-some", "[:find ?e ?a ?v :where [?e :tag] [(get-some $ ?e :name :age) [?a ?v]]]", []),
+    ("a function returning nil binds nothing", '[:find ?e ?m :where [?e :name ?n] '
+                                               '[(re-find "[IP]" ?n) ?m]]', []),
+    # Forms of both halves of issue 18 together.
+    ("(max n) of a tuple input, returned", "[:find ?n (max ?n ?a) :in $ [?n ?t] "
+                                           ":where [?e :age ?a] [?e :tag ?t]]", [[2, 1]]),
+    ("find-scalar of (max n)", "[:find (max 2 ?a) . :where [?e :age ?a]]", []),
+    ("required rule bound by a nested input",
+     "[:find ?a ?b :in $ % [[?a _] ...] :where (reach ?a ?b)]", [REACH_FROM, [[1, 0], [2, 0]]]),
+    ("get-some into a bag", "[:find ?v :with ?e :where [?e :tag] "
+                            "[(get-some $ ?e :name :age) [_ ?v]]]", []),
+    ("more built-ins", '[:find ?e ?k ?c ?r :where [?e :name ?n] [(clojure.string/lower-case ?n) '
+                       '?l] [(keyword "p" ?l) ?k] [(compare ?n "Petr") ?c] '
+                       '[(clojure.string/replace ?n "a" "o") ?r] [(name ?k) ?l]]', []),
 ]
 
 

@@ -50,6 +50,8 @@ def case(text: str, expected: dict[tuple[Any, ...], int], *inputs: Any) -> Any:
     case("[:find ?e :where [?e :age ?a] [(inc ?a) ?a]]", rows()),
     case("[:find ?e :where [?e :age ?a] [(identity ?a) [?x ?y]]]", rows()),  # wrong shape
     case("[:find ?e :where [?e :name ?n] [(+ ?n 1) ?b]]", rows()),  # failed call
+    case('[:find ?n ?x :where [?e :name ?n] [?e :age ?a] [(get {25 "young"} ?a) ?x]]',
+         rows(("bob", "young"), ("dave", "young"))),  # a map constant stays a map
     # not, not-join, missing?
     case("[:find ?n :where [?e :name ?n] (not [?e :friend _])]", rows("dave")),
     case("[:find ?n :where [?e :name ?n] (not [?e :age 25])]", rows("alice", "carol")),
@@ -63,6 +65,12 @@ def case(text: str, expected: dict[tuple[Any, ...], int], *inputs: Any) -> Any:
          rows("alice", "carol")),
     case("[:find ?n ?f :where [?e :name ?n] [(get-else $ ?e :friend 0) ?f]]",
          rows(("alice", 2), ("bob", 3), ("carol", 4), ("dave", 0))),
+    # get-some (Datomic): the first of the attributes the entity has, as [attribute value]
+    case("[:find ?n ?a ?v :where [?e :name ?n] [(get-some $ ?e :friend :age) [?a ?v]]]",
+         rows(("alice", FRIEND, 2), ("bob", FRIEND, 3), ("carol", FRIEND, 4),
+              ("dave", AGE, 25))),
+    case("[:find ?p :where [4 :name] [(get-some $ 4 :friend :name) ?p]]",
+         {((NAME, "dave"),): 1}),
     # rules: recursion, and negation of a lower stratum
     case("[:find ?n :in $ % :where [?e :name \"alice\"] (reach ?e ?f) [?f :name ?n]]",
          rows("bob", "carol", "dave"), REACH),

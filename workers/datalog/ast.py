@@ -174,15 +174,22 @@ class FnBinding:
 
 @dataclass(frozen=True, slots=True)
 class RuleCall:
-    """``(name arg*)``: the rule's relation, unified with ``args``."""
+    """``(name arg*)``: the rule's relation, unified with ``args``.  ``required``: the
+    positions the rule's head requires bound (``[[?p] ...]``), known once the rules are."""
 
     name: str
     args: tuple[Term, ...]
     source: Any = field(default=None, compare=False, hash=False)
+    required: tuple[int, ...] = ()
 
     @property
     def variables(self) -> tuple[Variable, ...]:
         return variables_of(self.args)
+
+    @property
+    def inputs(self) -> tuple[Variable, ...]:
+        """The variables the call must find bound: its arguments at required positions."""
+        return variables_of(tuple(self.args[i] for i in self.required))
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,28 +246,37 @@ def walk(clauses: tuple[Clause, ...]) -> Iterator[Clause]:
 
 @dataclass(frozen=True, slots=True)
 class Rule:
-    """One definition ``[(name ?param*) clause+]``; a rule may have several."""
+    """One definition ``[(name ?param*) clause+]``; a rule may have several.  ``required``:
+    the positions of the params every call must bind — as parsed, the leading ones written
+    ``[?p ...]``; once checked, also those the body cannot bind by itself."""
 
     name: str
     params: tuple[Variable, ...]
     body: tuple[Clause, ...]
     source: Any = field(default=None, compare=False, hash=False)
+    required: tuple[int, ...] = ()
 
 
-AGGREGATES = ("count", "count-distinct", "sum", "min", "max", "avg", "distinct")
+AGGREGATES = ("count", "count-distinct", "sum", "min", "max", "avg", "median", "variance",
+              "stddev", "distinct")
+# (min n ?x), (max n ?x): the n least/greatest values of the bag, as a vector.
+AGGREGATES_OF_N = ("min", "max")
 
 
 @dataclass(frozen=True, slots=True)
 class Aggregate:
-    """``(fn ?x)`` in ``:find``: one value per group of the other find variables."""
+    """``(fn ?x)`` or ``(fn n ?x)`` in ``:find``: one value per group of the other find
+    variables.  ``n`` is a constant, or an ``:in`` variable until the inputs are bound."""
 
     fn: str
     var: Variable
     source: Any = field(default=None, compare=False, hash=False)
+    n: Variable | Constant | None = None
 
     @property
     def name(self) -> str:
-        return f"({self.fn} {self.var})"
+        n = "" if self.n is None else f"{self.n if isinstance(self.n, Variable) else self.n.value} "
+        return f"({self.fn} {n}{self.var})"
 
 
 FindElement = Variable | Aggregate

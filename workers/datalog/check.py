@@ -3,8 +3,9 @@
 Safety (range restriction) is what lets deltalog evaluate bottom-up: every variable a
 predicate, a function's arguments, a negation or ``:find`` uses must be bound by a *positive*
 clause — a data pattern, a rule call, a function's result, or an ``or`` all of whose branches
-bind it.  A rule's head variables must be bound by its own body (rules are kept as derived
-relations, not evaluated per call).
+bind it.  A rule's head variables must be bound by its own body, or be *required*
+(``(name [?p] ...)``): then every call must bind them, and the call binds its other
+arguments only once they are (as a function binds its result once its arguments are).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from workers.datalog.ast import (
+    Aggregate,
     BindColl,
     Binding,
     BindRel,
@@ -51,14 +53,31 @@ def check_query(query: Query) -> Query:
     """Refuse an unsafe query (see the module doc); ``:in`` variables count as bound."""
     inputs = {v for b in query.inputs if not isinstance(b, InRules)
               for v in binding_terms(_as_binding(b)) if isinstance(v, Variable)}
+    if not any(isinstance(b, InRules) for b in query.inputs):
+        query = _with_rules(query)
     bound = check_clauses(query.where, inputs)
+    # What bind_inputs substitutes by one value: scalars and the positions of a flat tuple.
+    scalars = {b.var for b in query.inputs if isinstance(b, InScalar)}
+    scalars |= {v for b in query.inputs if isinstance(b, InTuple)
+                and is_flat_binding(_as_binding(b)) for v in b.vars if isinstance(v, Variable)}
+    for aggregate in query.aggregates:
+        if isinstance(aggregate.n, Variable) and aggregate.n not in scalars:
+            raise QueryError(f":find {aggregate.name}: {aggregate.n} must be an :in scalar "
+                             "(the number of values to keep)", form=aggregate.source)
     for variable in query.find_variables + query.with_:
         if variable not in bound:
             raise QueryError(f"unsafe query: :find {variable} does not occur in any :where "
                              "pattern", code=ErrorCode.QUERY_UNSAFE, form=str(variable))
-    if not any(isinstance(b, InRules) for b in query.inputs):
-        check_rules(query.rules, query.where)
     return query
+
+
+def _with_rules(query: Query) -> Query:
+    """The query with its rules checked and its rule calls knowing their required
+    positions (the same query when there is nothing to add)."""
+    rules, where = check_rules(query.rules, query.where)
+    if (rules, where) == (query.rules, query.where):
+        return query
+    return replace(query, rules=rules, where=where)
 
 
 def bound_by(clauses: Sequence[Clause], outer: set[Variable]) -> set[Variable]:
@@ -73,8 +92,10 @@ def bound_by(clauses: Sequence[Clause], outer: set[Variable]) -> set[Variable]:
 
 
 def _binds(clause: Clause, bound: set[Variable]) -> set[Variable]:
-    if isinstance(clause, Pattern | RuleCall):
+    if isinstance(clause, Pattern):
         return set(clause.variables)
+    if isinstance(clause, RuleCall):  # once its required arguments are bound
+        return set(clause.variables) if set(clause.inputs) <= bound else set()
     if isinstance(clause, FnBinding):
         return set(clause.outputs) if set(clause.inputs) <= bound else set()
     if isinstance(clause, Or):
@@ -118,6 +139,8 @@ def _check_clause(clause: Clause, bound: set[Variable]) -> None:
         check_clauses(clause.clauses, set(needed))
     elif isinstance(clause, Or):
         needed = _check_or(clause, bound)
+    elif isinstance(clause, RuleCall):
+        _check_required(clause, bound)
     missing = [str(v) for v in needed if v not in bound]
     if missing:
         raise QueryError(f"unsafe query: {show(clause.source)} uses {', '.join(missing)}, "
@@ -135,21 +158,30 @@ def _check_or(clause: Or, bound: set[Variable]) -> tuple[Variable, ...]:
     return tuple(v for v in clause.variables if v in needed)
 
 
-def check_rules(rules: Sequence[Rule], where: Sequence[Clause]) -> None:
-    """Rule calls name defined rules with the right arity; heads are bound by bodies."""
-    arity: dict[str, int] = {}
+def _check_required(call: RuleCall, bound: set[Variable]) -> None:
+    """Datomic's required-binding error: a call leaves a ``[?p]`` head variable unbound."""
+    missing = [str(v) for v in call.inputs if v not in bound]
+    missing += ["_" for i in call.required if isinstance(call.args[i], Blank)]
+    if missing:
+        raise QueryError(f"{show(call.source)}: rule {call.name} requires {', '.join(missing)} "
+                         "to be bound by the caller (its head marks the argument [?var], or "
+                         "its body cannot bind it); bind it with a data pattern, a function or "
+                         "an :in input in the same clauses", code=ErrorCode.QUERY_UNSAFE,
+                         form=call.source)
+
+
+def check_rules(rules: Sequence[Rule], where: Sequence[Clause]
+                ) -> tuple[tuple[Rule, ...], tuple[Clause, ...]]:
+    """Rule calls name defined rules with the right arity; every head variable is bound by
+    the rule's body or required of the caller (``[?p]``).  Returns the rules and ``where``
+    with each call knowing the positions its rule requires bound."""
+    arity: dict[str, tuple[int, tuple[int, ...]]] = {}
     for rule in rules:
-        if arity.setdefault(rule.name, len(rule.params)) != len(rule.params):
-            raise QueryError(f"rule {rule.name} is defined with {arity[rule.name]} and "
-                             f"{len(rule.params)} parameters", form=rule.source)
-        bound = check_clauses(rule.body, set())
-        unbound = [str(p) for p in rule.params if p not in bound]
-        if unbound:
-            raise QueryError(f"unsafe rule {show(rule.source)}: {', '.join(unbound)} is not "
-                             "bound by the rule's body (deltalog keeps rules as derived "
-                             "relations, so each head variable must be bound by a data "
-                             "pattern, rule call or function in the body)",
-                             code=ErrorCode.QUERY_UNSAFE, form=rule.source)
+        shape = (len(rule.params), rule.required)
+        if arity.setdefault(rule.name, shape) != shape:
+            raise QueryError(f"rule {rule.name} is defined with {arity[rule.name][0]} and "
+                             f"{len(rule.params)} parameters, or with different required "
+                             "ones", form=rule.source)
     bodies = [*where, *(c for rule in rules for c in rule.body)]
     for clause in walk(tuple(bodies)):
         if isinstance(clause, RuleCall):
@@ -157,10 +189,69 @@ def check_rules(rules: Sequence[Rule], where: Sequence[Clause]) -> None:
                 defined = ", ".join(sorted(arity)) or "none"
                 raise QueryError(f"{show(clause.source)}: no rule named {clause.name} "
                                  f"(rules defined: {defined})", form=clause.source)
-            if len(clause.args) != arity[clause.name]:
+            if len(clause.args) != arity[clause.name][0]:
                 raise QueryError(f"{show(clause.source)}: rule {clause.name} takes "
-                                 f"{arity[clause.name]} argument(s), got {len(clause.args)}",
+                                 f"{arity[clause.name][0]} argument(s), got {len(clause.args)}",
                                  form=clause.source)
+    required = _required_positions(rules, {name: shape[1] for name, shape in arity.items()})
+    rules = tuple(replace(r, body=_resolved(r.body, required), required=required[r.name])
+                  for r in rules)
+    for rule in rules:
+        check_clauses(rule.body, {rule.params[i] for i in rule.required})
+    return rules, _resolved(tuple(where), required)
+
+
+def _required_positions(rules: Sequence[Rule], written: dict[str, tuple[int, ...]]
+                        ) -> dict[str, tuple[int, ...]]:
+    """The argument positions of each rule a call must bind: those written ``[?p]``, and
+    those its body cannot bind by itself (``[(big ?x) [(> ?x 10)]]`` needs ``?x``, as
+    Datomic evaluates it only when called with ``?x`` bound) — grown to a fixpoint, since a
+    body's own calls bind less when their rules require more."""
+    required = {name: set(positions) for name, positions in written.items()}
+    while True:
+        current = {name: tuple(sorted(p)) for name, p in required.items()}
+        grew = False
+        for rule in rules:
+            body = _resolved(rule.body, current)
+            needed = _needed(rule.params, body, required[rule.name])
+            if not needed <= required[rule.name]:
+                required[rule.name] |= needed
+                grew = True
+        if not grew:
+            return current
+
+
+def _needed(params: tuple[Variable, ...], body: tuple[Clause, ...], given: set[int]
+            ) -> set[int]:
+    """A small set of head positions which, bound with ``given``, let the body bind every
+    head variable: each one it cannot bind, then without those the others make redundant."""
+    def binds_all(positions: set[int]) -> bool:
+        return set(params) <= bound_by(body, {params[i] for i in positions})
+
+    extra: set[int] = set()
+    for i, param in enumerate(params):
+        if i not in given and param not in bound_by(body, {params[j] for j in given | extra}):
+            extra.add(i)
+    for i in sorted(extra):
+        if binds_all(given | extra - {i}):
+            extra.discard(i)
+    return given | extra
+
+
+def _resolved(clauses: tuple[Clause, ...], required: dict[str, tuple[int, ...]]
+              ) -> tuple[Clause, ...]:
+    """``clauses`` with every rule call (nested ones too) given its required positions."""
+    out: list[Clause] = []
+    for clause in clauses:
+        if isinstance(clause, RuleCall):
+            clause = replace(clause, required=required[clause.name])
+        elif isinstance(clause, Not):
+            clause = replace(clause, clauses=_resolved(clause.clauses, required))
+        elif isinstance(clause, Or):
+            clause = replace(clause, branches=tuple(_resolved(b, required)
+                                                    for b in clause.branches))
+        out.append(clause)
+    return tuple(out)
 
 
 def bind_inputs(query: Query, inputs: Sequence[Any]) -> Query:
@@ -194,10 +285,23 @@ def bind_inputs(query: Query, inputs: Sequence[Any]) -> Query:
         return Constant(values[term]) if isinstance(term, Variable) and term in values else term
 
     where = tuple(grounds) + tuple(_substitute(c, substitute) for c in query.where)
-    bound = replace(query, where=where, inputs=(), rules=rules)
+    find = tuple(_bind_n(e, substitute) if isinstance(e, Aggregate) else e for e in query.find)
+    bound = replace(query, find=find, where=where, inputs=(), rules=rules)
     if any(isinstance(b, InRules) for b in query.inputs):  # check_query could not see them
-        check_rules(bound.rules, bound.where)
+        bound = _with_rules(bound)
+        check_clauses(bound.where, set())  # the calls now know what they require
     return bound
+
+
+def _bind_n(aggregate: Aggregate, substitute: Any) -> Aggregate:
+    """``(min ?n ?x)`` with ``?n`` bound: the input must be a non-negative long."""
+    if not isinstance(aggregate.n, Variable):
+        return aggregate
+    n = substitute(aggregate.n)
+    if not isinstance(n.value, int) or isinstance(n.value, bool) or n.value < 0:
+        raise QueryError(f"input {aggregate.n} of {aggregate.name} must be a non-negative "
+                         f"long, got {show(n.value)}", code=ErrorCode.QUERY_INPUTS, form=n.value)
+    return replace(aggregate, n=n)
 
 
 def _input_name(binding: Any) -> str:

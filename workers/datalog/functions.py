@@ -13,18 +13,22 @@ import itertools
 import math
 import re
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
 import edn_format
+from edn_format.immutable_dict import ImmutableDict
 
 from workers.db.values import LONG_MAX, LONG_MIN
-from workers.edn import keyword
+from workers.edn import dumps, keyword
 
 Function = Callable[..., Any]
 NAMESPACES = ("clojure.core/", "clojure.string/")
-ALIASES = {"!=": "not=", "==": "=", "re-pattern": "identity"}
+ALIASES = {"!=": "not=", "==": "="}
+# Built-ins Datomic has that cannot be kept live: a standing query's rows would change with
+# no datom changing, and a replay would not reproduce the change stream.
+NONDETERMINISTIC = ("rand", "rand-int", "rand-nth", "shuffle", "random-uuid")
 
 
 def canonical(name: str) -> str:
@@ -173,18 +177,14 @@ def _string(x: Any) -> str:
 
 def _re_find(pattern: Any, text: str) -> Any:
     _strings(text)
-    match = re.search(pattern, text)
-    if match is None:
-        return None
-    return match.group(0) if not match.groups() else (match.group(0), *match.groups())
+    match = _pattern(pattern).search(text)
+    return None if match is None else _groups(match)
 
 
 def _re_matches(pattern: Any, text: str) -> Any:
     _strings(text)
-    match = re.fullmatch(pattern, text)
-    if match is None:
-        return None
-    return match.group(0) if not match.groups() else (match.group(0), *match.groups())
+    match = _pattern(pattern).fullmatch(text)
+    return None if match is None else _groups(match)
 
 
 def _string_test(test: Callable[[str, str], bool]) -> Function:
@@ -203,9 +203,182 @@ def _subs(text: str, start: int, end: int | None = None) -> str:
 
 
 def _count(x: Any) -> int:
-    if isinstance(x, str | tuple | list | frozenset | set | dict):
+    if x is None:
+        return 0
+    if isinstance(x, str | tuple | list | frozenset | set | Mapping):
         return len(x)
     raise TypeError("count of a non-collection")
+
+
+def _keyword_parts(k: edn_format.Keyword) -> tuple[str | None, str]:
+    """``:a/b`` → ``("a", "b")``, ``:b`` → ``(None, "b")``: Clojure splits at the first slash."""
+    namespace, slash, name = k.name.partition("/")
+    return (namespace, name) if slash and namespace and name else (None, k.name)
+
+
+def _name(x: Any) -> str:
+    if isinstance(x, edn_format.Keyword):
+        return _keyword_parts(x)[1]
+    return _string(x)
+
+
+def _namespace(k: Any) -> str | None:
+    if not isinstance(k, edn_format.Keyword):
+        raise TypeError("namespace of a non-keyword")
+    return _keyword_parts(k)[0]
+
+
+def _keyword(*parts: Any) -> Any:
+    """``(keyword "a/b")``, ``(keyword "a" "b")``; a keyword stays itself, nil gives nil."""
+    if len(parts) == 1 and (parts[0] is None or isinstance(parts[0], edn_format.Keyword)):
+        return parts[0]
+    if len(parts) == 2 and parts[0] is None:
+        parts = parts[1:]
+    _strings(*parts)
+    return keyword("/".join(parts))
+
+
+def _compare_values(a: Any, b: Any) -> int:
+    """Clojure's ``compare``: nil first; strings by Java's ``compareTo`` (the first differing
+    character's difference, else the length difference); -1, 0 or 1 otherwise."""
+    if a is None or b is None:
+        return (a is not None) - (b is not None)
+    if isinstance(a, str) and isinstance(b, str):
+        for x, y in zip(a, b, strict=False):
+            if x != y:
+                return ord(x) - ord(y)
+        return len(a) - len(b)
+    (kind_a, key_a), (kind_b, key_b) = _rank(a), _rank(b)
+    if kind_a != kind_b:
+        raise TypeError("comparison of values of different types")
+    return (key_a > key_b) - (key_a < key_b)
+
+
+def _pattern(pattern: Any) -> re.Pattern[str]:
+    if isinstance(pattern, re.Pattern):
+        return pattern
+    _strings(pattern)
+    return re.compile(pattern)
+
+
+def _groups(match: re.Match[str]) -> Any:
+    """A match as Clojure returns it: the text, or a vector of the text and its groups."""
+    return match.group(0) if not match.groups() else (match.group(0), *match.groups())
+
+
+def _re_seq(pattern: Any, text: str) -> Any:
+    _strings(text)
+    found = tuple(_groups(m) for m in _pattern(pattern).finditer(text))
+    return found or None
+
+
+def _replace(text: str, match: Any, replacement: str, count: int = 0) -> str:
+    """A string ``match`` is replaced literally; a pattern as a regex whose replacement names
+    groups ``$1`` (Java's syntax)."""
+    _strings(text, replacement)
+    if isinstance(match, re.Pattern):
+        template = re.sub(r"\$(\d+)", r"\\g<\1>", replacement.replace("\\", "\\\\"))
+        return match.sub(template, text, count=count)
+    _strings(match)
+    return text.replace(match, replacement, count or -1)
+
+
+def _split(text: str, pattern: Any, limit: int = 0) -> tuple[str, ...]:
+    """Java's ``split``: trailing empty strings go unless a limit is given."""
+    _strings(text)
+    parts = _pattern(pattern).split(text, maxsplit=max(limit - 1, 0))
+    if limit == 0:
+        while len(parts) > 1 and parts[-1] == "":
+            parts.pop()
+    return tuple(parts)
+
+
+def _join(*args: Any) -> str:
+    """``(join coll)`` or ``(join separator coll)``."""
+    separator, items = ("", args[0]) if len(args) == 1 else args
+    if not isinstance(items, tuple | list | frozenset | set):
+        raise TypeError("join of a non-collection")
+    return _string(separator).join(_text(x) for x in items)
+
+
+def _index_of(text: str, part: str, start: int = 0) -> int | None:
+    _strings(text, part)
+    found = text.find(part, start)
+    return None if found < 0 else found
+
+
+def _last_index_of(text: str, part: str, *start: int) -> int | None:
+    _strings(text, part)
+    found = text.rfind(part, 0, start[0] + len(part)) if start else text.rfind(part)
+    return None if found < 0 else found
+
+
+def _capitalize(text: str) -> str:
+    _strings(text)
+    return text[:1].upper() + text[1:].lower()
+
+
+def _pr(x: Any) -> str:
+    """``pr-str`` of one value: EDN, strings quoted, nil as ``nil``."""
+    if isinstance(x, re.Pattern):
+        return f'#"{x.pattern}"'
+    return dumps(x)
+
+
+def _print(xs: tuple[Any, ...]) -> str:
+    """``print-str``: as ``str`` prints each value, but nil as ``nil``, space-separated."""
+    return " ".join("nil" if x is None else _text(x) for x in xs)
+
+
+def _elements(x: Any) -> tuple[Any, ...]:
+    """A collection's elements for ``set``/``vec``: a map's are its ``[key value]`` pairs."""
+    if isinstance(x, Mapping):
+        return tuple(x.items())
+    if isinstance(x, tuple | list | frozenset | set):
+        return tuple(x)
+    raise TypeError("not a collection")
+
+
+def _get(coll: Any, key: Any, default: Any = None) -> Any:
+    """Clojure's ``get``: a map's value, a vector's element, a set's member; else default."""
+    if isinstance(coll, Mapping):
+        return coll.get(key, default)
+    if isinstance(coll, frozenset | set):
+        return key if key in coll else default
+    if isinstance(coll, tuple | list | str) and isinstance(key, int) and \
+            not isinstance(key, bool) and 0 <= key < len(coll):
+        return coll[key]
+    return default
+
+
+def _contains(coll: Any, key: Any) -> bool:
+    if coll is None:
+        return False
+    if isinstance(coll, Mapping | frozenset | set):
+        return key in coll
+    if isinstance(coll, tuple | list | str):
+        return isinstance(key, int) and not isinstance(key, bool) and 0 <= key < len(coll)
+    raise TypeError("contains? on a non-collection")
+
+
+def _range(*args: Any) -> tuple[Any, ...]:
+    """``(range end)``, ``(range start end)``, ``(range start end step)`` — never infinite."""
+    if not 1 <= len(args) <= 3:
+        raise TypeError("range takes an end, a start and end, or a start, end and step")
+    _numbers(*args)
+    start, end, step = (0, args[0], 1) if len(args) == 1 else (*args, 1)[:3]
+    if all(isinstance(a, int) for a in (start, end, step)):
+        return tuple(range(start, end, step))
+    if step == 0:
+        raise ValueError("range with a zero step")
+    count = max(math.ceil((end - start) / step), 0)
+    return tuple(start + i * step for i in range(count))
+
+
+def _hash_map(*pairs: Any) -> ImmutableDict:
+    if len(pairs) % 2:
+        raise TypeError("hash-map takes keys and values in pairs")
+    return ImmutableDict(dict(zip(pairs[::2], pairs[1::2], strict=True)))
 
 
 def _extreme(pick: Callable[..., Any]) -> Function:
@@ -246,6 +419,13 @@ PREDICATES: dict[str, Function] = {
     "ends-with?": _string_test(str.endswith),
     "includes?": _string_test(lambda text, part: part in text),
     "blank?": lambda s: s is None or (isinstance(s, str) and not s.strip()),
+    "not": lambda x: not truthy(x),
+    "empty?": lambda x: _count(x) == 0,
+    "contains?": _contains,
+    "coll?": lambda x: isinstance(x, tuple | list | frozenset | set | Mapping),
+    "vector?": lambda x: isinstance(x, tuple | list),
+    "set?": lambda x: isinstance(x, frozenset | set),
+    "map?": lambda x: isinstance(x, Mapping),
 }
 
 FUNCTIONS: dict[str, Function] = {
@@ -269,14 +449,41 @@ FUNCTIONS: dict[str, Function] = {
     "upper-case": lambda s: _string(s).upper(),
     "lower-case": lambda s: _string(s).lower(),
     "trim": lambda s: _string(s).strip(),
+    "triml": lambda s: _string(s).lstrip(),
+    "trimr": lambda s: _string(s).rstrip(),
+    "trim-newline": lambda s: _string(s).rstrip("\r\n"),
+    "capitalize": _capitalize,
+    "reverse": lambda s: _string(s)[::-1],
+    "join": _join,
+    "split": _split,
+    "split-lines": lambda s: _split(s, re.compile(r"\r?\n")),
+    "replace": _replace,
+    "replace-first": lambda s, match, replacement: _replace(s, match, replacement, 1),
+    "index-of": _index_of,
+    "last-index-of": _last_index_of,
     "count": _count,
-    "name": lambda k: k.name if isinstance(k, edn_format.Keyword) else _string(k),
-    "keyword": lambda s: keyword(_string(s)),
+    "name": _name,
+    "namespace": _namespace,
+    "keyword": _keyword,
+    "compare": _compare_values,
     "re-find": _re_find,
     "re-matches": _re_matches,
+    "re-seq": _re_seq,
+    "re-pattern": _pattern,
+    "pr-str": lambda *xs: " ".join(_pr(x) for x in xs),
+    "prn-str": lambda *xs: " ".join(_pr(x) for x in xs) + "\n",
+    "print-str": lambda *xs: _print(xs),
+    "println-str": lambda *xs: _print(xs) + "\n",
+    "get": _get,
     "vector": lambda *xs: tuple(xs),
+    "list": lambda *xs: tuple(xs),
     "tuple": lambda *xs: tuple(xs),
     "untuple": lambda xs: xs,
+    "set": lambda xs: frozenset(_elements(xs)),
+    "vec": _elements,
+    "hash-map": _hash_map,
+    "not-empty": lambda x: x if _count(x) else None,
+    "range": _range,
 }
 
 

@@ -13,9 +13,11 @@ from typing import Any
 
 import edn_format
 from edn_format import Symbol
+from edn_format.immutable_dict import ImmutableDict
 
 from workers.datalog.ast import (
     AGGREGATES,
+    AGGREGATES_OF_N,
     Aggregate,
     BindColl,
     Binding,
@@ -44,8 +46,10 @@ from workers.datalog.ast import (
     Target,
     Term,
     Variable,
+    binding_terms,
+    variables_of,
 )
-from workers.datalog.functions import FUNCTIONS, canonical
+from workers.datalog.functions import FUNCTIONS, NONDETERMINISTIC, canonical
 from workers.edn import Keyword, intern, keyword, read
 from workers.edn import show as _show
 from workers.errors import ErrorCode, QueryError
@@ -57,6 +61,7 @@ UNSUPPORTED_SECTIONS = {keyword(k): f":{k}" for k in ("timeout", "limit", "offse
 SECTIONS = (FIND, IN, WHERE, WITH, RULES, *KEY_SECTIONS)
 DOTS, SCALAR, SOURCE, RULES_INPUT = Symbol("..."), Symbol("."), Symbol("$"), Symbol("%")
 DB_FUNCTIONS = ("get-else", "missing?", "get-some", "fulltext")
+NONDETERMINISTIC_AGGREGATES = ("rand", "sample")
 
 
 def parse_query(query: Any) -> Query:
@@ -137,7 +142,8 @@ def _find_spec(elements: list[Any] | None) -> tuple[FindSpec, list[Any] | None]:
     return "relation", elements
 
 
-# find-elem = variable | aggregate;  aggregate = (aggregate-fn variable)
+# find-elem = variable | aggregate
+# aggregate = (aggregate-fn variable) | ((min | max) n variable)   (n: long or :in variable)
 def _parse_find(elements: list[Any] | None) -> tuple[FindElement, ...]:
     if not elements:
         raise QueryError(":find needs at least one variable", form=elements)
@@ -152,6 +158,13 @@ def _parse_find(elements: list[Any] | None) -> tuple[FindElement, ...]:
     return tuple(found)
 
 
+def _parse_aggregate_n(element: Any) -> Variable | Constant | None:
+    """The ``n`` of ``(min n ?x)``: a non-negative long, or an ``:in`` variable."""
+    if isinstance(element, int) and not isinstance(element, bool) and element >= 0:
+        return Constant(element)
+    return _parse_variable(element)
+
+
 def _parse_aggregate(element: Any, position: int) -> Aggregate:
     where = f":find element {position}"
     if isinstance(element, tuple) and element and isinstance(element[0], Symbol):
@@ -159,15 +172,23 @@ def _parse_aggregate(element: Any, position: int) -> Aggregate:
         if name == "pull":
             raise QueryError(f"{where}: pull is not supported: {_show(element)}",
                              code=ErrorCode.QUERY_UNSUPPORTED, form=element)
+        if name in NONDETERMINISTIC_AGGREGATES:
+            raise QueryError(f"{where}: aggregate ({name} ...) is not supported: it is not "
+                             "deterministic (a standing query's rows would change with no datom "
+                             f"changing): {_show(element)}", code=ErrorCode.QUERY_UNSUPPORTED,
+                             form=element)
         if name not in AGGREGATES:
             raise QueryError(f"{where}: aggregate ({name} ...) is not supported: "
                              f"{_show(element)}; supported: {', '.join(AGGREGATES)}",
                              code=ErrorCode.QUERY_UNSUPPORTED, form=element)
-        variable = _parse_variable(element[1]) if len(element) == 2 else None
-        if variable is None:
-            raise QueryError(f"{where}: ({name} ?x) takes one variable, got {_show(element)}",
+        variable = _parse_variable(element[-1]) if len(element) in (2, 3) else None
+        n = _parse_aggregate_n(element[1]) if len(element) == 3 and name in AGGREGATES_OF_N \
+            else None
+        if variable is None or (len(element) == 3 and n is None):
+            takes = f"({name} n ?x) or ({name} ?x)" if name in AGGREGATES_OF_N else f"({name} ?x)"
+            raise QueryError(f"{where}: {takes} takes one variable, got {_show(element)}",
                              form=element)
-        return Aggregate(name, variable, source=element)
+        return Aggregate(name, variable, source=element, n=n)
     if isinstance(element, list) or element in (SCALAR, DOTS):
         raise QueryError(f"{where}: {_show(element)} is a find specification, allowed only "
                          "as the whole :find: [?x ...], [?x ?y] or ?x .", form=element)
@@ -337,6 +358,11 @@ def _parse_expression(clause: list[Any], where: str) -> Clause:
     name = canonical(call[0].name)
     if name in DB_FUNCTIONS:
         return _parse_db_function(name, clause, where)
+    if name in NONDETERMINISTIC:
+        raise QueryError(f"{where}: {name} is not supported: it is not deterministic (a "
+                         "standing query's rows would change with no datom changing, and a "
+                         "replay would not reproduce them)", code=ErrorCode.QUERY_UNSUPPORTED,
+                         form=clause)
     args = tuple(_parse_argument(a, where) for a in call[1:])
     if len(clause) == 1:
         if name not in FUNCTIONS:
@@ -357,23 +383,28 @@ def _unknown_function(name: str, where: str, kind: str, known: Mapping[str, Any]
 
 
 def _parse_db_function(name: str, clause: list[Any], where: str) -> Clause:
-    """``get-else`` and ``missing?`` read the database: they are rewritten into the clauses
-    that mean the same, so they are maintained like any other."""
+    """``get-else``, ``get-some`` and ``missing?`` read the database: they are rewritten into
+    the clauses that mean the same, so they are maintained like any other."""
     call = clause[0]
-    if name not in ("get-else", "missing?"):
+    if name == "fulltext":
         raise QueryError(f"{where}: {name} is not supported", code=ErrorCode.QUERY_UNSUPPORTED,
                          form=clause)
-    arity = 4 if name == "get-else" else 3
-    if len(call) != 1 + arity or call[1] != SOURCE:
-        shape = "(get-else $ ?e :attr default) ?v" if name == "get-else" else \
-            "(missing? $ ?e :attr)"
+    shape = {"get-else": "(get-else $ ?e :attr default) ?v", "missing?": "(missing? $ ?e :attr)",
+             "get-some": "(get-some $ ?e :attr+) [?attr ?v]"}[name]
+    arities = {"get-else": (5,), "missing?": (4,)}.get(name, range(4, len(call) + 1))
+    if len(call) not in arities or call[1] != SOURCE:
         raise QueryError(f"{where}: expected [{shape}]", form=clause)
     entity, attribute = _parse_term(call[2], where), _parse_term(call[3], where)
     if name == "missing?":
         return Not(None, (Pattern(entity, attribute, Blank(), source=clause),), source=clause)
+    if name == "get-some":
+        if len(clause) != 2:
+            raise QueryError(f"{where}: expected [{shape}]", form=clause)
+        return _get_some(entity, [_parse_term(a, where) for a in call[3:]],
+                         _parse_binding(clause[1], where), clause)
     if len(clause) != 2 or not isinstance(value := _parse_variable(clause[1]), Variable) \
             or isinstance(entity, Blank):
-        raise QueryError(f"{where}: expected [(get-else $ ?e :attr default) ?v]", form=clause)
+        raise QueryError(f"{where}: expected [{shape}]", form=clause)
     if call[4] is None:
         raise QueryError(f"{where}: get-else takes a non-nil default (Datomic and Datascript "
                          "refuse nil too); use (or-join ...) or [(missing? $ ?e :attr)]",
@@ -385,6 +416,20 @@ def _parse_db_function(name: str, clause: list[Any], where: str) -> Clause:
         (Not(None, (Pattern(entity, attribute, Blank(), source=clause),), source=clause),
          FnBinding("ground", (default,), BindScalar(value), source=clause)),
     ), source=clause)
+
+
+def _get_some(entity: Term, attributes: list[Term], binding: Binding, clause: Any) -> Or:
+    """``[(get-some $ ?e :a :b) [?attr ?v]]``: the first attribute ``?e`` has, with its value:
+    one ``or-join`` branch per attribute, each requiring that the ones before are missing."""
+    value = Variable("?get-some#v")
+    join = variables_of((entity, *binding_terms(binding)))
+    branches: list[tuple[Clause, ...]] = []
+    for i, attribute in enumerate(attributes):
+        missing = tuple(Not(None, (Pattern(entity, a, Blank(), source=clause),), source=clause)
+                        for a in attributes[:i])
+        branches.append((Pattern(entity, attribute, value, source=clause), *missing,
+                         FnBinding("vector", (attribute, value), binding, source=clause)))
+    return Or(join, tuple(branches), source=clause)
 
 
 # binding = bind-scalar | bind-tuple | bind-coll | bind-rel   (Datascript's grammar: they nest)
@@ -422,6 +467,7 @@ def _parse_target(form: Any, where: str) -> Variable | Blank:
 
 
 # rules = [ [ (rule-name rule-vars) clause+ ]+ ]
+# rule-vars = [variable+ | ([variable+] variable*)]   ([?p] ...: the caller must bind ?p)
 def parse_rules(form: Any) -> tuple[Rule, ...]:
     """A rule set: given as the ``:rules`` section, or as the ``%`` input (EDN or forms)."""
     form = read(form, regex_literals=True) if isinstance(form, str) else intern(form)
@@ -437,15 +483,16 @@ def _parse_rule(rule: Any, position: int) -> Rule:
     if not isinstance(head, tuple) or not head or not isinstance(head[0], Symbol) \
             or head[0].name.startswith("?"):
         raise QueryError(f"{where}: a rule is [(name ?var ...) clause+]", form=rule)
-    params = [*head[1][0:], *head[2:]] if len(head) > 1 and isinstance(head[1], list) \
-        else list(head[1:])
+    required = head[1] if len(head) > 1 and isinstance(head[1], list) else None
+    params = [*required, *head[2:]] if required is not None else list(head[1:])
     variables = [_parse_variable(p) for p in params]
-    if any(v is None for v in variables):
+    if any(v is None for v in variables) or required == []:
         raise QueryError(f"{where}: a rule head names variables, got {_show(head)}", form=head)
     if len(rule) < 2:
         raise QueryError(f"{where}: a rule needs at least one clause", form=rule)
     return Rule(head[0].name, tuple(v for v in variables if v is not None),
-                _parse_clauses(rule[1:], f"{where}, clause "), source=rule)
+                _parse_clauses(rule[1:], f"{where}, clause "), source=rule,
+                required=tuple(range(len(required or ()))))
 
 
 # data-pattern = [ src-var? (variable | constant | '_'){1,3} ]
@@ -507,11 +554,12 @@ def _parse_argument(element: Any, where: str) -> Term:
 
 
 def _frozen(value: Any) -> Any:
-    """Collection constants become tuples/frozensets so plans can hash them."""
+    """Collection constants become tuples and immutable maps so plans can hash them (a map
+    stays a map: ``get`` and ``contains?`` read it)."""
     if isinstance(value, list):
         return tuple(_frozen(x) for x in value)
     if isinstance(value, Mapping):
-        return tuple((k, _frozen(v)) for k, v in value.items())
+        return ImmutableDict({k: _frozen(v) for k, v in value.items()})
     return value
 
 

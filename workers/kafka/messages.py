@@ -2,7 +2,8 @@
 
 EDN values map onto the Avro ``Value`` union: long, double, string, boolean as themselves;
 keywords as ``Keyword {name}``, instants as ``Instant {micros}`` (UTC), uuids as the 16-byte
-``Uuid``; the set a ``(distinct ?x)`` aggregate returns as ``Set {items}``.
+``Uuid``; the set a ``(distinct ?x)`` aggregate returns as ``Set {items}``, the vector a
+``(min n ?x)`` aggregate returns (a tuple) as ``Vector {elements}``.
 A transaction travels as its ops (entity maps expanded to ``:db/add``s) so the
 worker never parses EDN text.
 """
@@ -27,6 +28,8 @@ Row = tuple[Any, ...]
 def value_to_avro(value: Any) -> Any:
     if isinstance(value, frozenset):
         return {"items": [value_to_avro(x) for x in value]}
+    if isinstance(value, tuple):
+        return {"elements": [value_to_avro(x) for x in value]}
     if isinstance(value, edn_format.Keyword):
         return {"name": value.name}
     if isinstance(value, datetime.datetime | datetime.date):
@@ -40,6 +43,8 @@ def value_from_avro(value: Any) -> Any:
     if isinstance(value, dict):
         if "items" in value:
             return frozenset(value_from_avro(x) for x in value["items"])
+        if "elements" in value:
+            return tuple(value_from_avro(x) for x in value["elements"])
         if "name" in value:
             return keyword(value["name"])
         return EPOCH + datetime.timedelta(microseconds=value["micros"])

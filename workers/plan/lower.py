@@ -9,6 +9,18 @@ prepended, so every relation is range-restricted and can be kept bottom-up (a ma
 style rewrite, done only where needed).  Variables local to an ``or-join``/``not-join`` are
 renamed apart.
 
+A rule whose calls must bind some arguments (written ``(name [?p] ...)``, or that its body
+cannot bind: ``[(big ?x) [(> ?x 10)]]``) is kept by magic sets: a relation ``magic:name``
+over those arguments gets one rule per call site — the call's arguments at those positions,
+derived from the clauses that bind them before the call (sideways information passing) —
+and every rule of ``name`` starts with ``magic:name``.  So the rule is kept, bottom-up and
+incrementally like any other, for exactly the values it is called with; a recursive call
+inside the rule demands the next values from the current ones::
+
+    descendant([?a], ?d) :- [?m :parent ?a], descendant(?m, ?d)
+    →  rule:descendant(?a, ?d) :- magic:descendant(?a), [?m :parent ?a], rule:descendant(?m, ?d)
+       magic:descendant(?m)    :- magic:descendant(?a), [?m :parent ?a]
+
 Relations are grouped into strata (strongly connected components of the dependency graph,
 dependencies first); a negation inside a component — a relation that depends on its own
 negation — is refused: the rules are not stratifiable.
@@ -79,10 +91,13 @@ class _Lowering:
         self._fresh = count(1)
 
     def define(self, name: str, head: Sequence[Term], clauses: Sequence[Clause],
-               context: Sequence[Literal], source: str) -> None:
-        """Add one rule ``name(head) :- context, clauses`` (context only when needed)."""
+               context: Sequence[Literal], source: str,
+               demand: tuple[Literal, ...] = ()) -> None:
+        """Add one rule ``name(head) :- demand, context, clauses`` (context only when
+        needed; ``demand``, the magic atom of a rule with required arguments, always)."""
         head_vars = {t for t in head if isinstance(t, Variable)}
-        prefix = () if head_vars <= bound_by(clauses, set()) else tuple(context)
+        demanded = {v for lit in demand for v in lit.variables}
+        prefix = demand + (() if head_vars <= bound_by(clauses, demanded) else tuple(context))
         body = prefix + self.body(clauses, prefix)
         unbound = head_vars - _bound(body)
         if unbound:
@@ -98,6 +113,7 @@ class _Lowering:
              outer: tuple[Literal, ...] = ()) -> tuple[Literal, ...]:
         """Lower a conjunction; a nested ``or``/``not`` may borrow, as context, what
         ``outer`` and the conjunction's positive clauses (and the ``or``s before it) bind."""
+        calls = [c for c in clauses if isinstance(c, RuleCall)]
         literals: list[Literal] = [literal for c in clauses if not isinstance(c, Not | Or)
                                    for literal in self._positive(c)]
         ors = sorted((c for c in clauses if isinstance(c, Or)),
@@ -108,7 +124,36 @@ class _Lowering:
         for clause in clauses:
             if isinstance(clause, Not):
                 literals.append(self._not(clause, context))
+        for call in calls:
+            if call.required:
+                self._demand(call, outer, literals, calls)
         return tuple(literals)
+
+    def _demand(self, call: RuleCall, outer: tuple[Literal, ...], literals: list[Literal],
+                calls: list[RuleCall]) -> None:
+        """Magic sets: add ``magic:name(required args) :- what binds them before the call``
+        (the sideways-passed bindings), so the rule is kept for the demanded values only —
+        which also evaluates a rule whose body needs its head bound."""
+        inputs = {Atom(_rule_relation(c.name), c.args): set(c.inputs) for c in calls}
+        own = Atom(_rule_relation(call.name), call.args)
+        context = _sideways(outer, [lit for lit in literals if lit != own], inputs,
+                            set(call.inputs))
+        head: list[Term] = []
+        grounds: list[Literal] = []
+        for position in call.required:
+            term = call.args[position]
+            if isinstance(term, Constant):
+                fresh = Variable(f"?#demand{next(self._fresh)}")
+                grounds.append(FnBinding("ground", (term,), BindScalar(fresh)))
+                term = fresh
+            head.append(term)
+        source = show(call.source)
+        body = context + tuple(grounds)
+        if not {t for t in head if isinstance(t, Variable)} <= _bound(body):
+            raise AssertionError(f"{source}: its required arguments are unbound (the safety "
+                                 "check should have refused the query)")
+        self.relations.setdefault(_magic_relation(call.name), []).append(
+            DerivedRule(tuple(head), body, f"the call {source}"))
 
     def _positive(self, clause: Clause) -> tuple[Literal, ...]:
         """A positive clause's literals: itself, or a nested binding form taken apart."""
@@ -127,7 +172,10 @@ class _Lowering:
         self.relations[relation] = []  # defined before its body, so recursion stops here
         for rule in self.rules:
             if rule.name == name:
-                self.define(relation, rule.params, rule.body, (), show(rule.source))
+                demand = (Atom(_magic_relation(name),
+                                    tuple(rule.params[i] for i in rule.required)),) \
+                    if rule.required else ()
+                self.define(relation, rule.params, rule.body, (), show(rule.source), demand)
 
     def _or(self, clause: Or, context: tuple[Literal, ...]) -> Atom:
         name = f"or{next(self._fresh)}"
@@ -170,6 +218,50 @@ def _placeable(literals: tuple[Literal, ...]) -> tuple[Literal, ...]:
 
 def _rule_relation(name: str) -> str:
     return f"rule:{name}"
+
+
+def _magic_relation(name: str) -> str:
+    """The values a rule's required arguments are called with (magic sets)."""
+    return f"magic:{name}"
+
+
+def _sideways(outer: tuple[Literal, ...], literals: Sequence[Literal],
+              inputs: dict[Atom, set[Variable]], wanted: set[Variable]) -> tuple[Literal, ...]:
+    """The literals that bind ``wanted`` without the call: those evaluable before it
+    (a greedy order in which a rule call waits for its required arguments, a function for
+    its arguments, a predicate for its variables; negations are left out), kept only when
+    connected to ``wanted`` through shared variables, so the magic rule joins no more than
+    it needs."""
+    bound = _bound(outer)
+    placed = list(outer)
+    pending = [lit for lit in literals if not isinstance(lit, Negation)]
+    while not wanted <= bound:
+        ready = [lit for lit in pending if _ready(lit, bound, inputs)]
+        if not ready:
+            break
+        for lit in ready:
+            pending.remove(lit)
+            placed.append(lit)
+            bound |= _bound((lit,))
+    kept: list[Literal] = []
+    connected = set(wanted)
+    grew = True
+    while grew:
+        grew = False
+        for literal in placed:
+            if literal not in kept and connected & set(literal.variables):
+                kept.append(literal)
+                connected |= set(literal.variables)
+                grew = True
+    return tuple(kept)
+
+
+def _ready(literal: Literal, bound: set[Variable], inputs: dict[Atom, set[Variable]]) -> bool:
+    if isinstance(literal, FnBinding):
+        return set(literal.inputs) <= bound
+    if isinstance(literal, Predicate):
+        return set(literal.variables) <= bound
+    return inputs.get(literal, set()) <= bound if isinstance(literal, Atom) else True
 
 
 def _rename_locals(clauses: Sequence[Clause], join: Sequence[Variable],

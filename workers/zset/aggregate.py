@@ -4,20 +4,24 @@ Datomic semantics: the basis is the *set* of tuples over the ``:find`` variables
 ``:with`` variables; rows are grouped by the find variables that are not aggregated, and each
 aggregate reads the *bag* of its variable over the group's basis tuples (so ``:with``
 variables make equal values count several times).  Per group the state is, for each
-aggregated column, a multiset ``value → multiplicity``: ``count``/``sum``/``avg`` follow from
-it, and ``min``/``max`` survive the retraction of the current extreme (the next one is in
-the multiset).  A tick emits ``-old row`` and ``+new row`` for every group whose row changed;
+aggregated column, a multiset ``value → multiplicity``: every aggregate is a function of it
+(``min``/``max`` survive the retraction of the current extreme: the next one is in the
+multiset; ``median``, ``variance`` and ``(min n ?x)`` are recomputed from the multiset of a
+changed group only).  A tick emits ``-old row`` and ``+new row`` for every group whose row changed;
 a group whose basis empties disappears (Datomic returns no row for it).
 """
 
 from __future__ import annotations
 
+import heapq
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
-from workers.datalog.ast import Aggregate, Query
-from workers.datalog.functions import sort_key
+from workers.datalog.ast import Aggregate, Constant, Query
+from workers.datalog.functions import FUNCTIONS, CallFailed, call, sort_key
 from workers.edn import Symbol, keyword
 from workers.zset.zset import consolidate
 
@@ -28,26 +32,78 @@ Bag = dict[Any, int]
 @dataclass(frozen=True, slots=True)
 class Column:
     """One :find element: a group column (``fn`` None) or an aggregate, over basis column
-    ``index``."""
+    ``index``; ``n`` for ``(min n ?x)``/``(max n ?x)``."""
 
     index: int
     fn: str | None = None
+    n: int | None = None
 
 
-def aggregate_value(fn: str, bag: Bag) -> Any:
-    """The aggregate of a non-empty multiset."""
+def aggregate_value(fn: str, bag: Bag, n: int | None = None) -> Any:
+    """The aggregate of a non-empty multiset ``value → multiplicity``.
+
+    Raises :class:`CallFailed` when it cannot be computed (``sum`` of strings, the mean of
+    two middle keywords): the group then has no row, as a failed call binds nothing.
+    """
+    return call(_aggregate, (fn, bag, n))
+
+
+def _aggregate(fn: str, bag: Bag, n: int | None) -> Any:
     if fn == "count":
         return sum(bag.values())
     if fn == "count-distinct":
         return len(bag)
     if fn == "distinct":
         return frozenset(bag)
+    if n is not None:  # (min n ?x) / (max n ?x): ascending, duplicates kept (Datascript)
+        pick = heapq.nsmallest if fn == "min" else heapq.nlargest
+        values = [v for v in sorted(pick(n, bag, key=sort_key), key=sort_key)
+                  for _ in range(bag[v])]
+        return tuple(values[:n] if fn == "min" else values[max(len(values) - n, 0):])
     if fn == "min":
         return min(bag, key=sort_key)
     if fn == "max":
         return max(bag, key=sort_key)
-    total = sum(value * n for value, n in bag.items())
-    return total if fn == "sum" else total / sum(bag.values())
+    if fn == "median":
+        return _median(bag)
+    size, total = sum(bag.values()), _sum(bag)
+    if fn == "sum":
+        return total
+    if fn == "avg":
+        return total / size
+    variance = _variance(bag, size, total)
+    return variance if fn == "variance" else math.sqrt(variance)
+
+
+def _sum(bag: Bag) -> Any:
+    """Exact for longs; for doubles ``fsum``, so the order the bag was built in is moot."""
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in bag):
+        if not all(isinstance(v, float | int) and not isinstance(v, bool) for v in bag):
+            raise TypeError("sum of a non-number")
+        return math.fsum(v * m for v, m in bag.items())
+    return sum(v * m for v, m in bag.items())
+
+
+def _variance(bag: Bag, size: int, total: Any) -> float:
+    """Population variance ``(n·Σx² − (Σx)²) / n²``, computed exactly then rounded once."""
+    squares = sum(Fraction(v) ** 2 * m for v, m in bag.items())
+    return float((size * squares - Fraction(total) ** 2) / size ** 2)
+
+
+def _median(bag: Bag) -> Any:
+    """The middle value; for an even count the mean of the two middle ones (by ``/``)."""
+    size = sum(bag.values())
+    wanted = sorted({(size - 1) // 2, size // 2})  # positions in the sorted bag
+    middle: list[Any] = []
+    seen = 0
+    for value in sorted(bag, key=sort_key):
+        seen += bag[value]
+        while wanted and wanted[0] < seen:
+            middle.append(value)
+            wanted.pop(0)
+        if not wanted:
+            break
+    return middle[0] if size % 2 else FUNCTIONS["/"](FUNCTIONS["+"](*middle), 2)
 
 
 @dataclass(slots=True)
@@ -63,14 +119,16 @@ class Aggregation:
             return None
         basis = query.basis
         return Aggregation(tuple(
-            Column(basis.index(e.var), e.fn) if isinstance(e, Aggregate)
-            else Column(basis.index(e)) for e in query.find))
+            Column(basis.index(e.var), e.fn,
+                   e.n.value if isinstance(e.n, Constant) else None)
+            if isinstance(e, Aggregate) else Column(basis.index(e)) for e in query.find))
 
     def reset(self, basis: Mapping[Row, int]) -> dict[Row, int]:
         """Start over from the full basis set; return the full result."""
         self.groups.clear()
         self.step(basis)
-        return {self._row(key): 1 for key in self.groups}
+        rows = (self._row(key) for key in self.groups)
+        return {row: 1 for row in rows if row is not None}
 
     def step(self, changes: Mapping[Row, int]) -> dict[Row, int]:
         """Apply the basis set changes; return the result's changes."""
@@ -78,11 +136,11 @@ class Aggregation:
         for row, weight in changes.items():
             key = self._key(row)
             if key not in before:
-                before[key] = self._row(key) if key in self.groups else None
+                before[key] = self._row(key)
             self._update(key, row, weight)
         out: dict[Row, int] = {}
         for key, old in before.items():
-            new = self._row(key) if key in self.groups else None
+            new = self._row(key)
             if old != new:
                 if old is not None:
                     out[old] = out.get(old, 0) - 1
@@ -111,11 +169,17 @@ class Aggregation:
         else:
             self.groups.pop(key, None)
 
-    def _row(self, key: Row) -> Row:
+    def _row(self, key: Row) -> Row | None:
+        """The group's row; None for no group, or one whose aggregate cannot be computed."""
+        if key not in self.groups:
+            return None
         _, bags = self.groups[key]
         keys, aggregates = iter(key), iter(bags)
-        return tuple(aggregate_value(c.fn, next(aggregates)) if c.fn is not None
-                     else next(keys) for c in self.columns)
+        try:
+            return tuple(aggregate_value(c.fn, next(aggregates), c.n) if c.fn is not None
+                         else next(keys) for c in self.columns)
+        except CallFailed:
+            return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -159,3 +159,64 @@ def test_wrong_inputs_are_refused_with_query_inputs(text, inputs, message):
     with pytest.raises(QueryError, match=re.escape(message)) as info:
         compile_query(text, inputs)
     assert info.value.code is ErrorCode.QUERY_INPUTS
+
+
+ADULT = "[[(adult [?p]) [?p :age ?a] [(>= ?a 18)]] [(big [?x]) [(> ?x 10)]]]"
+
+
+@pytest.mark.parametrize(("text", "inputs", "message"), [
+    given("[:find ?p :in $ % :where (adult ?p)]", [ADULT],
+          "(adult ?p): rule adult requires ?p to be bound by the caller"),
+    given("[:find ?p :in $ % :where [?p :name] (adult _)]", [ADULT],
+          "(adult _): rule adult requires _ to be bound"),
+    given("[:find ?p :in $ % :where [?p :name] (not-join [?p] [?p :age _] (big ?a))]", [ADULT],
+          "(big ?a): rule big requires ?a to be bound"),
+    given("{:find [?x] :where [(r1 ?x ?y) (r2 ?y ?x)] :rules [[(r1 [?a] ?b) [?a :to ?b]] "
+          "[(r2 [?a] ?b) [?a :to ?b]]]}", [], "rule r1 requires ?x to be bound"),
+    given("{:find [?y] :where [[?x :a] (big ?y)] :rules [[(big ?x) [(> ?x 10)]]]}", [],
+          "(big ?y): rule big requires ?y to be bound by the caller (its head marks the "
+          "argument [?var], or its body cannot bind it)"),
+    given("{:find [?y] :where [[?x :a] (dec ?x ?y)] :rules [[(dec ?a ?b) [(- ?b 1) ?a]]]}",
+          [], "rule dec requires ?y to be bound"),
+])
+def test_a_rule_called_without_its_required_arguments_bound_is_refused(text, inputs, message):
+    with pytest.raises(QueryError, match=re.escape(message)) as info:
+        compile_query(text, inputs)
+    assert info.value.code is ErrorCode.QUERY_UNSAFE
+
+
+@pytest.mark.parametrize("text", [
+    "[:find ?p :in $ % :where (adult ?p) [?p :name]]",  # bound by a later clause
+    "[:find ?a :in $ % :where [(ground 20) ?a] (big ?a)]",
+    "[:find ?p :in $ % :where (adult 1) [?p :name]]",
+    "[:find ?p :in $ % ?q :where (adult ?q) [?p :name]]",
+], ids=lambda text: text)
+def test_a_call_binding_its_required_arguments_anywhere_in_its_clauses_passes(text):
+    inputs = [ADULT, 1] if "?q" in text else [ADULT]
+    assert compile_query(text, inputs).where
+
+
+def test_definitions_of_one_rule_must_agree_on_required_arguments():
+    with pytest.raises(QueryError, match="or with different required ones"):
+        compile_query("{:find [?x] :where [(r ?x)] :rules [[(r [?a]) [?a :b]] [(r ?a) [?a :c]]]}")
+
+
+@pytest.mark.parametrize(("text", "inputs", "message", "code"), [
+    pytest.param("[:find (min ?n ?a) :where [?e :age ?a] [?e :n ?n]]", [],
+                 ":find (min ?n ?a): ?n must be an :in scalar", ErrorCode.QUERY_SHAPE,
+                 id="n bound by :where"),
+    pytest.param("[:find (max ?n ?a) :in $ ?n :where [?e :age ?a]]", ["3"],
+                 'input ?n of (max ?n ?a) must be a non-negative long, got "3"',
+                 ErrorCode.QUERY_INPUTS, id="n not a long"),
+    pytest.param("[:find (max ?n ?a) :in $ ?n :where [?e :age ?a]]", [-1],
+                 "must be a non-negative long, got -1", ErrorCode.QUERY_INPUTS, id="n negative"),
+])
+def test_the_n_of_min_n_is_a_non_negative_long_input(text, inputs, message, code):
+    with pytest.raises(QueryError, match=re.escape(message)) as info:
+        compile_query(text, inputs)
+    assert info.value.code is code
+
+
+def test_the_n_of_min_n_becomes_a_constant():
+    query = compile_query("[:find (min ?n ?a) :in $ ?n :where [?e :age ?a]]", [2])
+    assert query.find[0].n == Constant(2)

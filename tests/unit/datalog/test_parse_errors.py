@@ -29,6 +29,12 @@ def row(text: str, message: str) -> Any:
     row('[:find "e" :where [?e :a]]',
         ':find element 1: expected a variable or an aggregate, got "e"'),
     row("[:find (count) :where [?e :a]]", ":find element 1: (count ?x) takes one variable"),
+    row("[:find (count 2 ?e) :where [?e :a]]", ":find element 1: (count ?x) takes one variable"),
+    row("[:find (min -1 ?e) :where [?e :a]]",
+        ":find element 1: (min n ?x) or (min ?x) takes one variable"),
+    row("[:find (max 2 ?e ?x) :where [?e :a ?x]]", "(max n ?x) or (max ?x) takes one variable"),
+    row("[:find ?e :where [?e :a] [(get-some $ ?e) ?v]]",
+        "expected [(get-some $ ?e :attr+) [?attr ?v]]"),
     row("[:find ?e :where [?e :a] (and [?e :b])]",
         ":where clause 2 (and [?e :b]): (and ...) is only allowed as a branch of or/or-join"),
     row("[:find ?e :where (not-join ?e [?e :b])]",
@@ -71,9 +77,18 @@ def test_malformed_query_is_refused_with_query_shape(text, message):
         "nested calls such as (inc ?a) are not supported"),
     row("[:find ?e :where [?e :a] [(fulltext $ :a \"x\") [[?e]]]]", "fulltext is not supported"),
     row("[:find ?e :where ($db not [?e :b])]", "a source before a clause is not supported"),
-    row("[:find (median ?e) :where [?e :a]]",
-        ":find element 1: aggregate (median ...) is not supported: (median ?e); supported: "
-        "count, count-distinct, sum, min, max, avg, distinct"),
+    row("[:find (percentile ?e) :where [?e :a]]",
+        ":find element 1: aggregate (percentile ...) is not supported: (percentile ?e); "
+        "supported: count, count-distinct, sum, min, max, avg, median, variance, stddev, "
+        "distinct"),
+    row("[:find (sample 2 ?e) :where [?e :a]]",
+        ":find element 1: aggregate (sample ...) is not supported: it is not deterministic"),
+    row("[:find (rand ?e) :where [?e :a]]", "aggregate (rand ...) is not supported: it is not "
+                                            "deterministic"),
+    row("[:find ?e :where [?e :a ?v] [(rand-int ?v) ?r]]",
+        "rand-int is not supported: it is not deterministic"),
+    row("[:find ?e :where [?e :a ?v] [(rand) ?r]]", "rand is not supported: it is not "
+                                                    "deterministic"),
     row("[:find (pull ?e [*]) :where [?e :a]]",
         ":find element 1: pull is not supported: (pull ?e [*])"),
     row("[:find ?e :limit 10 :where [?e :a]]", ":limit is not supported"),

@@ -27,7 +27,7 @@ from workers.edn import keyword
 
 V, C, _ = Variable, Constant, Blank()
 E, A, B, X = V("?e"), V("?a"), V("?b"), V("?x")
-AGE = keyword("age")
+AGE, TAG = keyword("age"), keyword("tag")
 
 
 def row(text: str, expected: Any) -> Any:
@@ -55,6 +55,12 @@ def row(text: str, expected: Any) -> Any:
         Or((E, A), ((Pattern(E, C(AGE), A),),
                     (Not(None, (Pattern(E, C(AGE), _),)),
                      FnBinding("ground", (C(0),), BindScalar(A)))))),
+    row("[(get-some $ ?e :age :tag) [?a ?b]]",
+        Or((E, A, B), ((Pattern(E, C(AGE), V("?get-some#v")),
+                        FnBinding("vector", (C(AGE), V("?get-some#v")), BindTuple((A, B)))),
+                       (Pattern(E, C(TAG), V("?get-some#v")),
+                        Not(None, (Pattern(E, C(AGE), _),)),
+                        FnBinding("vector", (C(TAG), V("?get-some#v")), BindTuple((A, B))))))),
 ])
 def test_clause_parses_into_its_node(clause, expected):
     assert parse_query(f"[:find ?e :where [?e :name] {clause}]").where[1] == expected
@@ -65,6 +71,9 @@ def test_clause_parses_into_its_node(clause, expected):
                  id="count"),
     pytest.param("[:find (sum ?a) :with ?e :where [?e :age ?a]]", (Aggregate("sum", A),), (E,),
                  id="sum with"),
+    pytest.param("[:find (median ?a) (min 3 ?a) (max ?x ?a) :in $ ?x :where [?e :age ?a]]",
+                 (Aggregate("median", A), Aggregate("min", A, n=C(3)),
+                  Aggregate("max", A, n=X)), (), id="median, min n, max ?n"),
 ])
 def test_aggregates_and_with(text, find, with_):
     query = parse_query(text)
@@ -82,3 +91,13 @@ def test_rules_section_and_keys():
     assert query.rules == (Rule("adult", (E,), (Pattern(E, C(AGE), A),
                                                  Predicate(">=", (A, C(18))))),)
     assert query.keys == (":keys", ("e",))
+
+
+@pytest.mark.parametrize(("head", "params", "required"), [
+    pytest.param("(r ?a ?b)", (A, B), (), id="(r ?a ?b)"),
+    pytest.param("(r [?a] ?b)", (A, B), (0,), id="(r [?a] ?b)"),
+    pytest.param("(r [?a ?b])", (A, B), (0, 1), id="(r [?a ?b])"),
+])
+def test_a_rule_head_may_require_its_leading_variables_bound(head, params, required):
+    rule = parse_query(f"{{:find [?e] :where [(r ?e ?e)] :rules [[{head} [?a :b ?b]]]}}").rules[0]
+    assert (rule.params, rule.required) == (params, required)

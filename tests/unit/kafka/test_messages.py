@@ -81,8 +81,12 @@ def test_row_round_trip_through_result_key_codec() -> None:
     assert back[4] is keyword("k/w")
 
 
-def test_a_set_of_values_round_trips_through_both_result_codecs() -> None:
-    row = (keyword("k"), frozenset({1, "x", keyword("k/w"), INSTANT, UUID, 2.5}))
+@pytest.mark.parametrize("collection", [
+    pytest.param(frozenset({1, "x", keyword("k/w"), INSTANT, UUID, 2.5}), id="set"),
+    pytest.param((3, 1, 1, "x", keyword("k/w"), INSTANT, UUID, 2.5), id="vector"),
+])
+def test_a_collection_of_values_round_trips_through_both_result_codecs(collection: Any) -> None:
+    row = (keyword("k"), collection)
     for schema, record in (("result_key", {}), ("result_change", {
             "query": "q", "weight": 1, "tx_first": 1, "tx_last": 1})):
         codec = AvroCodec(schema)

@@ -5,6 +5,8 @@ batch of prefixes gets the answers of each prefix alone."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from concurrent.futures import Executor, Future
 from itertools import pairwise
 from typing import Any
 
@@ -91,13 +93,28 @@ def _check_many_prefixes(spine: SpineArrangement, order: IndexOrder,
             spine.intersect(order, prefix, {0: 3, 2: -1, 5: 1, 6: 2}))
 
 
+class Inline(Executor):
+    """Runs a compaction when it is submitted: the spine adopts it at its next write, at a
+    point the test chooses (on the compaction thread it is whenever the merge is done)."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        future.set_result(fn(*args, **kwargs))
+        return future
+
+
+compaction = st.sampled_from([None, 1])  # never, or whenever it is due
+
+
 @given(stream=st.lists(st.tuples(deltas, st.booleans()), min_size=1, max_size=10),
-       limit=st.sampled_from([1, 4, 64]), asked=prefixes, adds_only=st.booleans())
+       limit=st.sampled_from([1, 4, 64]), asked=prefixes, adds_only=st.booleans(),
+       compact_from=compaction)
 def test_every_verb_answers_as_the_dict_tries(stream: list[tuple[dict[IdDatom, int], bool]],
                                               limit: int, asked: list[tuple[int, ...]],
-                                              adds_only: bool) -> None:
+                                              adds_only: bool, compact_from: int | None) -> None:
     """``adds_only``: every source positive, so several sources answer by adding keys."""
-    spine, tries = SpineArrangement(layer_limit=limit), MemoryArrangement()
+    spine = SpineArrangement(layer_limit=limit, compact_from=compact_from, compactor=Inline())
+    tries = MemoryArrangement()
     for delta, bulk in stream:
         if adds_only:
             delta = {d: abs(w) for d, w in delta.items()}
@@ -120,14 +137,17 @@ toggles = st.lists(st.tuples(st.lists(datoms, min_size=1, max_size=12), st.boole
                    min_size=1, max_size=12)
 
 
-@given(stream=toggles, limit=st.sampled_from([1, 4, 64]), asked=prefixes)
+@given(stream=toggles, limit=st.sampled_from([1, 4, 64]), asked=prefixes,
+       compact_from=compaction)
 def test_a_nonnegative_spine_answers_as_the_dict_tries(
         stream: list[tuple[list[IdDatom], bool]], limit: int,
-        asked: list[tuple[int, ...]]) -> None:
+        asked: list[tuple[int, ...]], compact_from: int | None) -> None:
     """A database's spine (a set: each delta adds absent datoms and retracts present ones,
     so the layer and later batches hold -1s for datoms of earlier batches) reads across
     sources by summing; ``estimate`` never undercounts."""
-    spine, tries = SpineArrangement(layer_limit=limit, nonnegative=True), MemoryArrangement()
+    spine = SpineArrangement(layer_limit=limit, nonnegative=True, compact_from=compact_from,
+                             compactor=Inline())
+    tries = MemoryArrangement()
     for toggled, bulk in stream:
         delta = {d: -1 if tries.weight(d) else 1 for d in toggled}
         tries.update(delta)

@@ -27,6 +27,9 @@ EAV, AEV, AVE, VAE = IndexOrder.EAV, IndexOrder.AEV, IndexOrder.AVE, IndexOrder.
 # A delta this large becomes a spine batch of its own (sorting it costs less than writing
 # each datom into the four dict tries of the spine's layer).
 BATCH_DATOMS = 1024
+# From this many datoms the database's batches are compacted into one in the background
+# (docs/engine.md, "Background compaction"); below, the geometric merges keep reads cheap.
+COMPACT_FROM = 1 << 17
 
 
 class ArrangementRegistry:
@@ -36,7 +39,7 @@ class ArrangementRegistry:
 
     def __init__(self) -> None:
         self.ids = ValueIds()
-        self.state = SpineArrangement(nonnegative=True)
+        self.state = SpineArrangement(nonnegative=True, compact_from=COMPACT_FROM)
         self.size = 0  # how many datoms: kept by ``apply`` (an effective delta)
 
     def __len__(self) -> int:
@@ -74,7 +77,8 @@ class ArrangementRegistry:
     def load(self, ids: ValueIds, columns: tuple[np.ndarray, ...]) -> None:
         """Adopt a snapshot: its value dictionary and its datoms as id columns."""
         self.ids = ids
-        self.state = SpineArrangement(self.state.layer_limit, nonnegative=True)
+        self.state = SpineArrangement(self.state.layer_limit, nonnegative=True,
+                                      compact_from=COMPACT_FROM)
         if len(columns[0]):
             self.state.update_columns(*columns)
         self.size = len(columns[0])

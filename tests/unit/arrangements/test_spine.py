@@ -58,3 +58,24 @@ def test_a_few_candidates_are_searched_for_in_a_large_node() -> None:
     assert spine.intersect(IndexOrder.EAV, (0, 0), {4: 3, 7: 1, 301: 2, 5: -1, 6: 1}) == {
         4: 3, 7: 2, 301: 2, 5: -1, 6: 1}
     assert spine.intersect(IndexOrder.AEV, (0, 0), {3: 1, 250: 1}) == {3: 1}
+
+
+def test_a_large_spine_is_compacted_into_one_batch_in_the_background() -> None:
+    spine = SpineArrangement(compact_from=100)
+    spine.update_columns(*_edges(0, 800))
+    spine.update_columns(*_edges(800, 1000))  # an eighth of the first and more: compacted
+    for start in range(1000, 1040, 8):  # written while the compaction may still run
+        spine.update_columns(*_edges(start, start + 8))
+    spine.update({(5, 0, 6): -1})
+    spine.settle()
+    assert len(spine.batches[0]) >= 1000 and spine.count(IndexOrder.AEV, (0,)) == 1039
+    spine.compact()
+    assert [len(batch) for batch in spine.batches] == [1039]
+
+
+def test_a_small_spine_is_not_compacted_in_the_background() -> None:
+    spine = SpineArrangement(compact_from=10**6)
+    spine.update_columns(*_edges(0, 800))
+    spine.update_columns(*_edges(800, 1000))
+    spine.settle()
+    assert [len(batch) for batch in spine.batches] == [800, 200]

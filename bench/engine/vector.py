@@ -2,9 +2,11 @@
 at a time, on the same engine and the same ticks.
 
     python -m bench vector [--edges 1000000] [--sizes 16,64,256,1024] [--ticks 20]
-                           [--queries triangle] [--bootstrap] [--seed S]
+                           [--queries triangle] [--bootstrap] [--graph bounded|powerlaw]
+                           [--seed S]
 
-The bounded-degree graph of `python -m bench scale` is loaded with the queries live; then,
+The bounded-degree graph of `python -m bench scale` (or with `--graph powerlaw` the
+power-law graph of `python -m bench load`) is loaded with the queries live; then,
 for each size, `--ticks` ticks (the same edges retracted, then put back) are stepped with
 the vectorised executor switched off (`vector_datoms` above any tick) and forced on (0),
 alternating, so both see the same spine.  Reported: the mean milliseconds per tick of each
@@ -22,7 +24,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from bench.data import powerlaw_graph, powerlaw_path
 from bench.engine.scale import bounded_graph, load
+from bench.engine.spine import edge_columns
 from bench.engine.tx import ADD, RETRACT, TO
 from bench.harness import MismatchError, Results, csv_list, log, markdown_table, positive_ints
 from bench.queries import QUERIES
@@ -41,6 +45,9 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse
                         help="live queries (default triangle)")
     parser.add_argument("--bootstrap", action="store_true",
                         help="also time each query's full evaluation both ways")
+    parser.add_argument("--graph", choices=("bounded", "powerlaw"), default="bounded",
+                        help="the bounded-degree graph of `bench scale`, or the power-law "
+                             "graph of `bench load` (default bounded)")
     parser.add_argument("--seed", type=int, default=42, help="graph seed (default 42)")
     return parser.parse_args(argv)
 
@@ -48,7 +55,12 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse
 def run(args: argparse.Namespace) -> None:
     """Load, then time both paths per tick size; print the table, write the results."""
     output = Results("vector", args)
-    us, vs = bounded_graph(args.edges, 10, args.seed)
+    if args.graph == "powerlaw":
+        if not powerlaw_path(args.edges, args.seed).exists():
+            powerlaw_graph(args.edges, args.seed)
+        us, vs = edge_columns(args.edges, args.seed)
+    else:
+        us, vs = bounded_graph(args.edges, 10, args.seed)
     engine = Engine()
     for name in args.queries:
         engine.register(name, QUERIES[name])

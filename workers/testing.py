@@ -27,6 +27,7 @@ from workers.datalog.ast import (
     Not,
     Or,
     Predicate,
+    Pull,
     Rule,
     RuleCall,
     binding_terms,
@@ -322,7 +323,8 @@ def _find_rows(query: Query, basis: set[Row]) -> set[Row]:
     column = {v: i for i, v in enumerate(query.basis)}
     if not query.aggregates:
         return {tuple(row[column[v]] for v in query.find_variables) for row in basis}
-    keys = [e for e in query.find if isinstance(e, Variable)]
+    keys = [e.var if isinstance(e, Pull) else e for e in query.find
+            if not isinstance(e, Aggregate)]  # a pulled entity groups as its variable
     groups: dict[Row, list[Row]] = {}
     for row in basis:
         groups.setdefault(tuple(row[column[v]] for v in keys), []).append(row)
@@ -330,7 +332,8 @@ def _find_rows(query: Query, basis: set[Row]) -> set[Row]:
     for key, rows in groups.items():
         group = dict(zip(keys, key, strict=True))
         found.add(tuple(_aggregate(e, [r[column[e.var]] for r in rows])
-                        if isinstance(e, Aggregate) else group[e] for e in query.find))
+                        if isinstance(e, Aggregate) else group[e.var if isinstance(e, Pull)
+                                                               else e] for e in query.find))
     return found
 
 

@@ -28,6 +28,7 @@ from workers.datalog.ast import (
     Or,
     Pattern,
     Predicate,
+    Pull,
     Query,
     Rule,
     RuleCall,
@@ -36,6 +37,7 @@ from workers.datalog.ast import (
     walk,
 )
 from workers.datalog.parser import parse_rules
+from workers.datalog.pull import PullPattern, parse_pattern
 from workers.db.values import is_value, type_name
 from workers.edn import intern, show
 from workers.errors import ErrorCode, QueryError
@@ -50,6 +52,11 @@ def check_query(query: Query) -> Query:
     collections |= {v for b in query.inputs if isinstance(b, InRel) for v in b.vars
                     if isinstance(v, Variable)}
     bound = check_clauses(query.where, scalars | collections)
+    for pull in query.pulls:
+        if isinstance(pull.pattern, Variable) and pull.pattern not in scalars:
+            raise QueryError(f"{show(pull.source)}: the pattern {pull.pattern} must be an :in "
+                             "scalar (the pattern is given with the query's inputs)",
+                             code=ErrorCode.QUERY_INPUTS, form=pull.source)
     for variable in query.find_variables + query.with_:
         if variable in scalars:
             raise QueryError(f":find {variable} is an :in variable; returning inputs is not "
@@ -161,12 +168,16 @@ def bind_inputs(query: Query, inputs: Sequence[Any]) -> Query:
         raise QueryError(f"query takes {len(query.inputs)} input(s) ({names}) after $, "
                          f"got {len(inputs)}", code=ErrorCode.QUERY_INPUTS, form=tuple(inputs))
     values: dict[Variable, Any] = {}
+    patterns: dict[Variable, PullPattern | Variable] = {
+        p.pattern: p.pattern for p in query.pulls if isinstance(p.pattern, Variable)}
     grounds: list[Clause] = []
     rules = query.rules
     for binding, value in zip(query.inputs, inputs, strict=True):
         value = intern(value)
         if isinstance(binding, InRules):
             rules = rules + parse_rules(value)
+        elif isinstance(binding, InScalar) and binding.var in patterns:
+            patterns[binding.var] = parse_pattern(value, f"input {binding.var}")
         elif isinstance(binding, InScalar):
             values[binding.var] = _scalar(binding.var, value)
         elif isinstance(binding, InTuple):
@@ -181,7 +192,10 @@ def bind_inputs(query: Query, inputs: Sequence[Any]) -> Query:
         return Constant(values[term]) if isinstance(term, Variable) and term in values else term
 
     where = tuple(grounds) + tuple(_substitute(c, substitute) for c in query.where)
-    bound = replace(query, where=where, inputs=(), rules=rules)
+    find = tuple(replace(e, pattern=patterns[e.pattern])
+                 if isinstance(e, Pull) and isinstance(e.pattern, Variable) else e
+                 for e in query.find)
+    bound = replace(query, find=find, where=where, inputs=(), rules=rules)
     if any(isinstance(b, InRules) for b in query.inputs):  # check_query could not see them
         check_rules(bound.rules, bound.where)
     return bound

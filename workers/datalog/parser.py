@@ -2,7 +2,7 @@
 
 Parse functions raise :class:`QueryError` naming the form and where it stands (``:where``
 clause 2, ``:find`` element 1, ...).  Forms of Datomic's query language that deltalog does
-not evaluate (``pull``, find-scalar, nested queries, other sources, ...) are refused with
+not evaluate (find-scalar, nested queries, other sources, ...) are refused with
 ``ErrorCode.QUERY_UNSUPPORTED`` and the form's name.
 """
 
@@ -37,6 +37,7 @@ from workers.datalog.ast import (
     Or,
     Pattern,
     Predicate,
+    Pull,
     Query,
     Rule,
     RuleCall,
@@ -44,6 +45,7 @@ from workers.datalog.ast import (
     Variable,
 )
 from workers.datalog.functions import FUNCTIONS, canonical
+from workers.datalog.pull import parse_pull
 from workers.edn import Keyword, intern, keyword, read
 from workers.edn import show as _show
 from workers.errors import ErrorCode, QueryError
@@ -119,7 +121,7 @@ def _split_vector_form(form: list[Any]) -> dict[Any, list[Any]]:
     return sections
 
 
-# find-spec = [ (variable | aggregate)+ ];  aggregate = (aggregate-fn variable)
+# find-spec = [ (variable | aggregate | pull-expr)+ ];  aggregate = (aggregate-fn variable)
 def _parse_find(elements: list[Any] | None) -> tuple[FindElement, ...]:
     if not elements:
         raise QueryError(":find needs at least one variable", form=elements)
@@ -134,13 +136,12 @@ def _parse_find(elements: list[Any] | None) -> tuple[FindElement, ...]:
     return tuple(found)
 
 
-def _parse_aggregate(element: Any, position: int) -> Aggregate:
+def _parse_aggregate(element: Any, position: int) -> Aggregate | Pull:
     where = f":find element {position}"
     if isinstance(element, tuple) and element and isinstance(element[0], Symbol):
         name = element[0].name
         if name == "pull":
-            raise QueryError(f"{where}: pull is not supported: {_show(element)}",
-                             code=ErrorCode.QUERY_UNSUPPORTED, form=element)
+            return parse_pull(element, where, _parse_variable)
         if name not in AGGREGATES:
             raise QueryError(f"{where}: aggregate ({name} ...) is not supported: "
                              f"{_show(element)}; supported: {', '.join(AGGREGATES)}",

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from workers.datalog.ast import Aggregate, Query
+from workers.datalog.ast import Aggregate, Pull, Query
 from workers.datalog.functions import sort_key
 from workers.edn import Symbol, keyword
 
@@ -63,7 +63,7 @@ class Aggregation:
         basis = query.basis
         return Aggregation(tuple(
             Column(basis.index(e.var), e.fn) if isinstance(e, Aggregate)
-            else Column(basis.index(e)) for e in query.find))
+            else Column(basis.index(e.var if isinstance(e, Pull) else e)) for e in query.find))
 
     def reset(self, basis: Mapping[Row, int]) -> dict[Row, int]:
         """Start over from the full basis set; return the full result."""

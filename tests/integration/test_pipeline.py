@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +21,10 @@ from tests.integration.pipeline import (
     isolated_config,
     random_stream,
     reference_states,
+    send_stream,
     wait_committed,
 )
+from tests.property.pull_oracle import pulled_from_scratch
 from workers.edn import keyword
 from workers.errors import QueryError
 from workers.kafka.avro import AvroCodec
@@ -30,7 +33,9 @@ from workers.kafka.messages import transaction_to_avro
 from workers.kafka.topics import Topics
 from workers.runtime.process import WorkerProcess
 from workers.testing import check_change_stream
+from workers.zset import add_into
 
+PULL_FRIENDS = "[:find ?a (pull ?a [:db/id {:g/to [:db/id]} :g/_to]) :where [?a :g/to ?b]]"
 TAIL_WAIT_S = 60.0  # longest the tail waits for the worker's change
 
 pytestmark = pytest.mark.kafka
@@ -82,6 +87,20 @@ def test_recursive_rule_with_aggregates_is_kept_through_the_worker(worker_factor
     changes = committed_changes(config, "reach")
     assert any(isinstance(c.row[2], frozenset) for c in changes)
     assert check_change_stream(REACH_COUNT, changes, reference_states(stream)) > 10
+
+
+def test_pulled_maps_travel_as_edn_and_integrate_to_the_oracle(worker_factory) -> None:
+    worker, config = worker_factory(tick_max_tx=2)
+    QueryAdmin(config).add("pulled", PULL_FRIENDS)
+    wait_committed(config, ["pulled"], -1, worker)
+    stream = random_stream(seed=5, count=40)
+    send_stream(config, stream)
+    wait_committed(config, ["pulled"], len(stream) - 1, worker)
+    view: dict[Any, int] = {}
+    for change in committed_changes(config, "pulled"):
+        add_into(view, {change.row: change.weight})
+    assert view == pulled_from_scratch(PULL_FRIENDS, reference_states(stream)[-1], ())
+    assert any(isinstance(row[1], Mapping) for row in view)
 
 
 def test_query_added_on_a_populated_db_starts_with_its_snapshot(worker_factory) -> None:

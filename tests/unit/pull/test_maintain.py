@@ -141,3 +141,13 @@ def _datoms(engine: Engine, tx: str) -> list[tuple[Any, Any, Any]]:
     from workers.db import normalise, parse_tx
     return [d for d, w in normalise(parse_tx(edn.read(tx)), engine.db, engine.schema).delta.items()
             if w > 0]
+
+
+def test_query_resumed_without_its_result_still_retracts_the_old_map(people: Engine) -> None:
+    """A worker resuming a query (``bootstrap=False``) after a restore: its first change
+    must retract the map its committed stream holds."""
+    restored = Engine()
+    restored.restore(people.state())
+    restored.register("q", "[:find (pull ?e [:name]) :where [?e :age 25]]", bootstrap=False)
+    assert restored.transact('[[:db/add 2 :name "Vanya"]]') == {"q": {
+        (m('{:name "Ivan"}'),): -1, (m('{:name "Vanya"}'),): 1}}

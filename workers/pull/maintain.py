@@ -59,9 +59,8 @@ class Pulling:
         (the aggregation keeps a pulled entity as a group column)."""
         if not query.pulls:
             return None
-        layout = query.find_variables if query.aggregates else query.basis
-        sources = tuple(i if query.aggregates else layout.index(v)
-                        for i, v in enumerate(query.find_variables))
+        sources = tuple(range(len(query.find))) if query.aggregates else tuple(
+            query.basis.index(v) for v in query.find_variables)
         pulls = tuple(PullColumn(i, sources[i], e.pattern) for i, e in enumerate(query.find)
                       if isinstance(e, Pull) and isinstance(e.pattern, PullPattern))
         return Pulling(sources, pulls)

@@ -24,8 +24,9 @@ found by walking from that node back to the pattern's root along the edges it fo
 ``[p b x]`` for a forward edge ``b``, ``[x b p]`` for a reverse one.  The walk reads the
 database *after* the tick: take any path root → ... → x that the tick changes the pull
 along, and its first datom the tick changed; the path up to there is in both states, so
-walking up from that datom's own node finds the root.  Schema datoms can change how every
-value reads (cardinality, ref): a tick with one changes every root.
+walking up from that datom's own node finds the root.  A schema datom about an attribute
+the pattern reads (any, under ``*``) can change how every value of it reads (cardinality,
+ref): a tick with one changes every root.
 """
 
 from __future__ import annotations
@@ -166,11 +167,11 @@ class PullReader:
         backward = [{lookup(s.attribute) for s in n.pattern.attrs if s.reverse} for n in nodes]
         edges = [lookup(n.attribute) for n in nodes]
         schema = {lookup(a) for a in SCHEMA_ATTRIBUTES}
-        wanted = None if any(n.pattern.wildcard for n in nodes) else set().union(
-            *forward, *backward, schema) - {None}
+        read = set().union(*forward, *backward) - {None}
+        wildcard = any(n.pattern.wildcard for n in nodes)
         seeds: set[tuple[int, int]] = set()
-        for x, a, y in _datoms(delta, wanted):
-            if a in schema:
+        for x, a, y in _datoms(delta, None if wildcard else read | schema):
+            if a in schema and (wildcard or x in read):  # how an attribute read reads
                 return None
             for i, node in enumerate(nodes):
                 if node.pattern.wildcard or a in forward[i]:

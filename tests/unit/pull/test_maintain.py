@@ -125,6 +125,8 @@ def test_wildcard_query_is_stepped_for_any_attribute(people: Engine) -> None:
     ("[:age {:friend [*]}]", "[[:db/add 3 :shoe 1]]", {1}),
     ("[* {:friend [:name]}]", '[[:db/add 3 :name "x"]]', {1, 3}),
     ("[:age]", "[{:db/ident :age :db/cardinality :db.cardinality/many}]", None),
+    ("[:age]", "[{:db/ident :shoe :db/cardinality :db.cardinality/many}]", set()),
+    ("[*]", "[{:db/ident :shoe :db/cardinality :db.cardinality/many}]", None),
 ], ids=str)
 def test_roots_are_the_entities_whose_pull_reads_a_changed_datom(
         pattern: str, tx: str, roots: set[int] | None) -> None:

@@ -153,3 +153,14 @@ def test_query_resumed_without_its_result_still_retracts_the_old_map(people: Eng
     restored.register("q", "[:find (pull ?e [:name]) :where [?e :age 25]]", bootstrap=False)
     assert restored.transact('[[:db/add 2 :name "Vanya"]]') == {"q": {
         (m('{:name "Ivan"}'),): -1, (m('{:name "Vanya"}'),): 1}}
+
+
+def test_pulled_rows_named_by_keys(people: Engine) -> None:
+    assert people.query("[:find ?e (pull ?e [:name]) :keys id person :where [?e :age 25]]") \
+        == [{edn.keyword("id"): 2, edn.keyword("person"): m('{:name "Ivan"}')}]
+
+
+def test_with_variables_are_not_shown_and_count_the_rows(people: Engine) -> None:
+    people.transact("[[:db/add 2 :tag 1] [:db/add 2 :tag 2]]")
+    assert people.query("[:find (pull ?e [:name]) :with ?t :where [?e :tag ?t]]") == {
+        (m('{:name "Ivan"}'),): 2}

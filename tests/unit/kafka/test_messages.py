@@ -15,6 +15,7 @@ from workers.edn import keyword
 from workers.engine import Engine
 from workers.errors import WorkersError
 from workers.kafka.avro import AvroCodec
+from workers.kafka.clients import Change
 from workers.kafka.messages import (
     row_from_avro,
     row_to_avro,
@@ -113,6 +114,12 @@ def test_rows_of_a_pull_query_travel_through_avro() -> None:
     codec = AvroCodec("result_key")
     assert {row_from_avro(codec.decode(codec.encode({"values": row_to_avro(row)}))["values"]):
             weight for row, weight in rows.items()} == rows
+
+
+def test_tail_prints_a_pulled_row_as_edn() -> None:
+    row = (1, frozen(edn.read('{:name "Ivan" :friend [{:db/id 2}]}')), None)
+    change = Change(row, -1, 3, 4, False)
+    assert change.as_json("q")["row"] == '[1 {:name "Ivan" :friend [{:db/id 2}]} nil]'
 
 
 SCHEMA_TX = """[{:db/ident :name :db/valueType :db.type/string

@@ -9,11 +9,11 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
-from edn_format import ImmutableDict, ImmutableList
+from edn_format import ImmutableList
 
 from workers.datalog import compile_query
 from workers.datalog.ast import Pull
-from workers.datalog.pull import DB_ID, AttrSpec, PullPattern
+from workers.datalog.pull import DB_ID, AttrSpec, PulledMap, PullPattern
 from workers.db.values import is_entity_id
 from workers.pull.read import value_order
 from workers.testing import evaluate_from_scratch
@@ -60,7 +60,7 @@ def pull(datoms: set[Datom], one: Collection[Any], refs: Collection[Any], patter
             out[spec.key] = shown
         elif spec.has_default:
             out[spec.key] = spec.default
-    return ImmutableDict(out) if out else None
+    return PulledMap(out) if out else None
 
 
 def _show(datoms: set[Datom], one: Collection[Any], refs: Collection[Any], spec: AttrSpec,
@@ -73,7 +73,7 @@ def _show(datoms: set[Datom], one: Collection[Any], refs: Collection[Any], spec:
         items = [pull(datoms, one, refs, spec.pattern, v) for v in values if is_entity_id(v)]
         items = [m for m in items if m is not None]
     elif spec.reverse or spec.attribute in refs:
-        items = [ImmutableDict({DB_ID: v}) for v in values]
+        items = [PulledMap({DB_ID: v}) for v in values]
     else:
         items = values
     if not items:

@@ -153,13 +153,44 @@ def _with_options(attribute: Any, options: list[Any], form: Any, where: str) -> 
     return AttrSpec(spec.attribute, spec.reverse, key, limit, has_default, default)
 
 
+class PulledMap(ImmutableDict):  # type: ignore[misc]
+    """An immutable, hashable map that prints as EDN and equals another only when their
+    values are equal *and of one kind*: ``{:x 1}``, ``{:x 1.0}`` and ``{:x true}`` are three
+    maps, as ``1``, ``1.0`` and ``true`` are three values (``docs/semantics.md``) — Python
+    finds them equal, which would hide a change from 1 to true and merge two rows.  It still
+    equals a plain dict with the same items, for callers that compare with one."""
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, PulledMap):
+            return bool(_typed(self) == _typed(other))
+        return bool(ImmutableDict.__eq__(self, other))
+
+    def __hash__(self) -> int:
+        if self.hash is None:  # ImmutableDict's cache
+            self.hash: int | None = hash(_typed(self))
+        return self.hash
+
+
+def _typed(x: Any) -> Any:
+    """``x`` with every boolean and double tagged with its kind (what PulledMap compares)."""
+    if isinstance(x, Mapping):
+        return frozenset((_typed(k), _typed(v)) for k, v in x.items())
+    if isinstance(x, ImmutableList | list | tuple):
+        return ("[]", tuple(_typed(i) for i in x))
+    if isinstance(x, frozenset):
+        return frozenset(_typed(i) for i in x)
+    if isinstance(x, bool | float):
+        return (type(x).__name__, x)
+    return x
+
+
 def frozen(value: Any) -> Any:
     """A value as a pulled map holds it: hashable, vectors as ``ImmutableList`` and maps as
-    ``ImmutableDict`` (both print as EDN and compare equal to lists and dicts)."""
+    :class:`PulledMap` (both print as EDN and compare equal to lists and dicts)."""
     if isinstance(value, list | tuple):
         return ImmutableList([frozen(x) for x in value])
     if isinstance(value, Mapping):
-        return ImmutableDict({frozen(k): frozen(v) for k, v in value.items()})
+        return PulledMap({frozen(k): frozen(v) for k, v in value.items()})
     if isinstance(value, set | frozenset):
         return frozenset(frozen(x) for x in value)
     return value

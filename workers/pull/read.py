@@ -38,13 +38,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from edn_format import ImmutableDict, ImmutableList
+from edn_format import ImmutableList
 
 from workers.arrangements import ArrangementRegistry
 from workers.arrangements.delta import DatomColumns, IdDelta
 from workers.arrangements.keys import IndexOrder
 from workers.datalog.functions import sort_key
-from workers.datalog.pull import DB_ID, AttrSpec, PullPattern
+from workers.datalog.pull import DB_ID, AttrSpec, PulledMap, PullPattern
 from workers.db import Schema
 from workers.db.schema import SCHEMA_ATTRIBUTES
 from workers.db.values import is_entity_id
@@ -104,7 +104,7 @@ class PullReader:
     def __init__(self, db: ArrangementRegistry, schema: Schema) -> None:
         self.db, self.schema = db, schema
 
-    def pull(self, pattern: PullPattern, entity: Any) -> ImmutableDict | None:
+    def pull(self, pattern: PullPattern, entity: Any) -> PulledMap | None:
         """``entity``'s map; None when the pattern finds nothing on it."""
         found = self.db.ids.lookup(entity)
         out: dict[Any, Any] = {}
@@ -131,7 +131,7 @@ class PullReader:
                 out[spec.key] = shown
             elif spec.has_default:
                 out[spec.key] = spec.default
-        return ImmutableDict(out) if out else None
+        return PulledMap(out) if out else None
 
     def _read(self, entity: int | None, spec: AttrSpec) -> list[Any]:
         """The attribute's values on the entity (reverse: the entities pointing at it)."""
@@ -151,7 +151,7 @@ class PullReader:
             pattern = spec.pattern
             items = [m for v in values if is_entity_id(v) and (m := self.pull(pattern, v))]
         elif spec.reverse or self.schema.is_ref(spec.attribute):
-            items = [ImmutableDict({DB_ID: v}) for v in values]
+            items = [PulledMap({DB_ID: v}) for v in values]
         else:
             items = values
         if not items:

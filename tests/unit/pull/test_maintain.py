@@ -164,3 +164,19 @@ def test_with_variables_are_not_shown_and_count_the_rows(people: Engine) -> None
     people.transact("[[:db/add 2 :tag 1] [:db/add 2 :tag 2]]")
     assert people.query("[:find (pull ?e [:name]) :with ?t :where [?e :tag ?t]]") == {
         (m('{:name "Ivan"}'),): 2}
+
+
+def test_a_value_changing_kind_changes_the_map() -> None:
+    """1, 1.0 and true are three values (docs/semantics.md), so maps holding them are three
+    maps, although Python finds them equal: rows do not merge, and a change shows."""
+    engine = Engine()
+    engine.transact("[[:db/add 1 :x 1] [:db/add 2 :x true] [:db/add 3 :x 1.0] "
+                    "[:db/add 4 :friend 1]]")
+    engine.register("xs", "[:find (pull ?e [:x]) :where [?e :x]]")
+    assert engine.result("xs") == {(m("{:x [1]}"),): 1, (m("{:x [true]}"),): 1,
+                                   (m("{:x [1.0]}"),): 1}
+    engine.register("friends", "[:find (pull ?e [{:friend [:x]}]) :where [?e :friend]]")
+    assert engine.transact("[[:db/retract 4 :friend 1] [:db/add 4 :friend 2]]") == {
+        "friends": {(m("{:friend [{:x [1]}]}"),): -1, (m("{:friend [{:x [true]}]}"),): 1}}
+    assert engine.transact("[[:db/retract 4 :friend 2] [:db/add 4 :friend 3]]") == {
+        "friends": {(m("{:friend [{:x [true]}]}"),): -1, (m("{:friend [{:x [1.0]}]}"),): 1}}

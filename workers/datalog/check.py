@@ -53,10 +53,11 @@ def check_query(query: Query) -> Query:
                     if isinstance(v, Variable)}
     bound = check_clauses(query.where, scalars | collections)
     for pull in query.pulls:
-        if isinstance(pull.pattern, Variable) and pull.pattern not in scalars:
+        if isinstance(pull.pattern, Variable) and (pull.pattern not in scalars
+                                                   or pull.pattern in query.variables):
             raise QueryError(f"{show(pull.source)}: the pattern {pull.pattern} must be an :in "
-                             "scalar (the pattern is given with the query's inputs)",
-                             code=ErrorCode.QUERY_INPUTS, form=pull.source)
+                             "scalar used by pull only (the pattern is given with the query's "
+                             "inputs)", code=ErrorCode.QUERY_INPUTS, form=pull.source)
     for variable in query.find_variables + query.with_:
         if variable in scalars:
             raise QueryError(f":find {variable} is an :in variable; returning inputs is not "

@@ -98,9 +98,14 @@ def test_malformed_or_unsupported_pattern_is_refused(text: str, message: str) ->
     assert info.value.code is expected
 
 
-def test_pattern_variable_must_be_an_input() -> None:
-    with pytest.raises(QueryError, match=r"the pattern \?p must be an :in scalar") as info:
-        compile_query("[:find (pull ?e ?p) :where [?e :name ?p]]")
+@pytest.mark.parametrize("text", [
+    "[:find (pull ?e ?p) :where [?e :name ?p]]",
+    "[:find (pull ?e ?p) :in $ ?p :where [?e :name ?p]]",
+], ids=str)
+def test_pattern_variable_must_be_an_input_used_by_pull_only(text: str) -> None:
+    with pytest.raises(QueryError, match=r"the pattern \?p must be an :in scalar used by pull "
+                                         "only") as info:
+        compile_query(text, ["[:name]"] if ":in" in text else [])
     assert info.value.code is ErrorCode.QUERY_INPUTS
 
 

@@ -279,7 +279,9 @@ class Engine:
         for name, rows in pulled.items():
             pulling = self._queries[name].pulling
             assert pulling is not None
+            started = time.perf_counter()
             rows = pulling.step(rows, reader, delta)
+            self.last_work[name].seconds += time.perf_counter() - started
             if rows:
                 changes[name] = rows
         return changes

@@ -53,16 +53,20 @@ class PullPattern:
     attrs: tuple[AttrSpec, ...]
 
 
-# pull-expr = (pull variable (pattern | pattern-variable))
+# pull-expr = (pull src-var? variable (pattern | pattern-variable))   (src-var: Datascript)
 def parse_pull(element: tuple[Any, ...], where: str, variable: Any) -> Pull:
-    """``(pull ?e [...])`` or ``(pull ?e ?pattern)``; ``variable`` parses a variable (the
-    query parser's, passed in to keep one definition of what a variable is)."""
+    """``(pull ?e [...])``, ``(pull $ ?e [...])`` or ``(pull ?e ?pattern)``; ``variable``
+    parses a variable (the query parser's, passed in to keep one definition of what a
+    variable is)."""
+    if len(element) == 4 and isinstance(element[1], Symbol) and element[1].name.startswith("$"):
+        if element[1].name != "$":
+            raise QueryError(f"{where}: pull from a source other than $ is not supported: "
+                             f"{_show(element)}", code=ErrorCode.QUERY_UNSUPPORTED,
+                             form=element)
+        element = (element[0], *element[2:])
     if len(element) != 3 or (var := variable(element[1])) is None:
         raise QueryError(f"{where}: expected (pull ?e [pattern]), got {_show(element)}",
                          form=element)
-    if isinstance(element[2], Symbol) and element[2].name.startswith("$"):
-        raise QueryError(f"{where}: pull from a source other than $ is not supported",
-                         code=ErrorCode.QUERY_UNSUPPORTED, form=element)
     pattern = variable(element[2])
     return Pull(var, pattern if pattern is not None else parse_pattern(element[2], where),
                 source=element)

@@ -68,6 +68,12 @@ def test_pull_is_a_find_element_next_to_variables() -> None:
     assert query.basis == (e, Variable("?a"))
 
 
+def test_source_before_the_pulled_variable_may_be_the_database() -> None:
+    """Datascript's ``(pull $ ?e pattern)``: ``$`` is the one database deltalog queries."""
+    assert parse_query("[:find (pull $ ?e [:name]) :where [?e :age]]").find == \
+        parse_query("[:find (pull ?e [:name]) :where [?e :age]]").find
+
+
 def test_pattern_from_an_input_is_bound_with_the_inputs() -> None:
     text = "[:find (pull ?e ?p) :in $ ?p :where [?e :name]]"
     assert parse_query(text).find == (Pull(Variable("?e"), Variable("?p")),)
@@ -80,7 +86,9 @@ def test_pattern_from_an_input_is_bound_with_the_inputs() -> None:
     row("[:find (pull ?e [:friend {:friend ...}]) :where [?e :a]]",
         ":find element 1: recursive pull {:friend ...} is not supported"),
     row("[:find (pull ?e [{:friend 2}]) :where [?e :a]]", "recursive pull {:friend 2}"),
-    row("[:find (pull $2 ?e [:a]) :where [?e :a]]", "expected (pull ?e [pattern])"),
+    row("[:find (pull $2 ?e [:a]) :where [?e :a]]",
+        ":find element 1: pull from a source other than $ is not supported"),
+    row("[:find (pull ?e $ [:a]) :where [?e :a]]", "expected (pull ?e [pattern])"),
     row("[:find (pull ?e [:a] :extra) :where [?e :a]]", "expected (pull ?e [pattern])"),
     row("[:find (pull ?e []) :where [?e :a]]", "a pull pattern is a vector [attr-spec+]"),
     row("[:find (pull ?e :name) :where [?e :a]]", "a pull pattern is a vector"),
@@ -94,7 +102,8 @@ def test_pattern_from_an_input_is_bound_with_the_inputs() -> None:
 def test_malformed_or_unsupported_pattern_is_refused(text: str, message: str) -> None:
     with pytest.raises(QueryError, match=re.escape(message)) as info:
         parse_query(text)
-    expected = ErrorCode.QUERY_UNSUPPORTED if "recursive" in message else ErrorCode.QUERY_SHAPE
+    unsupported = "recursive" in message or "other than $" in message
+    expected = ErrorCode.QUERY_UNSUPPORTED if unsupported else ErrorCode.QUERY_SHAPE
     assert info.value.code is expected
 
 

@@ -10,6 +10,7 @@ The engine (in one process, no Kafka), from the outside in:
                     ``executors.spark`` runs the same plans on Spark
 - ``arrangements``  the EAV, AEV, AVE, VAE tries, held once and shared by every query
 - ``zset``          Z-sets and the DBSP stream operators, aggregates
+- ``pull``          ``(pull ?e pattern)`` in ``:find``: maps read from the database, kept live
 - ``edn``           EDN text ↔ Python forms
 - ``errors``        every error deltalog raises, each with a stable code
 - ``testing``       the from-scratch oracle the tests check the engine against

@@ -14,7 +14,8 @@ of bounded size with ``transact_in_chunks``), in numbered steps:
    tries of ids row at a time, a one-batch spine vectorised: ``TickDelta``);
 3. route it to the queries whose patterns can match its attributes;
 4. step each of them (old state + delta → set changes, decoded) — all read the same ``old``;
-5. apply the delta to the shared arrangements (the only write) and adopt the new schema.
+5. apply the delta to the shared arrangements (the only write) and adopt the new schema;
+6. re-pull the maps of queries with ``pull`` the tick may have changed (:mod:`workers.pull`).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from workers.executors.dispatch import (
 from workers.plan import STRATEGIES, Plan, explain, plan_query
 from workers.plan.ir import RulesPlan
 from workers.plan.rules import plan_rules
+from workers.pull import Pulling, PullReader
 from workers.zset.aggregate import Aggregation, Projection, result_of
 
 if TYPE_CHECKING:
@@ -88,6 +90,16 @@ class RegisteredQuery:
     plan: Plan | RulesPlan
     prepared: Prepared
     aggregation: Aggregation | Projection | None  # basis changes -> result changes
+    pulling: Pulling | None = None  # result changes -> the same with pulled maps
+
+    @property
+    def attributes(self) -> tuple[Any, ...] | None:
+        """The attributes whose datoms can change the result (None: any): the plan's, and
+        those its pulls read."""
+        if self.pulling is None or self.plan.attributes is None:
+            return self.plan.attributes
+        pulled = self.pulling.attributes
+        return None if pulled is None else tuple(dict.fromkeys(self.plan.attributes + pulled))
 
 
 class Engine:
@@ -228,7 +240,7 @@ class Engine:
         return delta, [refusal for _, refusal in sorted(refused, key=lambda pair: pair[0])]
 
     def _tick(self, delta: IdDelta) -> Changes:
-        """Steps 2-5 of a tick whose effective delta is ``delta`` (value ids)."""
+        """Steps 2-6 of a tick whose effective delta is ``delta`` (value ids)."""
         if not len(delta):
             return {}
         # Step 2: the tick's delta, arranged as the queries stepping read it.
@@ -238,6 +250,7 @@ class Engine:
                          {datom[1] for datom in delta})
         # Steps 3-4: route and step the affected queries.
         changes: Changes = {}
+        pulled: dict[str, dict[Row, int]] = {}  # stepped pull queries: their input's change
         self.last_work = {}
         for name in self._affected({value(a) for a in attribute_ids}):
             work = self.last_work[name] = Work()
@@ -247,7 +260,9 @@ class Engine:
             if rows and registered.aggregation is not None:
                 rows = registered.aggregation.step(rows)
             work.seconds = time.perf_counter() - started
-            if rows:
+            if registered.pulling is not None:
+                pulled[name] = rows
+            elif rows:
                 changes[name] = rows
         # Step 5: the only write to the shared arrangements (Spark's mirror follows it);
         # between ticks the delta is empty, so ``new`` reads the same as ``old``.
@@ -261,6 +276,16 @@ class Engine:
             self.db.apply(delta)
         self.dispatch.applied()
         self._delta.reset({})
+        # Step 6: pulled maps, re-read after the tick for the entities it may have changed.
+        reader = PullReader(self.db, self.schema)
+        for name, rows in pulled.items():
+            pulling = self._queries[name].pulling
+            assert pulling is not None
+            started = time.perf_counter()
+            rows = pulling.step(rows, reader, delta)
+            self.last_work[name].seconds += time.perf_counter() - started
+            if rows:
+                changes[name] = rows
         return changes
 
     def _decode(self, rows: dict[Row, int]) -> dict[Row, int]:
@@ -287,12 +312,12 @@ class Engine:
         compiled = compile_query(query, inputs)
         plan = self._plan(compiled)
         registered = RegisteredQuery(name, query, plan, self._prepare(plan),
-                                     result_of(compiled))
+                                     result_of(compiled), Pulling.of(compiled))
         self._queries[name] = registered
-        if plan.attributes is None:
+        if registered.attributes is None:
             self._any_attribute.add(name)
         else:
-            for attribute in plan.attributes:
+            for attribute in registered.attributes:
                 self._by_attribute.setdefault(attribute, set()).add(name)
         if bootstrap or _keeps_state(registered):
             return self._evaluate(registered)
@@ -302,7 +327,7 @@ class Engine:
         registered = self._registered(name)
         del self._queries[name]
         self._any_attribute.discard(name)
-        for attribute in registered.plan.attributes or ():
+        for attribute in registered.attributes or ():
             self._by_attribute[attribute].discard(name)
 
     def result(self, name: str) -> dict[Row, int]:
@@ -320,7 +345,7 @@ class Engine:
         compiled = compile_query(query, inputs)
         plan = self._plan(compiled)
         rows = self._evaluate(RegisteredQuery("", query, plan, self._prepare(plan),
-                                              result_of(compiled)))
+                                              result_of(compiled), Pulling.of(compiled)))
         return shaped(compiled, rows)
 
     def plan(self, query: Any, inputs: Sequence[Any] = ()) -> Plan | RulesPlan:
@@ -336,7 +361,11 @@ class Engine:
 
     def _evaluate(self, registered: RegisteredQuery) -> dict[Row, int]:
         rows = self._decode(self.dispatch.evaluate(registered.prepared, Work()))
-        return rows if registered.aggregation is None else registered.aggregation.reset(rows)
+        if registered.aggregation is not None:
+            rows = registered.aggregation.reset(rows)
+        if registered.pulling is not None:
+            rows = registered.pulling.reset(rows, PullReader(self.db, self.schema))
+        return rows
 
     def explain(self, query: Any, inputs: Sequence[Any] = ()) -> str:
         return explain(self.plan(query, inputs))
@@ -351,12 +380,12 @@ class Engine:
         constants are numbered in the snapshot's dictionary)."""
         self.db.load(state.values.copy(), state.columns)
         self.dispatch.restored()
+        self.schema = state.schema  # before the queries' state is rebuilt: pulls read it
         for name, registered in self._queries.items():
             registered = self._queries[name] = replace(
                 registered, prepared=self._prepare(registered.plan))
             if _keeps_state(registered):
                 self._evaluate(registered)  # their own state follows the restored database
-        self.schema = state.schema
         self.tx = state.tx
 
     @property
@@ -376,10 +405,11 @@ class Engine:
 
 
 def _keeps_state(registered: RegisteredQuery) -> bool:
-    """Derived relations and aggregate groups are built from the current database, even for
-    a query resumed without emitting its result."""
-    return isinstance(registered.plan, RulesPlan) or isinstance(registered.aggregation,
-                                                                Aggregation)
+    """Derived relations, aggregate groups and pulled maps are built from the current
+    database, even for a query resumed without emitting its result."""
+    return (isinstance(registered.plan, RulesPlan)
+            or isinstance(registered.aggregation, Aggregation)
+            or registered.pulling is not None)
 
 
 def _forms(e: Any, a: Any, v: Any, added: Any) -> list[list[Any]]:

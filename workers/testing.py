@@ -30,6 +30,7 @@ from workers.datalog.ast import (
     Not,
     Or,
     Predicate,
+    Pull,
     Rule,
     RuleCall,
     binding_terms,
@@ -379,7 +380,8 @@ def _find_rows(query: Query, basis: set[Row]) -> dict[Row, int]:
         for row in basis:
             bag[tuple(row[column[v]] for v in query.find_variables)] += 1
         return dict(bag)
-    keys = [e for e in query.find if isinstance(e, Variable)]
+    keys = [e.var if isinstance(e, Pull) else e for e in query.find
+            if not isinstance(e, Aggregate)]  # a pulled entity groups as its variable
     groups: dict[Row, list[Row]] = {}
     for row in basis:
         groups.setdefault(tuple(row[column[v]] for v in keys), []).append(row)
@@ -388,7 +390,8 @@ def _find_rows(query: Query, basis: set[Row]) -> dict[Row, int]:
         group = dict(zip(keys, key, strict=True))
         try:
             found.add(tuple(_aggregate(e, [r[column[e.var]] for r in rows])
-                            if isinstance(e, Aggregate) else group[e] for e in query.find))
+                            if isinstance(e, Aggregate) else group[e.var if isinstance(e, Pull)
+                                                                   else e] for e in query.find))
         except (TypeError, ArithmeticError):
             continue  # an aggregate that cannot be computed: the group has no row
     return dict.fromkeys(found, 1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +21,10 @@ from tests.integration.pipeline import (
     isolated_config,
     random_stream,
     reference_states,
+    send_stream,
     wait_committed,
 )
+from tests.property.pull_oracle import pulled_from_scratch
 from workers.edn import keyword
 from workers.errors import QueryError
 from workers.kafka.avro import AvroCodec
@@ -30,7 +33,9 @@ from workers.kafka.messages import transaction_to_avro
 from workers.kafka.topics import Topics
 from workers.runtime.process import WorkerProcess
 from workers.testing import check_change_stream
+from workers.zset import add_into
 
+PULL_FRIENDS = "[:find ?a (pull ?a [:db/id {:g/to [:db/id]} :g/_to]) :where [?a :g/to ?b]]"
 TAIL_WAIT_S = 60.0  # longest the tail waits for the worker's change
 
 pytestmark = pytest.mark.kafka
@@ -85,6 +90,20 @@ def test_recursive_rule_with_aggregates_is_kept_through_the_worker(worker_factor
     assert check_change_stream(REACH_COUNT, changes, reference_states(stream)) > 10
 
 
+def test_pulled_maps_travel_as_edn_and_integrate_to_the_oracle(worker_factory) -> None:
+    worker, config = worker_factory(tick_max_tx=2)
+    QueryAdmin(config).add("pulled", PULL_FRIENDS)
+    wait_committed(config, ["pulled"], -1, worker)
+    stream = random_stream(seed=5, count=40)
+    send_stream(config, stream)
+    wait_committed(config, ["pulled"], len(stream) - 1, worker)
+    view: dict[Any, int] = {}
+    for change in committed_changes(config, "pulled"):
+        add_into(view, {change.row: change.weight})
+    assert view == pulled_from_scratch(PULL_FRIENDS, reference_states(stream)[-1], ())
+    assert any(isinstance(row[1], Mapping) for row in view)
+
+
 def test_query_added_on_a_populated_db_starts_with_its_snapshot(worker_factory) -> None:
     worker, config = worker_factory()
     admin = QueryAdmin(config)
@@ -111,8 +130,9 @@ def test_refused_query_is_reported_and_the_worker_keeps_going(worker_factory) ->
     codec = AvroCodec("query_registration")
     raw = Producer(config.kafka())
     raw.produce(Topics(config.topic_prefix).queries,
-                codec.encode({"name": "sneaky", "edn": "{:find [(pull ?x [*])] :where [[?x :a]]}",
-                              "inputs": []}), b"sneaky")
+                codec.encode({"name": "sneaky", "inputs": [],
+                              "edn": "{:find [(pull ?x [{:a ...}])] :where [[?x :a]]}"}),
+                b"sneaky")
     raw.flush(10)
     admin.add("tri", TRIANGLE)
     producer = TxProducer(config)
@@ -122,7 +142,7 @@ def test_refused_query_is_reported_and_the_worker_keeps_going(worker_factory) ->
     dead = _dead_letters(config)
     assert [(d["topic"], d["code"]) for d in dead] == [(Topics(config.topic_prefix).queries,
                                                          "query-unsupported")]
-    assert "query sneaky: :find element 1: pull is not supported" in dead[0]["reason"]
+    assert "query sneaky: :find element 1: recursive pull {:a ...}" in dead[0]["reason"]
     assert [(c.row, c.weight) for c in committed_changes(config, "tri")
             if not c.snapshot] == [((1, 2, 3), 1)]
     worker.stop()  # a restart meets the refused registration again, and does not repeat it

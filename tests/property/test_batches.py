@@ -17,10 +17,12 @@ from workers.engine import Engine
 from workers.errors import TransactionError
 from workers.zset import add_into
 
-# Queries with state of their own (DRed, stratified negation, aggregates) step in pieces too.
+# Queries with state of their own (DRed, stratified negation, aggregates, pulled maps) step
+# in pieces too.
 MAINTAINED = ["[:find ?x ?y :where [?x :g/to ?y] (not [?y :g/to ?x])]",
               "{:find [?a ?b] :where [(cut ?a ?b)] :rules " + UNREACHABLE + "}",
-              "[:find ?a (count ?b) (max ?b) :where [?a :g/to ?b]]"]
+              "[:find ?a (count ?b) (max ?b) :where [?a :g/to ?b]]",
+              "[:find ?a (pull ?b [* {:g/to [:age]} :g/_to]) :where [?a :g/to ?b]]"]
 
 
 def _engines(bulk_datoms: int) -> tuple[Engine, Engine, Engine]:

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from workers.datalog.pull import PullPattern
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,7 +282,17 @@ class Aggregate:
         return f"({self.fn} {n}{self.var})"
 
 
-FindElement = Variable | Aggregate
+@dataclass(frozen=True, slots=True)
+class Pull:
+    """``(pull ?e pattern)`` in ``:find``: the entity ``var`` as the map ``pattern`` pulls
+    (:mod:`workers.datalog.pull`); a Variable until the ``:in`` value naming it is bound."""
+
+    var: Variable
+    pattern: PullPattern | Variable
+    source: Any = field(default=None, compare=False, hash=False)
+
+
+FindElement = Variable | Aggregate | Pull
 # find-rel ?a ?b | find-coll [?a ...] | find-tuple [?a ?b] | find-scalar ?a .  (Datomic)
 FindSpec = Literal["relation", "collection", "tuple", "scalar"]
 
@@ -334,11 +347,15 @@ class Query:
     @property
     def find_variables(self) -> tuple[Variable, ...]:
         """The variables ``:find`` returns or aggregates, in order."""
-        return tuple(e.var if isinstance(e, Aggregate) else e for e in self.find)
+        return tuple(e.var if isinstance(e, Aggregate | Pull) else e for e in self.find)
 
     @property
     def aggregates(self) -> tuple[Aggregate, ...]:
         return tuple(e for e in self.find if isinstance(e, Aggregate))
+
+    @property
+    def pulls(self) -> tuple[Pull, ...]:
+        return tuple(e for e in self.find if isinstance(e, Pull))
 
     @property
     def basis(self) -> tuple[Variable, ...]:

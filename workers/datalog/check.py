@@ -34,6 +34,7 @@ from workers.datalog.ast import (
     Or,
     Pattern,
     Predicate,
+    Pull,
     Query,
     Rule,
     RuleCall,
@@ -44,6 +45,7 @@ from workers.datalog.ast import (
     walk,
 )
 from workers.datalog.parser import parse_rules
+from workers.datalog.pull import PullPattern, parse_pattern
 from workers.db.values import is_value, type_name
 from workers.edn import intern, show
 from workers.errors import ErrorCode, QueryError
@@ -57,13 +59,22 @@ def check_query(query: Query) -> Query:
         query = _with_rules(query)
     bound = check_clauses(query.where, inputs)
     # What bind_inputs substitutes by one value: scalars and the positions of a flat tuple.
-    scalars = {b.var for b in query.inputs if isinstance(b, InScalar)}
-    scalars |= {v for b in query.inputs if isinstance(b, InTuple)
-                and is_flat_binding(_as_binding(b)) for v in b.vars if isinstance(v, Variable)}
+    in_scalars = {b.var for b in query.inputs if isinstance(b, InScalar)}
+    scalars = in_scalars | {v for b in query.inputs if isinstance(b, InTuple)
+                            and is_flat_binding(_as_binding(b)) for v in b.vars
+                            if isinstance(v, Variable)}
     for aggregate in query.aggregates:
         if isinstance(aggregate.n, Variable) and aggregate.n not in scalars:
             raise QueryError(f":find {aggregate.name}: {aggregate.n} must be an :in scalar "
                              "(the number of values to keep)", form=aggregate.source)
+    # A pattern variable is replaced by the pattern it is given, never bound as a value.
+    elsewhere = {*query.variables, *query.basis, *(a.n for a in query.aggregates)}
+    for pull in query.pulls:
+        if isinstance(pull.pattern, Variable) and (pull.pattern not in in_scalars
+                                                   or pull.pattern in elsewhere):
+            raise QueryError(f"{show(pull.source)}: the pattern {pull.pattern} must be an :in "
+                             "scalar used by pull only (the pattern is given with the query's "
+                             "inputs)", code=ErrorCode.QUERY_INPUTS, form=pull.source)
     for variable in query.find_variables + query.with_:
         if variable not in bound:
             raise QueryError(f"unsafe query: :find {variable} does not occur in any :where "
@@ -262,12 +273,16 @@ def bind_inputs(query: Query, inputs: Sequence[Any]) -> Query:
         raise QueryError(f"query takes {len(query.inputs)} input(s) ({names}) after $, "
                          f"got {len(inputs)}", code=ErrorCode.QUERY_INPUTS, form=tuple(inputs))
     values: dict[Variable, Any] = {}
+    patterns: dict[Variable, PullPattern | Variable] = {
+        p.pattern: p.pattern for p in query.pulls if isinstance(p.pattern, Variable)}
     grounds: list[Clause] = []
     rules = query.rules
     for binding, value in zip(query.inputs, inputs, strict=True):
         value = intern(value)
         if isinstance(binding, InRules):
             rules = rules + parse_rules(value)
+        elif isinstance(binding, InScalar) and binding.var in patterns:
+            patterns[binding.var] = parse_pattern(value, f"input {binding.var}")
         elif isinstance(binding, InScalar):
             values[binding.var] = _scalar(binding.var, value)
         elif isinstance(binding, InTuple) and is_flat_binding(_as_binding(binding)):
@@ -285,7 +300,10 @@ def bind_inputs(query: Query, inputs: Sequence[Any]) -> Query:
         return Constant(values[term]) if isinstance(term, Variable) and term in values else term
 
     where = tuple(grounds) + tuple(_substitute(c, substitute) for c in query.where)
-    find = tuple(_bind_n(e, substitute) if isinstance(e, Aggregate) else e for e in query.find)
+    find = tuple(_bind_n(e, substitute) if isinstance(e, Aggregate)
+                 else replace(e, pattern=patterns[e.pattern])
+                 if isinstance(e, Pull) and isinstance(e.pattern, Variable) else e
+                 for e in query.find)
     bound = replace(query, find=find, where=where, inputs=(), rules=rules)
     if any(isinstance(b, InRules) for b in query.inputs):  # check_query could not see them
         bound = _with_rules(bound)

@@ -2,8 +2,8 @@
 
 Parse functions raise :class:`QueryError` naming the form and where it stands (``:where``
 clause 2, ``:find`` element 1, ...).  Forms of Datomic's query language that deltalog does
-not evaluate (``pull``, nested calls, other sources, lookup refs, ...) are refused with
-``ErrorCode.QUERY_UNSUPPORTED`` and the form's name.
+not evaluate (recursive pulls, nested calls, other sources, lookup refs, ...) are refused
+with ``ErrorCode.QUERY_UNSUPPORTED`` and the form's name.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from workers.datalog.ast import (
     Or,
     Pattern,
     Predicate,
+    Pull,
     Query,
     Rule,
     RuleCall,
@@ -50,6 +51,7 @@ from workers.datalog.ast import (
     variables_of,
 )
 from workers.datalog.functions import FUNCTIONS, NONDETERMINISTIC, canonical
+from workers.datalog.pull import parse_pull
 from workers.edn import Keyword, intern, keyword, read
 from workers.edn import show as _show
 from workers.errors import ErrorCode, QueryError
@@ -142,7 +144,7 @@ def _find_spec(elements: list[Any] | None) -> tuple[FindSpec, list[Any] | None]:
     return "relation", elements
 
 
-# find-elem = variable | aggregate
+# find-elem = variable | aggregate | pull-expr
 # aggregate = (aggregate-fn variable) | ((min | max) n variable)   (n: long or :in variable)
 def _parse_find(elements: list[Any] | None) -> tuple[FindElement, ...]:
     if not elements:
@@ -165,13 +167,12 @@ def _parse_aggregate_n(element: Any) -> Variable | Constant | None:
     return _parse_variable(element)
 
 
-def _parse_aggregate(element: Any, position: int) -> Aggregate:
+def _parse_aggregate(element: Any, position: int) -> Aggregate | Pull:
     where = f":find element {position}"
     if isinstance(element, tuple) and element and isinstance(element[0], Symbol):
         name = element[0].name
         if name == "pull":
-            raise QueryError(f"{where}: pull is not supported: {_show(element)}",
-                             code=ErrorCode.QUERY_UNSUPPORTED, form=element)
+            return parse_pull(element, where, _parse_variable)
         if name in NONDETERMINISTIC_AGGREGATES:
             raise QueryError(f"{where}: aggregate ({name} ...) is not supported: it is not "
                              "deterministic (a standing query's rows would change with no datom "

@@ -3,7 +3,8 @@
 EDN values map onto the Avro ``Value`` union: long, double, string, boolean as themselves;
 keywords as ``Keyword {name}``, instants as ``Instant {micros}`` (UTC), uuids as the 16-byte
 ``Uuid``; the set a ``(distinct ?x)`` aggregate returns as ``Set {items}``, the vector a
-``(min n ?x)`` aggregate returns (a tuple) as ``Vector {elements}``.
+``(min n ?x)`` aggregate returns (a tuple) as ``Vector {elements}``; any other value — a
+pulled entity map, or nil — as ``Edn {text}``, its canonical EDN text.
 A transaction travels as its ops (entity maps expanded to ``:db/add``s) so the
 worker never parses EDN text.
 """
@@ -12,11 +13,13 @@ from __future__ import annotations
 
 import datetime
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import edn_format
 
+from workers import edn
+from workers.datalog.pull import frozen
 from workers.db import parse_tx
 from workers.db.tx import DB_ADD, DB_RETRACT, DB_RETRACT_ENTITY
 from workers.edn import keyword
@@ -26,6 +29,8 @@ Row = tuple[Any, ...]
 
 
 def value_to_avro(value: Any) -> Any:
+    if isinstance(value, Mapping | list) or value is None:
+        return {"text": canonical_edn(value)}
     if isinstance(value, frozenset):
         return {"items": [value_to_avro(x) for x in value]}
     if isinstance(value, tuple):
@@ -41,6 +46,8 @@ def value_to_avro(value: Any) -> Any:
 
 def value_from_avro(value: Any) -> Any:
     if isinstance(value, dict):
+        if "text" in value:
+            return frozen(edn.read(value["text"]))
         if "items" in value:
             return frozenset(value_from_avro(x) for x in value["items"])
         if "elements" in value:
@@ -51,6 +58,19 @@ def value_from_avro(value: Any) -> Any:
     if isinstance(value, bytes):
         return uuid.UUID(bytes=value)
     return value
+
+
+def canonical_edn(value: Any) -> str:
+    """EDN text that depends on the value only: map entries and set items sorted by their
+    own text, so equal maps make equal result keys (a compacted topic keys rows by bytes)."""
+    if isinstance(value, Mapping):
+        entries = sorted(f"{canonical_edn(k)} {canonical_edn(v)}" for k, v in value.items())
+        return "{" + ", ".join(entries) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + " ".join(canonical_edn(x) for x in value) + "]"
+    if isinstance(value, frozenset | set):
+        return "#{" + " ".join(sorted(canonical_edn(x) for x in value)) + "}"
+    return edn.dumps(value)
 
 
 def _micros(value: datetime.date) -> int:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from workers.datalog.ast import Aggregate, Constant, Query
+from workers.datalog.ast import Aggregate, Constant, Pull, Query
 from workers.datalog.functions import FUNCTIONS, CallFailed, call, sort_key
 from workers.edn import Symbol, keyword
 from workers.zset.zset import consolidate
@@ -121,7 +121,8 @@ class Aggregation:
         return Aggregation(tuple(
             Column(basis.index(e.var), e.fn,
                    e.n.value if isinstance(e.n, Constant) else None)
-            if isinstance(e, Aggregate) else Column(basis.index(e)) for e in query.find))
+            if isinstance(e, Aggregate)
+            else Column(basis.index(e.var if isinstance(e, Pull) else e)) for e in query.find))
 
     def reset(self, basis: Mapping[Row, int]) -> dict[Row, int]:
         """Start over from the full basis set; return the full result."""

@@ -25,9 +25,11 @@ RECORDS: dict[str, dict[str, Any]] = {
     "query_registration": {"name": "people-by-age", "edn": "[:find ?n :in $ ?age :where "
                            "[?e :name ?n] [?e :age ?age]]", "inputs": ["30"]},
     "result_change": {"query": "tri", "values": [1, 2.5, "x", False, {"name": "k/w"},
-                                                 {"micros": -1}, UUID.bytes],
+                                                 {"micros": -1}, UUID.bytes,
+                                                 {"elements": [3, "x"]},
+                                                 {"text": '{:name "Ivan"}'}],
                       "weight": -1, "tx_first": 10, "tx_last": 12, "snapshot": True},
-    "result_key": {"values": [7, "seven", {"name": "seven"}]},
+    "result_key": {"values": [7, "seven", {"name": "seven"}, {"text": "nil"}]},
     "progress": {"query": "tri", "registration": 3, "tx_last": 41, "worker": "w-1"},
     "dead_letter": {"topic": "deltalog.tx", "partition": 0, "offset": 17, "code": "undecodable",
                     "reason": "not a deltalog Avro record", "payload": b"\xff\x00garbage",

@@ -11,9 +11,16 @@ from typing import Any
 import fastavro
 import pytest
 
-from tests.unit.kafka.records import RECORDS
+from tests.unit.kafka.records import RECORDS, UUID
 from workers.errors import ErrorCode
-from workers.kafka.avro import SCHEMAS, AvroCodec, DecodeError, SchemaRegistry, load_schema
+from workers.kafka.avro import (
+    SCHEMAS,
+    AvroCodec,
+    DecodeError,
+    SchemaRegistry,
+    declared_schema,
+    load_schema,
+)
 
 PROGRESS_V0 = {  # progress before the ``worker`` field was added
     "type": "record", "name": "Progress", "namespace": "deltalog.v1",
@@ -107,6 +114,26 @@ def test_older_writer_schema_is_resolved_with_defaults() -> None:
     data = _confluent(old_id, PROGRESS_V0, {"query": "tri", "registration": 3, "tx_last": 41})
     assert codec.decode(data) == {"query": "tri", "registration": 3, "tx_last": 41,
                                   "worker": ""}
+
+
+@pytest.mark.parametrize("arm", ["Vector", "Edn"])
+@pytest.mark.parametrize("name", ["result_change", "result_key"])
+def test_rows_written_before_an_added_arm_are_read_by_the_current_schema(name: str,
+                                                                         arm: str) -> None:
+    """BACKWARD: the ``Vector`` ((min n ?x) aggregates) and ``Edn`` (pulled maps) arms were
+    added at the end of the ``Value`` union, in that order, so a row written by the schema
+    before either reads the same with them."""
+    previous = json.loads(json.dumps(declared_schema(name)))
+    values = next(f for f in previous["fields"] if f["name"] == "values")
+    arms = [item["name"] if isinstance(item, dict) else item for item in values["type"]["items"]]
+    assert arms[-2:] == ["Vector", "Edn"]
+    values["type"]["items"] = values["type"]["items"][:arms.index(arm)]
+    written = [1, 2.5, "x", True, {"name": "k/w"}, {"micros": -1}, UUID.bytes,
+               {"items": [1, "y"]}] + ([{"elements": [3, 1, "x"]}] if arm == "Edn" else [])
+    record = {**RECORDS[name], "values": written}
+    registry = DictRegistry()
+    codec = AvroCodec(name, registry)
+    assert codec.decode(_confluent(registry.add(previous), previous, record)) == record
 
 
 def test_single_object_framing_still_decodes_with_a_registry() -> None:

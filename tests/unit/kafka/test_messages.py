@@ -10,10 +10,12 @@ import edn_format
 import pytest
 
 from workers import edn
+from workers.datalog.pull import frozen
 from workers.edn import keyword
 from workers.engine import Engine
 from workers.errors import WorkersError
 from workers.kafka.avro import AvroCodec
+from workers.kafka.clients import Change
 from workers.kafka.messages import (
     row_from_avro,
     row_to_avro,
@@ -92,6 +94,36 @@ def test_a_collection_of_values_round_trips_through_both_result_codecs(collectio
         codec = AvroCodec(schema)
         decoded = codec.decode(codec.encode({**record, "values": row_to_avro(row)}))
         assert row_from_avro(decoded["values"]) == row
+
+
+def test_a_pulled_map_round_trips_through_both_result_codecs_as_canonical_edn() -> None:
+    pulled = frozen(edn.read('{:name "Ivan" :aka ["a" "b"] "N" {:db/id :ivan} :s #{2 1} '
+                             ':born #inst "2000-01-02T03:04:05Z" :score 1.0}'))
+    row = (1, pulled, None)
+    for schema, record in (("result_key", {}), ("result_change", {
+            "query": "q", "weight": 1, "tx_first": 1, "tx_last": 1})):
+        codec = AvroCodec(schema)
+        decoded = codec.decode(codec.encode({**record, "values": row_to_avro(row)}))
+        assert row_from_avro(decoded["values"]) == row
+    assert value_to_avro(None) == {"text": "nil"}
+    reordered = frozen(edn.read('{:score 1.0 :s #{1 2} :born #inst "2000-01-02T03:04:05Z" '
+                                '"N" {:db/id :ivan} :aka ["a" "b"] :name "Ivan"}'))
+    assert value_to_avro(reordered) == value_to_avro(pulled)  # equal maps, equal key bytes
+
+
+def test_rows_of_a_pull_query_travel_through_avro() -> None:
+    engine = Engine()
+    engine.transact('[{:db/id 1 :name "Ivan" :friend 2} {:db/id 2 :name "Petr"}]')
+    rows = engine.register("q", "[:find ?e (pull ?e [* {:friend [:name]}]) :where [?e :name]]")
+    codec = AvroCodec("result_key")
+    assert {row_from_avro(codec.decode(codec.encode({"values": row_to_avro(row)}))["values"]):
+            weight for row, weight in rows.items()} == rows
+
+
+def test_tail_prints_a_pulled_row_as_edn() -> None:
+    row = (1, frozen(edn.read('{:name "Ivan" :friend [{:db/id 2}]}')), None)
+    change = Change(row, -1, 3, 4, False)
+    assert change.as_json("q")["row"] == '[1 {:name "Ivan" :friend [{:db/id 2}]} nil]'
 
 
 SCHEMA_TX = """[{:db/ident :name :db/valueType :db.type/string

@@ -1,0 +1,81 @@
+"""The from-scratch oracle for queries with ``pull``: the query's rows from
+:func:`workers.testing.evaluate_from_scratch` (the entity in each pulled column), each entity
+then pulled by a plain recursive walk over the set of datoms — no indexes, no ids, nothing
+shared with :mod:`workers.pull` but the order of a collection's values."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Collection, Iterable, Sequence
+from typing import Any
+
+from edn_format import ImmutableList
+
+from workers.datalog import compile_query
+from workers.datalog.ast import Pull
+from workers.datalog.pull import DB_ID, AttrSpec, PulledMap, PullPattern
+from workers.db.values import is_entity_id
+from workers.pull.read import value_order
+from workers.testing import evaluate_from_scratch
+
+Datom = tuple[Any, Any, Any]
+
+
+def pulled_from_scratch(query: str, datoms: Iterable[Datom], cardinality_one: Collection[Any],
+                        refs: Collection[Any] = (), inputs: Sequence[Any] = ()
+                        ) -> dict[tuple[Any, ...], int]:
+    """The query's result as a bag: rows of equal maps add up."""
+    datoms = set(datoms)
+    compiled = compile_query(query, inputs)
+    pulls = {i: e.pattern for i, e in enumerate(compiled.find) if isinstance(e, Pull)}
+    out: Counter[tuple[Any, ...]] = Counter()
+    for row, weight in evaluate_from_scratch(query, datoms, inputs).items():
+        out[tuple(pull(datoms, cardinality_one, refs, pulls[i], x) if i in pulls else x
+                  for i, x in enumerate(row))] += weight
+    return dict(out)
+
+
+def pull(datoms: set[Datom], one: Collection[Any], refs: Collection[Any], pattern: Any,
+         entity: Any) -> Any:
+    """One entity's map (None when empty), as the pull documentation describes it."""
+    assert isinstance(pattern, PullPattern)
+    out: dict[Any, Any] = {}
+    explicit = {s.attribute for s in pattern.attrs if not s.reverse}
+    if pattern.wildcard:
+        if DB_ID not in explicit:
+            out[DB_ID] = entity
+        for a in sorted({a for e, a, _ in datoms if e == entity} - explicit, key=value_order):
+            out[a] = _show(datoms, one, refs, AttrSpec(a, False, a),
+                           [v for e, b, v in datoms if e == entity and b == a])
+    for spec in pattern.attrs:
+        if spec.attribute == DB_ID:
+            out[spec.key] = entity
+            continue
+        if spec.reverse:
+            values = [e for e, a, v in datoms if a == spec.attribute and v == entity]
+        else:
+            values = [v for e, a, v in datoms if e == entity and a == spec.attribute]
+        shown = _show(datoms, one, refs, spec, values)
+        if shown is not None:
+            out[spec.key] = shown
+        elif spec.has_default:
+            out[spec.key] = spec.default
+    return PulledMap(out) if out else None
+
+
+def _show(datoms: set[Datom], one: Collection[Any], refs: Collection[Any], spec: AttrSpec,
+          values: list[Any]) -> Any:
+    many = spec.reverse or spec.attribute not in one
+    values = sorted(values, key=value_order)
+    if many and spec.limit is not None:
+        values = values[:spec.limit]
+    if spec.pattern is not None:
+        items = [pull(datoms, one, refs, spec.pattern, v) for v in values if is_entity_id(v)]
+        items = [m for m in items if m is not None]
+    elif spec.reverse or spec.attribute in refs:
+        items = [PulledMap({DB_ID: v}) for v in values]
+    else:
+        items = values
+    if not items:
+        return None
+    return ImmutableList(items) if many else items[0]

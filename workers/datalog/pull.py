@@ -1,0 +1,200 @@
+"""Pull patterns (Datomic's pull grammar) → frozen specs; the ``(pull ?e pattern)`` element.
+
+A pull pattern says which part of the entity graph around one entity a query row carries
+(https://docs.datomic.com/query/query-pull.html).  Parsed once, it is plain data the pull
+reader (:mod:`workers.pull`) walks; it takes part in the query's equality, so two queries
+pulling the same pattern compare equal.  Recursion (``{:friend ...}``, ``{:friend 2}``) is
+refused: a recursive pull reads an unbounded part of the graph, which the incremental
+maintenance could only bound by walking it whole every tick.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from edn_format import ImmutableDict, ImmutableList, Symbol
+
+from workers.datalog.ast import Pull
+from workers.edn import Keyword, keyword, read
+from workers.edn import show as _show
+from workers.errors import ErrorCode, QueryError
+
+DB_ID = keyword("db/id")
+DEFAULT_LIMIT = 1000  # values of a cardinality-many attribute, as Datomic and Datascript
+AS, LIMIT, DEFAULT = keyword("as"), keyword("limit"), keyword("default")
+WILDCARD = ("*", Symbol("*"))
+
+
+@dataclass(frozen=True, slots=True)
+class AttrSpec:
+    """One attribute of a pattern: forward (``:friend``) or reverse (``:_friend``), under
+    ``key`` in the pulled map; ``pattern`` pulls referenced entities (None: as values, or
+    ``{:db/id n}`` for a declared ref); ``limit`` bounds a collection (None: unbounded);
+    ``default`` stands in when the attribute is missing (``has_default``)."""
+
+    attribute: Keyword
+    reverse: bool
+    key: Any
+    limit: int | None = DEFAULT_LIMIT
+    has_default: bool = False
+    default: Any = None
+    pattern: PullPattern | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PullPattern:
+    """``[attr-spec+]``: ``wildcard`` pulls every forward attribute (and ``:db/id``);
+    ``attrs`` are the explicit specs, which take precedence over the wildcard for their
+    attribute."""
+
+    wildcard: bool
+    attrs: tuple[AttrSpec, ...]
+
+
+# pull-expr = (pull src-var? variable (pattern | pattern-variable))   (src-var: Datascript)
+def parse_pull(element: tuple[Any, ...], where: str, variable: Any) -> Pull:
+    """``(pull ?e [...])``, ``(pull $ ?e [...])`` or ``(pull ?e ?pattern)``; ``variable``
+    parses a variable (the query parser's, passed in to keep one definition of what a
+    variable is)."""
+    if len(element) == 4 and isinstance(element[1], Symbol) and element[1].name.startswith("$"):
+        if element[1].name != "$":
+            raise QueryError(f"{where}: pull from a source other than $ is not supported: "
+                             f"{_show(element)}", code=ErrorCode.QUERY_UNSUPPORTED,
+                             form=element)
+        element = (element[0], *element[2:])
+    if len(element) != 3 or (var := variable(element[1])) is None:
+        raise QueryError(f"{where}: expected (pull ?e [pattern]), got {_show(element)}",
+                         form=element)
+    pattern = variable(element[2])
+    return Pull(var, pattern if pattern is not None else parse_pattern(element[2], where),
+                source=element)
+
+
+# pattern = [ attr-spec+ ]
+# attr-spec = attr-name | wildcard | map-spec | attr-with-opts | attr-expr
+def parse_pattern(form: Any, where: str = "pull pattern") -> PullPattern:
+    """A pattern as written in a query, or given as an ``:in`` value (forms or EDN text)."""
+    if isinstance(form, str):
+        form = read(form)
+    if not isinstance(form, list) or not form:
+        raise QueryError(f"{where}: a pull pattern is a vector [attr-spec+], got "
+                         f"{_show(form)}", form=form)
+    wildcard, specs = False, []
+    for spec in form:
+        if spec in WILDCARD:
+            wildcard = True
+        elif isinstance(spec, Mapping):
+            specs += [_parse_map_entry(k, v, where) for k, v in spec.items()]
+        else:
+            specs.append(_parse_attr(spec, where))
+    keys = [s.key for s in specs]
+    if len(set(keys)) != len(keys):
+        raise QueryError(f"{where}: {_show(form)} names a key twice", form=form)
+    return PullPattern(wildcard, tuple(specs))
+
+
+# map-spec = { ((attr-name | attr-with-opts | attr-expr) (pattern | recursion-limit))+ }
+def _parse_map_entry(key: Any, value: Any, where: str) -> AttrSpec:
+    if isinstance(value, int) or value == Symbol("..."):
+        raise QueryError(f"{where}: recursive pull {{{_show(key)} {_show(value)}}} is not "
+                         "supported", code=ErrorCode.QUERY_UNSUPPORTED, form=value)
+    spec = _parse_attr(key, where)
+    nested = parse_pattern(value, where)
+    return AttrSpec(spec.attribute, spec.reverse, spec.key, spec.limit, spec.has_default,
+                    spec.default, nested)
+
+
+# attr-name = keyword;  attr-with-opts = [attr-name attr-option+]
+# attr-option = :as any-value | :limit (positive-number | nil) | :default any-value
+# attr-expr = ("limit" | 'limit') attr-name (positive-number | nil)
+#           | ("default" | 'default') attr-name any-value            (as a list or a vector)
+def _parse_attr(form: Any, where: str) -> AttrSpec:
+    if isinstance(form, Keyword):
+        return _named(form)
+    if isinstance(form, list | tuple) and form:
+        head = form[0]
+        name = head.name if isinstance(head, Symbol) and not isinstance(head, Keyword) else head
+        if name in ("limit", "default") and len(form) == 3:
+            return _with_options(form[1], [LIMIT if name == "limit" else DEFAULT, form[2]],
+                                 form, where)
+        if isinstance(head, Keyword):
+            return _with_options(head, list(form[1:]), form, where)
+    raise QueryError(f"{where}: {_show(form)} is not an attribute spec (:attr, [:attr "
+                     ":as x :limit n :default v], (limit :attr n), (default :attr v), * "
+                     "or {:attr [pattern]})", form=form)
+
+
+def _named(attribute: Keyword) -> AttrSpec:
+    """``:ns/_name`` is the reverse of ``:ns/name``; the key keeps the spelling."""
+    namespace, slash, name = attribute.name.rpartition("/")
+    if name.startswith("_") and len(name) > 1:
+        return AttrSpec(keyword(f"{namespace}{slash}{name[1:]}"), True, attribute)
+    return AttrSpec(attribute, False, attribute)
+
+
+def _with_options(attribute: Any, options: list[Any], form: Any, where: str) -> AttrSpec:
+    if not isinstance(attribute, Keyword) or not options or len(options) % 2:
+        raise QueryError(f"{where}: expected [:attr option value ...], got {_show(form)}",
+                         form=form)
+    spec = _named(attribute)
+    key, limit, has_default, default = spec.key, spec.limit, False, None
+    for option, value in zip(options[::2], options[1::2], strict=True):
+        if option == AS:
+            key = frozen(value)
+        elif option == LIMIT:
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)
+                                      or value < 1):
+                raise QueryError(f"{where}: :limit takes a positive number or nil, got "
+                                 f"{_show(value)}", form=form)
+            limit = value
+        elif option == DEFAULT:
+            has_default, default = True, frozen(value)
+        else:
+            raise QueryError(f"{where}: unknown attribute option {_show(option)} in "
+                             f"{_show(form)}; expected :as, :limit or :default", form=form)
+    return AttrSpec(spec.attribute, spec.reverse, key, limit, has_default, default)
+
+
+class PulledMap(ImmutableDict):  # type: ignore[misc]
+    """An immutable, hashable map that prints as EDN and equals another only when their
+    values are equal *and of one kind*: ``{:x 1}``, ``{:x 1.0}`` and ``{:x true}`` are three
+    maps, as ``1``, ``1.0`` and ``true`` are three values (``docs/semantics.md``) — Python
+    finds them equal, which would hide a change from 1 to true and merge two rows.  It still
+    equals a plain dict with the same items, for callers that compare with one."""
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, PulledMap):
+            return bool(_typed(self) == _typed(other))
+        return bool(ImmutableDict.__eq__(self, other))
+
+    def __hash__(self) -> int:
+        if self.hash is None:  # ImmutableDict's cache
+            self.hash: int | None = hash(_typed(self))
+        return self.hash
+
+
+def _typed(x: Any) -> Any:
+    """``x`` with every boolean and double tagged with its kind (what PulledMap compares)."""
+    if isinstance(x, Mapping):
+        return frozenset((_typed(k), _typed(v)) for k, v in x.items())
+    if isinstance(x, ImmutableList | list | tuple):
+        return ("[]", tuple(_typed(i) for i in x))
+    if isinstance(x, frozenset):
+        return frozenset(_typed(i) for i in x)
+    if isinstance(x, bool | float):
+        return (type(x).__name__, x)
+    return x
+
+
+def frozen(value: Any) -> Any:
+    """A value as a pulled map holds it: hashable, vectors as ``ImmutableList`` and maps as
+    :class:`PulledMap` (both print as EDN and compare equal to lists and dicts)."""
+    if isinstance(value, list | tuple):
+        return ImmutableList([frozen(x) for x in value])
+    if isinstance(value, Mapping):
+        return PulledMap({frozen(k): frozen(v) for k, v in value.items()})
+    if isinstance(value, set | frozenset):
+        return frozenset(frozen(x) for x in value)
+    return value

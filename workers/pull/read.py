@@ -1,0 +1,210 @@
+"""Pull one entity's map from the database, and find the entities whose map a tick may change.
+
+The map (Datomic's pull, https://docs.datomic.com/query/query-pull.html):
+
+- a forward attribute gives its value, or a vector of its values when it is
+  cardinality-many (every undeclared attribute is: :mod:`workers.db.schema`), at most
+  ``:limit`` of them (1000 unless given; ``nil``: all);
+- a value of a declared ``:db.type/ref`` attribute is ``{:db/id v}``; with a nested pattern
+  (``{:friend [:name]}``) a value is the referenced entity pulled with that pattern, whatever
+  the attribute's type, and an entity that pulls to nothing is left out;
+- a reverse attribute (``:_parent``) gives the vector of entities pointing here through it;
+- a missing attribute is left out, or ``:default`` stands in; ``:as`` renames the key;
+- ``*`` pulls every forward attribute of the entity and ``:db/id``; an entity with nothing to
+  show pulls to ``nil``.
+
+Values of a collection come in a fixed order (by kind, then value — :func:`value_order`),
+so a map depends on the database only, never on how its indexes were built.
+
+**Which roots a datom can change.**  Pulling ``e`` with pattern ``P`` reads the datoms
+``[x a _]`` for each node of ``P`` that reads ``a`` forward at an entity ``x`` it reached, and
+``[_ a x]`` for each reverse one.  A tick's datom ``[x a y]`` therefore changes at most the
+roots from which some node reaches ``x`` (forward ``a``) or ``y`` (reverse ``a``); they are
+found by walking from that node back to the pattern's root along the edges it followed —
+``[p b x]`` for a forward edge ``b``, ``[x b p]`` for a reverse one.  The walk reads the
+database *after* the tick: take any path root → ... → x that the tick changes the pull
+along, and its first datom the tick changed; the path up to there is in both states, so
+walking up from that datom's own node finds the root.  A schema datom about an attribute
+the pattern reads (any, under ``*``) can change how every value of it reads (cardinality,
+ref): a tick with one changes every root.
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from edn_format import ImmutableList
+
+from workers.arrangements import ArrangementRegistry
+from workers.arrangements.delta import DatomColumns, IdDelta
+from workers.arrangements.keys import IndexOrder
+from workers.datalog.functions import sort_key
+from workers.datalog.pull import DB_ID, AttrSpec, PulledMap, PullPattern
+from workers.db import Schema
+from workers.db.schema import SCHEMA_ATTRIBUTES
+from workers.db.values import is_entity_id
+
+EAV, VAE = IndexOrder.EAV, IndexOrder.VAE
+IdDatom = tuple[int, int, int]
+
+
+def value_order(x: Any) -> tuple[Any, ...]:
+    """The order of a pulled collection: by kind, then value; the type's name breaks the tie
+    between values Python finds equal (``1`` and ``1.0``)."""
+    try:
+        return (0, sort_key(x), type(x).__name__)
+    except TypeError:  # a date, or anything else sort_key does not rank
+        return (1, _other_rank(x), str(x), type(x).__name__)
+
+
+def _other_rank(x: Any) -> int:
+    return 0 if isinstance(x, datetime.date) else 1 if isinstance(x, uuid.UUID) else 2
+
+
+@dataclass(frozen=True, slots=True)
+class _Node:
+    """A pattern node reached from its parent along ``attribute`` (``reverse``: backwards)."""
+
+    pattern: PullPattern
+    parent: int | None
+    attribute: Any = None
+    reverse: bool = False
+
+
+def _nodes(pattern: PullPattern) -> list[_Node]:
+    """The pattern's nodes, root first, each after its parent."""
+    nodes = [_Node(pattern, None)]
+    for i, node in enumerate(nodes):  # grows while iterated: breadth first
+        nodes += [_Node(spec.pattern, i, spec.attribute, spec.reverse)
+                  for spec in node.pattern.attrs if spec.pattern is not None]
+    return nodes
+
+
+def attributes_read(pattern: PullPattern) -> tuple[Any, ...] | None:
+    """Every attribute whose datoms can change the pattern's maps, schema attributes
+    included; None when it has a wildcard (any attribute can)."""
+    nodes = _nodes(pattern)
+    if any(node.pattern.wildcard for node in nodes):
+        return None
+    return tuple(dict.fromkeys([*(spec.attribute for node in nodes
+                                  for spec in node.pattern.attrs if spec.attribute != DB_ID),
+                                *sorted(SCHEMA_ATTRIBUTES, key=value_order)]))
+
+
+class PullReader:
+    """Pulls over the database as it stands (value ids inside, values out)."""
+
+    __slots__ = ("db", "schema")
+
+    def __init__(self, db: ArrangementRegistry, schema: Schema) -> None:
+        self.db, self.schema = db, schema
+
+    def pull(self, pattern: PullPattern, entity: Any) -> PulledMap | None:
+        """``entity``'s map; None when the pattern finds nothing on it."""
+        found = self.db.ids.lookup(entity)
+        out: dict[Any, Any] = {}
+        explicit = {spec.attribute for spec in pattern.attrs if not spec.reverse}
+        if pattern.wildcard:
+            if DB_ID not in explicit:
+                out[DB_ID] = entity
+            value = self.db.ids.value
+            held = {} if found is None else self.db.state.enumerate(EAV, (found,))
+            by_attribute: dict[Any, list[Any]] = {}
+            for (a, v), _ in held.items():
+                by_attribute.setdefault(value(a), []).append(value(v))
+            for attribute, values in sorted(by_attribute.items(), key=lambda p: value_order(
+                    p[0])):
+                if attribute not in explicit:
+                    out[attribute] = self._shown(AttrSpec(attribute, False, attribute),
+                                                 values)
+        for spec in pattern.attrs:
+            if spec.attribute == DB_ID and not spec.reverse:
+                out[spec.key] = entity
+                continue
+            shown = self._shown(spec, self._read(found, spec))
+            if shown is not None:
+                out[spec.key] = shown
+            elif spec.has_default:
+                out[spec.key] = spec.default
+        return PulledMap(out) if out else None
+
+    def _read(self, entity: int | None, spec: AttrSpec) -> list[Any]:
+        """The attribute's values on the entity (reverse: the entities pointing at it)."""
+        attribute = self.db.ids.lookup(spec.attribute)
+        if entity is None or attribute is None:
+            return []
+        order = VAE if spec.reverse else EAV
+        return [self.db.ids.value(x) for x in self.db.state.propose(order, (entity, attribute))]
+
+    def _shown(self, spec: AttrSpec, values: list[Any]) -> Any:
+        """The values as the map holds them, or None when there is nothing to show."""
+        many = spec.reverse or not self.schema[spec.attribute].cardinality_one
+        values.sort(key=value_order)
+        if many and spec.limit is not None:
+            values = values[:spec.limit]
+        if spec.pattern is not None:
+            pattern = spec.pattern
+            items = [m for v in values if is_entity_id(v) and (m := self.pull(pattern, v))]
+        elif spec.reverse or self.schema.is_ref(spec.attribute):
+            items = [PulledMap({DB_ID: v}) for v in values]
+        else:
+            items = values
+        if not items:
+            return None
+        return ImmutableList(items) if many else items[0]
+
+    def roots(self, pattern: PullPattern, delta: IdDelta) -> set[Any] | None:
+        """The entities whose map under ``pattern`` the tick's ``delta`` may have changed
+        (see the module doc); None: every entity's (the tick changed the schema)."""
+        lookup = self.db.ids.lookup
+        nodes = _nodes(pattern)
+        forward = [{lookup(s.attribute) for s in n.pattern.attrs if not s.reverse} for n in nodes]
+        backward = [{lookup(s.attribute) for s in n.pattern.attrs if s.reverse} for n in nodes]
+        edges = [lookup(n.attribute) for n in nodes]
+        schema = {lookup(a) for a in SCHEMA_ATTRIBUTES}
+        read = set().union(*forward, *backward) - {None}
+        wildcard = any(n.pattern.wildcard for n in nodes)
+        seeds: set[tuple[int, int]] = set()
+        for x, a, y in _datoms(delta, None if wildcard else read | schema):
+            if a in schema and (wildcard or x in read):  # how an attribute read reads
+                return None
+            for i, node in enumerate(nodes):
+                if node.pattern.wildcard or a in forward[i]:
+                    seeds.add((i, x))
+                if a in backward[i]:
+                    seeds.add((i, y))
+        found: set[Any] = set()
+        seen, stack = set(seeds), list(seeds)
+        while stack:
+            i, x = stack.pop()
+            node = nodes[i]
+            if node.parent is None:
+                found.add(self.db.ids.value(x))
+                continue
+            edge = edges[i]
+            if edge is None:
+                continue
+            order = EAV if node.reverse else VAE  # [x b p] backwards, [p b x] forwards
+            for p in self.db.state.propose(order, (x, edge)):
+                if (node.parent, p) not in seen:
+                    seen.add((node.parent, p))
+                    stack.append((node.parent, p))
+        return found
+
+
+def _datoms(delta: IdDelta, attributes: set[int | None] | None) -> Iterator[IdDatom]:
+    """The delta's datoms (ids), only those of ``attributes`` when given."""
+    if isinstance(delta, DatomColumns):
+        e, a, v = delta.e, delta.a, delta.v
+        if attributes is not None:
+            keep = np.isin(a, np.fromiter(attributes, np.int64, len(attributes)))
+            e, a, v = e[keep], a[keep], v[keep]
+        yield from zip(e.tolist(), a.tolist(), v.tolist(), strict=True)
+        return
+    datoms: Iterable[IdDatom] = delta
+    yield from (d for d in datoms if attributes is None or d[1] in attributes)

@@ -22,4 +22,5 @@ def test_spark_keeps_the_feature_like_the_local_executor(
                    spark_settings, inputs)
     assert spark.dispatch.last == "spark"
     assert spark.dispatch.spark is not None
-    assert spark.dispatch.spark.jobs.last.jobs > 0  # the last join really ran Spark jobs
+    if spark.plan(query, inputs).attributes != ():  # it reads datoms (not inputs alone)
+        assert spark.dispatch.spark.jobs.last.jobs > 0  # the last join really ran Spark jobs

@@ -60,6 +60,9 @@ class JobGroups:
         finally:
             done.set()
             reporter.join()
+            # The tracker learns of jobs from Spark's listener bus, asynchronously: let it
+            # drain first, or a group that ran jobs may still count none.
+            self._context._jsc.sc().listenerBus().waitUntilEmpty()
             self.last = _count(tracker, group)
 
     def _report(self, tracker: StatusTracker, group: str, what: str,

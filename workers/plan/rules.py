@@ -3,7 +3,9 @@
 Each rule gets a ``full`` program (bootstrap), a ``support`` program seeded by a head tuple
 (DRed's rederivation: is it still derivable?) and, for every literal whose relation can
 change, a program seeded by that literal's changed tuples, in an ``old`` and a ``new``
-version (see :mod:`workers.executors.rules` for how DRed uses them).
+version, and — for a rule reading its own stratum — a ``witness`` program seeded by a head
+that lists each derivation's premises in the stratum (the delete's backward proof); see
+:mod:`workers.executors.rules` for how DRed uses them.
 """
 
 from __future__ import annotations

@@ -106,6 +106,30 @@ def test_ancestors_follow_a_broken_and_a_restored_link(engine: Engine) -> None:
     assert engine.transact("[[:db/add 5 :parent 2]]") == {"d": {(5,): 1, (6,): 1}}
 
 
+REACH = "[[(reach ?a ?b) [?a :to ?b]] [(reach ?a ?b) [?a :to ?c] (reach ?c ?b)]]"
+REACH_FROM_1 = "[:find ?b :in $ % :where (reach 1 ?b)]"
+
+
+def test_a_cycle_cut_from_its_entry_is_deleted_although_it_derives_itself() -> None:
+    """1 → 2 ⇄ 3, recursion on the left: each of reach(1, 2), reach(1, 3) has a derivation
+    through the other; the delete's backward proof must not accept that circular support."""
+    engine = Engine()
+    engine.transact("[[:db/add 1 :to 2] [:db/add 2 :to 3] [:db/add 3 :to 2]]")
+    left = "[[(reach ?a ?b) [?a :to ?b]] [(reach ?a ?b) (reach ?a ?c) [?c :to ?b]]]"
+    assert set(engine.register("r", REACH_FROM_1, [left])) == {(2,), (3,)}
+    assert engine.transact("[[:db/retract 1 :to 2]]") == {"r": {(2,): -1, (3,): -1}}
+
+
+def test_a_deleted_edge_with_another_path_changes_nothing() -> None:
+    """1 → 2 → 4 and 1 → 3 → 4 → 5: removing 2 → 4 keeps every pair (proved through 3)."""
+    engine = Engine()
+    engine.transact("[[:db/add 1 :to 2] [:db/add 2 :to 4] [:db/add 1 :to 3] [:db/add 3 :to 4]"
+                    " [:db/add 4 :to 5]]")
+    assert set(engine.register("r", REACH_FROM_1, [REACH])) == {(2,), (3,), (4,), (5,)}
+    assert engine.transact("[[:db/retract 2 :to 4]]") == {}
+    assert engine.transact("[[:db/retract 3 :to 4]]") == {"r": {(4,): -1, (5,): -1}}
+
+
 @pytest.mark.parametrize("query", [
     "[:find ?s (count ?e) :where [?e :sex ?s]]",
     "[:find ?n :in $ % :where [?a :name \"Petr\"] (ancestor ?a ?d) [?d :name ?n]]",

@@ -1,7 +1,9 @@
 """Where the join programs of derived relations run: the two questions DRed asks.
 
 ``run``: the rows a join program derives from rows handed in over its seed variables;
-``derivable``: which of the given head rows the (support) program can still derive.
+``derivable``: which of the given head rows the (support) program can still derive;
+``per_fact``: whether a join over one row is cheap enough for a delete's backward proof,
+which issues one per fact it expands (a function call here, a job on Spark).
 :class:`LocalJoins` answers with GenericJoin over the in-memory arrangements;
 :class:`~workers.executors.spark.rules.SparkJoins` with Spark SQL.
 """
@@ -19,6 +21,8 @@ from workers.plan.ir import JoinProgram
 
 
 class Joins(Protocol):
+    per_fact: bool
+
     def run(self, program: JoinProgram, rows: Mapping[Row, int],
             work: Work) -> dict[Row, int]: ...
 
@@ -28,6 +32,8 @@ class Joins(Protocol):
 class LocalJoins:
     """GenericJoin in process; each program is compiled once (the tries are updated in
     place, so a compiled program stays valid)."""
+
+    per_fact = True
 
     def __init__(self, db: ArrangementRegistry, delta: MemoryArrangement,
                  relations: Relations) -> None:

@@ -9,7 +9,9 @@ state and their ``new`` the state plus the change):
 
 1. **over-delete**: every head derivable in the *old* state through a removed tuple (a
    removed datom or lower tuple, or a tuple that *entered* a negated relation) is marked,
-   transitively through the stratum's own relations;
+   transitively through the stratum's own relations — in a recursive stratum, unless a
+   bounded backward search first *proves* it in the new state (backward/forward, Motik et
+   al. 2015): a proved head is kept and nothing is marked through it;
 2. **rederive**: a marked head still derivable in the *new* state (its support program,
    seeded by the head, finds one derivation) is put back;
 3. **insert**: heads derivable in the new state through an added tuple (or one that left a
@@ -34,6 +36,8 @@ from workers.executors.work import Work
 from workers.plan.ir import DATOMS, JoinProgram, RulePlan, RulesPlan, SeededProgram, Step, StepKind
 
 Heads = dict[str, set[Row]]
+Fact = tuple[str, Row]
+PROOF_BUDGET = 64  # facts a backward proof may expand before the head is marked after all
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +83,14 @@ class PreparedRules:
             for stratum in plan.strata)
         self._relations = {r.name: r for s in self.strata for r in s.relations}
         self.root = self._relations[plan.root]
+        self._premises = {id(rule): tuple(tuple(Step(s.kind, ids.intern(s.arg))
+                                                if s.kind is StepKind.CONST else s
+                                                for s in premise.steps)
+                                          for premise in rule.premises)
+                          for stratum in plan.strata for r in stratum.relations
+                          for rule in r.rules}
+        self._proved: set[Fact] = set()
+        self._unproved: set[Fact] = set()
 
     # -- the two entry points ------------------------------------------------------------
 
@@ -87,6 +99,8 @@ class PreparedRules:
         through the plan's ``delta`` arrangement)."""
         for stratum in self.strata:
             self._maintain(stratum, work)
+        self._proved.clear()
+        self._unproved.clear()
         changes = dict(self.root.change.rows)
         self._commit()
         return changes
@@ -137,14 +151,15 @@ class PreparedRules:
                 for seeded in rule.seeded:
                     if not seeded.recursive:
                         tuples = self._changed(seeded, removed=True)
-                        self._doom(relation, self._derive(seeded, seeded.old, tuples, work),
-                                   doomed, frontier)
+                        self._doom(stratum, relation,
+                                   self._derive(seeded, seeded.old, tuples, work),
+                                   doomed, frontier, work)
         while stratum.recursive and any(frontier.values()):
             current, frontier = frontier, {r.name: set() for r in stratum.relations}
             for relation, seeded in self._recursive_seeds(stratum):
                 tuples = ((row, 1) for row in current[seeded.relation])
-                self._doom(relation, self._derive(seeded, seeded.old, tuples, work),
-                           doomed, frontier)
+                self._doom(stratum, relation, self._derive(seeded, seeded.old, tuples, work),
+                           doomed, frontier, work)
         return doomed
 
     def _insert_recursively(self, stratum: DerivedStratum, found: Heads, work: Work) -> None:
@@ -164,13 +179,45 @@ class PreparedRules:
                     if seeded.recursive:
                         yield relation, seeded
 
-    @staticmethod
-    def _doom(relation: DerivedRelation, heads: Iterable[Row], doomed: Heads,
-              frontier: Heads) -> None:
+    def _doom(self, stratum: DerivedStratum, relation: DerivedRelation, heads: Iterable[Row],
+              doomed: Heads, frontier: Heads, work: Work) -> None:
         for row in heads:
-            if relation.state.weight(row) and row not in doomed[relation.name]:
+            if (relation.state.weight(row) and row not in doomed[relation.name]
+                    and not (stratum.recursive and self.joins.per_fact
+                             and self._prove(relation, row, set(), [PROOF_BUDGET], work))):
                 doomed[relation.name].add(row)
                 frontier[relation.name].add(row)
+
+    def _prove(self, relation: DerivedRelation, row: Row, proving: set[Fact],
+               budget: list[int], work: Work) -> bool:
+        """Whether ``row`` has a derivation tree in the new state: a rule reading only lower
+        relations derives it, or a witness's premises in the stratum are proved in turn.
+        Sound but not complete (cycles and the budget cut the search), which is all DRed
+        needs: what is not proved is marked, and rederived if it must be."""
+        fact = (relation.name, row)
+        if fact in self._proved:
+            return True
+        if fact in self._unproved or fact in proving or budget[0] <= 0:
+            return False
+        budget[0] -= 1
+        proving.add(fact)
+        for rule in relation.rules:
+            if rule.witness is None:
+                proved = (not any(s.recursive for s in rule.seeded)
+                          and bool(self.joins.derivable(rule.support, (row,), work)))
+            else:
+                premises = self._premises[id(rule)]
+                proved = any(
+                    all(self._prove(self._relations[p.relation], _build(steps, witness),
+                                    proving, budget, work)
+                        for p, steps in zip(rule.premises, premises, strict=True))
+                    for witness in self.joins.run(rule.witness, {row: 1}, work))
+            if proved:
+                self._proved.add(fact)
+                return True
+        proving.discard(fact)
+        self._unproved.add(fact)
+        return False
 
     @staticmethod
     def _add(relation: DerivedRelation, heads: Iterable[Row], found: Heads) -> None:
@@ -216,6 +263,11 @@ class PreparedRules:
         for relation in self._relations.values():
             relation.state.update(relation.change.rows)
             relation.change.reset()
+
+
+def _build(steps: tuple[Step, ...], row: Row) -> Row:
+    """A premise's tuple from a witness row."""
+    return tuple(s.arg if s.kind is StepKind.CONST else row[s.arg] for s in steps)
 
 
 def _unify(steps: tuple[Step, ...], values: Row, width: int) -> Row | None:

@@ -183,13 +183,26 @@ class SeededProgram:
 
 
 @dataclass(frozen=True, slots=True)
+class Premise:
+    """A literal of the rule's own stratum read in a witness: the relation, and how its
+    tuple is built from a witness row (CONST values, BOUND columns)."""
+
+    relation: str
+    steps: tuple[Step, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class RulePlan:
-    """One rule of a derived relation: its programs output the head's columns."""
+    """One rule of a derived relation: its programs output the head's columns, but
+    ``witness`` (seeded by a head, every derivation's premises' variables; None when the
+    rule reads nothing of its own stratum, or a premise has a blank)."""
 
     source: str
     full: JoinProgram
     support: JoinProgram
     seeded: tuple[SeededProgram, ...]
+    witness: JoinProgram | None = None
+    premises: tuple[Premise, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

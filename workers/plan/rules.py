@@ -3,16 +3,21 @@
 Each rule gets a ``full`` program (bootstrap), a ``support`` program seeded by a head tuple
 (DRed's rederivation: is it still derivable?) and, for every literal whose relation can
 change, a program seeded by that literal's changed tuples, in an ``old`` and a ``new``
-version (see :mod:`workers.executors.rules` for how DRed uses them).
+version, and — for a rule reading its own stratum — a ``witness`` program seeded by a head
+that lists each derivation's premises in the stratum (the delete's backward proof); see
+:mod:`workers.executors.rules` for how DRed uses them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from workers.datalog.ast import Constant, Pattern, Query, Variable
+from workers.datalog.ast import Blank, Constant, Pattern, Query, Variable
 from workers.plan.body import Atom, Literal, Negation, program, relation_of, steps
 from workers.plan.ir import (
+    JoinProgram,
+    Premise,
     RelationPlan,
     Role,
     RulePlan,
@@ -62,10 +67,26 @@ def _rule(rule: DerivedRule, stratum: set[str], stats: AttributeStats) -> RulePl
             negated=isinstance(body[j], Negation), recursive=relation in stratum,
             old=program(body, roles(Role.OLD, j), None, seed_vars, head, stats),
             new=program(body, roles(Role.NEW, j), None, seed_vars, head, stats)))
+    witness, premises = _witness(body, head, stratum, roles(Role.NEW), stats)
     return RulePlan(source=rule.source,
                     full=program(body, roles(Role.NEW), None, (), head, stats),
                     support=program(body, roles(Role.NEW), None, head, head, stats),
-                    seeded=tuple(seeded))
+                    seeded=tuple(seeded), witness=witness, premises=premises)
+
+
+def _witness(body: Sequence[Literal], head: tuple[Variable, ...], stratum: set[str],
+             roles: dict[int, Role], stats: AttributeStats,
+             ) -> tuple[JoinProgram | None, tuple[Premise, ...]]:
+    """The program listing a head's derivations by their premises in the stratum (the
+    delete's backward proof), and how each premise's tuple is read from its rows."""
+    atoms = [lit for lit in body if isinstance(lit, Atom) and lit.relation in stratum]
+    if not atoms or any(isinstance(t, Blank) for lit in atoms for t in lit.terms):
+        return None, ()
+    columns = tuple(dict.fromkeys(v for lit in atoms for v in lit.variables))
+    slots = {v: i for i, v in enumerate(columns)}
+    premises = tuple(Premise(lit.relation, steps(lit.terms, range(len(lit.terms)), slots, ()))
+                     for lit in atoms)
+    return program(body, roles, None, head, columns, stats), premises
 
 
 def _routing_attributes(lowered: Program) -> tuple[Any, ...] | None:

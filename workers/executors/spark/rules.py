@@ -32,6 +32,8 @@ class Piece:
 class SparkJoins:
     """:class:`~workers.executors.joins.Joins` with the levels on Spark."""
 
+    per_fact = False
+
     def __init__(self, spark: SparkExecutor, old: ArrangementRegistry,
                  delta: MemoryArrangement, relations: Relations) -> None:
         self._spark, self._delta, self._relations = spark, delta, relations

@@ -230,7 +230,10 @@ class SpineArrangement:
 
     def _adopt(self, wait: bool = False) -> None:
         """Put a finished (``wait``: the running) compaction's batch in place of the batches
-        it merged, the oldest ones (newer batches never merge into them meanwhile)."""
+        it merged, the oldest ones (newer batches never merge into them meanwhile).  Writes
+        and reads adopt it as soon as it is done, so the old batches are not kept alive
+        beside it (a read that found nodes in them before still holds them, and they sum to
+        the same)."""
         if self._compaction is None or not (wait or self._compaction[1].done()):
             return
         count, future = self._compaction
@@ -347,6 +350,8 @@ class SpineArrangement:
         """The sources' non-empty nodes under ``prefix``, remembered until the next write:
         GenericJoin reads a prefix several times in a tick (``estimate`` to rank the
         extenders, then ``propose`` or ``intersect``; one delta term after another)."""
+        if self._compaction is not None:
+            self._adopt()
         key = (order, prefix)
         nodes = self._read.get(key)
         if nodes is None:
@@ -492,6 +497,8 @@ class SpineArrangement:
         With ``prefixes`` of an entity- or value-major order, only the batches the holders'
         bits say hold one of their first keys: a small batch of recent ticks is mostly
         skipped with one NumPy call instead of a search per level."""
+        if self._compaction is not None:
+            self._adopt()
         indexes = list(self._by_order[order])
         if prefixes is not None and prefixes.shape[1] and len(indexes) > 1 and (
                 order is EAV or order is VAE):

@@ -23,6 +23,7 @@ from tests.property.strategies import (
     reference_db,
     tx_streams,
 )
+from tests.property.test_datalog_features import check_registered_midstream
 from workers.engine import Engine
 from workers.errors import TransactionError
 from workers.zset import add_into
@@ -94,15 +95,6 @@ def test_pull_matches_recompute(query: str, inputs: list[Any],
 def test_registering_on_a_populated_db_starts_from_the_current_pulls(
         query: str, inputs: list[Any], before: list[list[Any]],
         after: list[list[Any]]) -> None:
-    engine, reference = Engine(), reference_db()
-    engine.transact(SCHEMA_TX)
-    for tx in before:
-        if reference.transact(tx):
-            engine.transact(tx)
-    view = engine.register("q", query, inputs)
-    assert view == pulled_from_scratch(query, reference.datoms, CARDINALITY_ONE, (), inputs)
-    for tx in after:
-        if reference.transact(tx):
-            add_into(view, engine.transact(tx).get("q", {}))
-    assert view == pulled_from_scratch(query, reference.datoms, CARDINALITY_ONE, (),
-                                       inputs) == engine.result("q")
+    check_registered_midstream(
+        query, inputs, before, after,
+        lambda datoms: pulled_from_scratch(query, datoms, CARDINALITY_ONE, (), inputs))

@@ -171,10 +171,11 @@ def _check_frame_verbs(spine: SpineArrangement, order: IndexOrder,
     """``estimates`` bound each prefix's count; ``lookups`` sum as ``intersect`` does (a
     nonnegative spine: present exactly when the sum is positive)."""
     rows = np.array(batch, np.int64).reshape(len(batch), len(batch[0]))
-    assert (spine.estimates(order, rows) >= spine.counts(order, rows)).all()
+    located = spine.locate(order, rows)
+    assert (spine.estimates_at(located) >= spine.counts(order, rows)).all()
     cand_rows = np.repeat(np.arange(len(batch)), 4)
     cand_keys = np.tile(np.array([0, 2, 5, 6], np.int32), len(batch))
-    _, total = spine.lookups(order, rows, cand_rows, cand_keys)
+    _, total = spine.lookups_at(located, cand_rows, cand_keys)
     for i, prefix in enumerate(batch):
         found = spine.intersect(order, prefix, dict.fromkeys([0, 2, 5, 6], 1))
         got = {k: w for k, w in zip([0, 2, 5, 6], total[4 * i:4 * i + 4].tolist(), strict=True)

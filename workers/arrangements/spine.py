@@ -79,10 +79,6 @@ class DatomBatch:
     def nbytes(self) -> int:
         return sum(batch.nbytes for batch in self.orders.values())
 
-    def merge(self, other: DatomBatch) -> DatomBatch | None:
-        """``self + other`` consolidated (:meth:`merged` of the two)."""
-        return DatomBatch.merged([self, other])
-
     @staticmethod
     def merged(batches: Sequence[DatomBatch]) -> DatomBatch | None:
         """The batches' sum consolidated: EAV's and VAE's sorted runs merged (a stable sort
@@ -195,7 +191,7 @@ class SpineArrangement:
         while len(batches) > busy + 1 and (merge_all or len(batches) > _MAX_BATCHES
                                            or len(batches[-2]) <= 2 * len(batches[-1])):
             newest = batches.pop()
-            merged = batches.pop().merge(newest)
+            merged = DatomBatch.merged([batches.pop(), newest])
             first = min(first, len(batches))
             if merged is not None:
                 batches.append(merged)
@@ -414,26 +410,18 @@ class SpineArrangement:
         return Located(depth, len(prefixes), [(index, *index.ranges(searched))
                                               for index in self._indexes(major, searched)])
 
-    def estimates(self, order: IndexOrder, prefixes: Ints) -> Ints:
-        """:meth:`estimate` of each row: the sources' counts added, no leaves read."""
-        return self.estimates_at(self.locate(order, prefixes))
-
     def estimates_at(self, located: Located) -> Ints:
-        """:meth:`estimates` of located prefixes."""
+        """:meth:`estimate` of each located prefix: the sources' counts added, no leaves
+        read."""
         total = np.zeros(located.rows, np.int64)
         for index, lo, hi in located.nodes:
             total += np.where(hi > lo, index.width0 if located.depth == 0 else hi - lo, 0)
         return total
 
-    def lookups(self, order: IndexOrder, prefixes: Ints, rows: Ints,
-                keys: Ids) -> tuple[Mask, Ints]:
-        """For candidates ``(row, key)`` (a row of ``prefixes`` each): whether some source
+    def lookups_at(self, located: Located, rows: Ints, keys: Ids) -> tuple[Mask, Ints]:
+        """For candidates ``(row, key)`` (a located prefix each): whether some source
         holds the key under the row's prefix, and the weight under it summed over the
         sources — on a nonnegative spine, present exactly when that sum is positive."""
-        return self.lookups_at(self.locate(order, prefixes), rows, keys)
-
-    def lookups_at(self, located: Located, rows: Ints, keys: Ids) -> tuple[Mask, Ints]:
-        """:meth:`lookups` of candidates under located prefixes."""
         total, held = np.zeros(len(keys), np.int64), np.zeros(len(keys), bool)
         for index, lo, hi in located.nodes:
             found, sums = index.below_many(located.depth, lo[rows], hi[rows],

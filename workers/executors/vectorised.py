@@ -4,8 +4,8 @@ The row-at-a-time executor (:mod:`workers.executors.generic_join`) pays a few di
 and Python calls per row per extender; a tick of thousands of changed datoms pays them
 thousands of times.  Here a step's rows are a :class:`Frame` — one column of value ids per
 bound variable, one of weights — and each level is a handful of array operations over all
-of them, against the spine's batch-of-prefixes verbs (``estimates``, ``proposals``,
-``lookups``, ``weights``):
+of them, against the spine's batch-of-prefixes verbs (``locate`` once, then
+``estimates_at``, ``proposals_at``, ``lookups_at``; ``weights`` for checks):
 
 1. every extender estimates its count for every row; each row's proposer is the smallest;
 2. each extender proposes for the rows it won: ``(row, key, weight)`` arrays;

@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, Self
 
 from workers.arrangements.keys import IndexOrder
 from workers.datalog.ast import FindSpec
@@ -39,7 +39,7 @@ class Node:
         return _encode(self)  # type: ignore[no-any-return]
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Any:
+    def from_dict(cls, data: dict[str, Any]) -> Self:
         node = _decode(data)
         if not isinstance(node, cls):
             raise ValueError(f"expected a {cls.__name__}, got {type(node).__name__}")

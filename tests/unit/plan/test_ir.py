@@ -15,7 +15,6 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from _pytest.mark.structures import ParameterSet
 
 from tests.property import test_datalog_features, test_pull
 from tests.unit import test_engine_forms
@@ -42,7 +41,7 @@ def tabled_queries(module: ModuleType) -> Iterator[tuple[str, tuple[Any, ...]]]:
             names = mark.args[0].split(",") if isinstance(mark.args[0], str) else mark.args[0]
             names = [n.strip() for n in names]
             for row in mark.args[1]:
-                values = row.values if isinstance(row, ParameterSet) else (
+                values = getattr(row, "values", None) or (  # pytest.param(...) has values
                     row if len(names) > 1 else (row,))
                 columns = dict(zip(names, values, strict=True))
                 for value in columns.values():
@@ -68,9 +67,7 @@ FEATURE_PLANS = list(compiled_plans())
 
 
 def round_trip(plan: QueryPlan) -> QueryPlan:
-    restored = QueryPlan.from_dict(json.loads(json.dumps(plan.to_dict())))
-    assert isinstance(restored, QueryPlan)
-    return restored
+    return QueryPlan.from_dict(json.loads(json.dumps(plan.to_dict())))
 
 
 @pytest.mark.parametrize(("name", "strategy"), CASES, ids=CASE_IDS)

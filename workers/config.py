@@ -170,9 +170,9 @@ def masked(config: WorkerConfig) -> dict[str, Any]:
     token."""
     shown = {f.name: getattr(config, f.name) for f in _settings()}
     shown["snapshot_dir"] = str(config.snapshot_dir)
-    shown["snapshot_url"] = _mask_url(config.snapshot_url)
-    shown["registry_url"] = _mask_url(config.registry_url)
-    shown["spark_remote"] = _mask_url(config.spark_remote)
+    shown["snapshot_url"] = mask_url(config.snapshot_url)
+    shown["registry_url"] = mask_url(config.registry_url)
+    shown["spark_remote"] = mask_url(config.spark_remote)
     shown[KAFKA_TABLE] = {key: MASK if any(word in key for word in SECRET_KAFKA_KEYS) else value
                           for key, value in sorted(config.kafka_extra.items())}
     return shown
@@ -248,7 +248,7 @@ def _file_error(path: Path, problem: str) -> WorkersError:
 
 # -- showing -------------------------------------------------------------------------------
 
-def _mask_url(url: str | None) -> str | None:
+def mask_url(url: str | None) -> str | None:
     """``https://user:pass@host`` → ``https://user:***@host`` (a bare ``token@`` → ``***@``)."""
     if url is None:
         return None

@@ -36,7 +36,9 @@ from pathlib import Path
 
 import pyarrow.fs as pafs
 
+from workers.config import mask_url
 from workers.engine import EngineState
+from workers.errors import ErrorCode, WorkersError
 from workers.runtime import snapshot_format
 
 log = logging.getLogger("deltalog.checkpoint")
@@ -58,7 +60,11 @@ class SnapshotStore:
         plain path (relative to the working directory)."""
         text = str(location)
         if "://" in text:
-            filesystem, directory = pafs.FileSystem.from_uri(text)
+            try:
+                filesystem, directory = pafs.FileSystem.from_uri(text)
+            except (ValueError, OSError) as error:  # ArrowInvalid is a ValueError
+                raise WorkersError(f"snapshot store {mask_url(text)}: {mask_url(str(error))}",
+                                   code=ErrorCode.CONFIG) from None
             return cls(filesystem, directory)
         return cls(pafs.LocalFileSystem(), Path(text).absolute().as_posix())
 

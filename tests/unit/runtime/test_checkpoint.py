@@ -15,6 +15,7 @@ from workers.arrangements.values import ValueIds
 from workers.db import BUILTIN_SCHEMA
 from workers.edn import keyword
 from workers.engine import Engine, EngineState
+from workers.errors import ErrorCode, WorkersError
 from workers.runtime import checkpoint, snapshot_format
 from workers.runtime.checkpoint import KEEP, SnapshotStore
 
@@ -158,6 +159,12 @@ def test_a_path_and_a_file_url_name_the_same_store(tmp_path: Path, form: str,
     SnapshotStore.at(location).save(_empty_state(3))
     assert [p.name for p in (tmp_path / "shared").iterdir()] == [_name(3)]
     assert (SnapshotStore.at(tmp_path / "shared").latest(at_most=3) or _empty_state(-1)).tx == 3
+
+
+def test_a_url_no_filesystem_opens_is_a_config_error_without_its_secret() -> None:
+    with pytest.raises(WorkersError, match=r"snapshot store nosuch://u:\*\*\*@b/s") as error:
+        SnapshotStore.at("nosuch://u:secret@b/s")
+    assert error.value.code == ErrorCode.CONFIG and "secret" not in str(error.value)
 
 
 def test_an_in_memory_store_by_url() -> None:

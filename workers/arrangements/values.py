@@ -153,14 +153,15 @@ class ValueIds:
             raise ValueError("the value entries do not describe a dictionary")
         ids = cls()
         int_ids = np.flatnonzero(is_int).astype(np.int32)
-        order = np.argsort(payloads[int_ids], kind="stable")
-        keys = payloads[int_ids][order]
+        order = np.argsort(payloads[int_ids])
+        keys = payloads[int_ids][order].astype(np.int64)
         ids._objects = {_object_key(x): int(i) for x, i in zip(
             objects, np.flatnonzero(~is_int).tolist(), strict=True)}
         if len(ids._objects) != len(objects) or np.any(keys[1:] == keys[:-1]) or any(
                 int_key(x) is not None for x in objects):
             raise ValueError("a value appears twice in the dictionary")
-        ids._insert(keys, int_ids[order])
+        ids._keys, ids._key_ids = keys, int_ids[order]
+        ids._key_view, ids._id_view = ids._keys.data, ids._key_ids.data
         ids._values = list(objects)
         ids._kind, ids._payload = kinds.astype(np.int8), payloads.astype(np.int64)
         ids._kind_view, ids._payload_view = ids._kind.data, ids._payload.data

@@ -9,7 +9,8 @@ Start, in numbered steps:
 
 1. create the fixed topics if missing;
 2. ``init_transactions``: abort what a previous incarnation left open, fence it;
-3. load the newest snapshot (the position; the log after it is read tick by tick);
+3. load the newest snapshot at or before the fleet's committed progress from the shared
+   store (the position; the log after it is read tick by tick);
 4. join the group and wait for the first assignment.
 
 A query given to this worker resumes after its committed progress ``Q``:
@@ -68,7 +69,7 @@ from workers.kafka.sink import ResultSink, TransactionFailed
 from workers.kafka.source import TxRecord, TxSource
 from workers.kafka.topics import Topics, check_query_name, create, ensure_topics
 from workers.runtime.backpressure import TickSize, resident_bytes
-from workers.runtime.checkpoint import SnapshotStore
+from workers.runtime.checkpoint import Snapshots, SnapshotStore
 from workers.runtime.faults import crash_point
 from workers.runtime.observe import StateGauges, forget_query, observe_steps
 from workers.runtime.ownership import Ownership, Polled
@@ -77,7 +78,6 @@ from workers.runtime.registration import Registration, parse_registration
 from workers.zset import add, add_into, neg
 
 log = logging.getLogger(__name__)
-LAST = 1 << 62  # any snapshot: the database at any transaction is a valid start
 POLL_S = 0.2  # one wait for the group while starting
 THROTTLE_PAUSE_S = 0.05  # pause per tick while over the memory ceiling
 
@@ -116,7 +116,8 @@ class Worker(Closing):
         spark = None if config.executor == "local" else config.spark()
         self.engine = Engine(strategy=config.strategy, executor=config.executor, spark=spark,
                              auto=config.auto())
-        self.snapshots = SnapshotStore(config.snapshot_dir)
+        self.snapshots = Snapshots(SnapshotStore.at(config.snapshot_store()),
+                                   config.snapshot_interval_s)
         registry = registry_for(config.registry_url)
         self._tx_codec = AvroCodec("transaction", registry)
         self._registration_codec = AvroCodec("query_registration", registry)
@@ -131,7 +132,6 @@ class Worker(Closing):
         self._waiting: dict[str, Waiting] = {}
         self._pending = TickOutput()
         self.committed = -1  # the position: last transaction the arrangements include
-        self._last_snapshot = time.monotonic()
         self._source: TxSource | None = None
         self._ownership: Ownership | None = None
         limit = None if config.memory_limit_mb is None else config.memory_limit_mb << 20
@@ -151,7 +151,7 @@ class Worker(Closing):
         config = self.config
         ensure_topics(self._admin, self.topics, config.query_partitions)  # Step 1
         self._sink.init()  # Step 2
-        state = self.snapshots.latest(at_most=LAST)  # Step 3
+        state = self.snapshots.load(at_most=_fleet_progress(config))  # Step 3
         if state is not None:
             self.engine.restore(state)
             log.info("loaded snapshot at tx %d", state.tx)
@@ -322,7 +322,7 @@ class Worker(Closing):
         metrics.LAG_TX.set(lag)
         if self._applied_s:
             metrics.LAG_SECONDS.set(max(time.time() - self._applied_s, 0.0) if lag else 0.0)
-        metrics.SNAPSHOT_AGE.set(time.monotonic() - self._last_snapshot)
+        metrics.SNAPSHOT_AGE.set(self.snapshots.age_s())
         self._state_gauges.observe(self.engine.db)
 
     def lag(self) -> int:
@@ -445,18 +445,24 @@ class Worker(Closing):
     # -- snapshots and shutdown ------------------------------------------------------------
 
     def _maybe_snapshot(self) -> None:
-        if time.monotonic() - self._last_snapshot < self.config.snapshot_interval_s:
-            return
-        with metrics.SNAPSHOT_SECONDS.time():
-            self.snapshots.save(self.engine.state())
-        crash_point("after-snapshot")
-        self._last_snapshot = time.monotonic()
+        started = time.perf_counter()
+        if self.snapshots.save_if_due(self.committed, self.engine.state):
+            metrics.SNAPSHOT_SECONDS.observe(time.perf_counter() - started)
+            crash_point("after-snapshot")
 
     def close(self) -> None:
         """Leave the group (its queries move at once, not after the session timeout), then
         close the tx log's consumer, the producer and the admin client."""
         self._clients.close()
 
+
+
+def _fleet_progress(config: WorkerConfig) -> int:
+    """The last transaction any query committed (-1: none): the bound of the snapshot a
+    worker starts from.  Snapshots are written after committed ticks, so one beyond it was
+    left by another log (a topic deleted and created again) and is not read; a fleet with
+    no query yet replays the log."""
+    return max((int(p["tx_last"]) for p in progress_table(config).values()), default=-1)
 
 
 def _committed_progress(record: KeyedRecord, progress: dict[str, Any] | None) -> int | None:

@@ -44,7 +44,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from bench.harness import BenchError, Results, log, markdown_table, positive_ints
@@ -69,6 +69,8 @@ POLL_S = 0.1  # between progress reads while waiting
 CAPACITY_TIMEOUT_S = 600.0
 SETTLE_TIMEOUT_S = 180.0
 TAKEOVER_TIMEOUT_S = 120.0
+COORDINATOR_NOT_READY = {KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                         KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.NOT_COORDINATOR}
 
 
 class FleetError(BenchError):
@@ -143,13 +145,16 @@ class Sender(threading.Thread):
 
 @contextlib.contextmanager
 def fleet(config: WorkerConfig, count: int, workdir: Path,
-          tick_max_tx: int | None) -> Iterator[list[WorkerProcess]]:
+          args: argparse.Namespace) -> Iterator[list[WorkerProcess]]:
     """`count` workers w1..wN (not started); all stopped on exit."""
+    env = {"DELTALOG_GROUP_PROTOCOL": args.group_protocol}
+    if args.session_timeout_ms is not None:
+        env["DELTALOG_SESSION_TIMEOUT_MS"] = str(args.session_timeout_ms)
     with contextlib.ExitStack() as stack:
         yield [stack.enter_context(WorkerProcess(
             config, workdir / f"{config.topic_prefix}-{worker_id}-snapshots",
-            workdir / f"{config.topic_prefix}-{worker_id}.log", worker_id,
-            tick_max_tx=tick_max_tx))
+            workdir / f"{config.topic_prefix}-{worker_id}.log", worker_id, env=env,
+            tick_max_tx=args.tick_max_tx))
             for worker_id in (f"w{i + 1}" for i in range(count))]
 
 
@@ -194,8 +199,14 @@ class Watch:
         return int(self._ends.get_watermark_offsets(self._tx, timeout=30)[1]) - 1
 
     def holders(self) -> dict[str, int]:
-        """Query partitions held per client id, for the group members holding any."""
-        group = self._admin.describe_consumer_groups([self.group])[self.group].result(30)
+        """Query partitions held per client id, for the group members holding any (none
+        while the coordinator is not ready to say)."""
+        try:
+            group = self._admin.describe_consumer_groups([self.group])[self.group].result(30)
+        except KafkaException as error:
+            if error.args[0].code() not in COORDINATOR_NOT_READY:
+                raise
+            return {}
         return {m.client_id: len(m.assignment.topic_partitions) for m in group.members
                 if m.assignment and m.assignment.topic_partitions}
 
@@ -294,7 +305,7 @@ def capacity_once(bootstrap: str, k: int, args: argparse.Namespace,
     watch = Watch(config)
     cpu = children_cpu_s()
     try:
-        with fleet(config, k, workdir, args.tick_max_tx) as workers:
+        with fleet(config, k, workdir, args) as workers:
             started = time.monotonic()
             for worker in workers:
                 worker.start()
@@ -358,7 +369,7 @@ def takeover_scenario(bootstrap: str, args: argparse.Namespace,
     watch = Watch(config)
     rows: list[TakeoverRow] = []
     try:
-        with fleet(config, 2, workdir, args.tick_max_tx) as workers:
+        with fleet(config, 2, workdir, args) as workers:
             for worker in workers:
                 worker.start()
             sender.start()
@@ -421,6 +432,10 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse
     parser.add_argument("--nodes", type=int, default=50, help="graph nodes (default 50)")
     parser.add_argument("--tick-max-tx", type=int,
                         help="the workers' --tick-max-tx (default: the worker's own)")
+    parser.add_argument("--group-protocol", choices=["classic", "consumer"], default="classic",
+                        help="the workers' consumer group protocol (consumer: KIP-848)")
+    parser.add_argument("--session-timeout-ms", type=int,
+                        help="the workers' session timeout (default: the worker's own)")
     parser.add_argument("--only", choices=["capacity", "takeover"], help="run one scenario")
     parser.add_argument("--seed", type=int, default=42, help="stream seed (default 42)")
     parser.add_argument("--workdir", type=Path,

@@ -36,6 +36,8 @@ from workers.runtime.process import client_id
 log = logging.getLogger(__name__)
 WATERMARK_TIMEOUT_S = 10.0
 ADMIN_TIMEOUT_S = 30.0
+CATCH_UP_WAIT_S = 1.0  # longest one poll reads newly assigned partitions
+CATCH_UP_POLL_S = 0.02
 
 
 @dataclass(slots=True)
@@ -70,14 +72,20 @@ class Ownership(Closing):
                                  on_revoke=self._on_revoke, on_lost=self._on_revoke)
 
     def poll(self, timeout_s: float = 0.0) -> Polled:
-        """Registrations and revocations since the last call (rebalances happen in here)."""
-        messages = self._consumer.consume(500, timeout_s)
-        for record in self._records(messages):
-            if record.partition in self._high:
-                self._staged[record.partition].append(record)
-            elif record.partition in self.owned:
-                self._polled.records.append(record)
-        self._release_caught_up()
+        """Registrations and revocations since the last call (rebalances happen in here).
+        Partitions just assigned are read to their end in this call (for up to
+        ``CATCH_UP_WAIT_S``), not one batch per tick: a takeover waits for no tick."""
+        deadline = time.monotonic() + CATCH_UP_WAIT_S
+        while True:
+            messages = self._consumer.consume(500, CATCH_UP_POLL_S if self._high else timeout_s)
+            for record in self._records(messages):
+                if record.partition in self._high:
+                    self._staged[record.partition].append(record)
+                elif record.partition in self.owned:
+                    self._polled.records.append(record)
+            self._release_caught_up()
+            if not self._high or time.monotonic() > deadline:
+                break
         polled, self._polled = self._polled, Polled()
         return polled
 

@@ -348,6 +348,10 @@ class Worker(Closing):
     def _dead_letters_written(self, done: int) -> None:
         """The transaction log's dead letters are committed up to ``done``."""
         self._dead_letters_done = done
+        self._forget_refused(done)
+
+    def _forget_refused(self, done: int) -> None:
+        """Refusals up to ``done`` have their dead letters committed."""
         self._refused = [refused for refused in self._refused if refused.offset > done]
 
     def _write(self, query: str, rows: dict[Row, int], tx_first: int, tx_last: int) -> None:
@@ -427,15 +431,23 @@ class Worker(Closing):
         records = [r for r in self._reown if r.partition in self._ownership.owned]
         records += polled.records
         self._reown = []
-        if takes_dead_letters:
-            dead_letters = self._progress().get(DEAD_LETTERS)
+        if records or takes_dead_letters:
+            self._take(records, takes_dead_letters, output)
+        metrics.QUERIES.set(len(self._registrations))
+
+    def _take(self, records: list[KeyedRecord], dead_letters_too: bool,
+              output: TickOutput) -> None:
+        """Take up ``records`` of the queries table and, when partition 0 has just come
+        here, the transaction log's dead letters, from the committed progress."""
+        started = time.monotonic()
+        progress = self._progress()
+        read_s = time.monotonic() - started
+        if dead_letters_too:
+            dead_letters = progress.get(DEAD_LETTERS)
             self._dead_letters_written(self.committed if dead_letters is None
                                        else dead_letters["tx_last"])
             log.info("writing the tx log's dead letters after tx %d", self._dead_letters_done)
         if records:
-            started = time.monotonic()
-            progress = self._progress()
-            read_s = time.monotonic() - started
             done = {record: _committed_progress(record, progress.get(record.key))
                     for record in records}
             views = self._committed_views([record.key for record, tx in done.items()
@@ -449,7 +461,6 @@ class Worker(Closing):
                      viewed_s - read_s)
             create(self._admin, {self.topics.results(record.key): {} for record in records
                                  if record.key in self._registrations})
-        metrics.QUERIES.set(len(self._registrations))
 
     def _progress(self) -> dict[str, dict[str, Any]]:
         """The committed progress table; a read held up by a dead worker's open transaction
@@ -458,8 +469,7 @@ class Worker(Closing):
         progress = progress_table(self.config, on_held=self._fence)
         dead_letters = progress.get(DEAD_LETTERS)
         if dead_letters is not None and self._dead_letters_done is None:
-            self._refused = [refused for refused in self._refused
-                             if refused.offset > dead_letters["tx_last"]]
+            self._forget_refused(dead_letters["tx_last"])
         return progress
 
     def _fence(self, writers: set[str]) -> None:

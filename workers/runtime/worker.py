@@ -473,7 +473,9 @@ class Worker(Closing):
         return progress
 
     def _fence(self, writers: set[str]) -> None:
-        fence_absent(self.config, self._admin, writers)
+        """Fence the ``writers`` gone from the group, never this worker (not a member while
+        it starts): fencing itself would cost its producer."""
+        fence_absent(self.config, self._admin, writers - {self._sink.worker})
 
     def _drop(self, name: str, output: TickOutput) -> None:
         if name in self._registrations:

@@ -79,7 +79,8 @@ class WorkerConfig:
     spark_tick_datoms: int = SPARK_TICK_DATOMS  # auto: ticks this large run on Spark
     spark_bootstrap_datoms: int = SPARK_BOOTSTRAP_DATOMS  # auto: bootstraps on a db this large
     group_id: str | None = None  # the workers' consumer group (default <topic_prefix>.workers)
-    session_timeout_ms: int = 6000  # a worker silent this long loses its queries
+    session_timeout_ms: int = 3000  # a worker silent this long loses its queries
+    group_protocol: str = "classic"  # classic | consumer (KIP-848): the workers' group
     query_partitions: int = 12  # partitions of a new queries topic: the most workers that help
     memory_limit_mb: int | None = None  # over it, ticks shrink and consumption slows
     ready_lag_tx: int = 1000  # ready when at most this many transactions behind the log

@@ -34,11 +34,14 @@ LOOPBACK_CONF: Mapping[str, str] = {
 
 @dataclass(frozen=True, slots=True)
 class SparkSettings:
-    """Where Spark runs; ``conf`` entries override the defaults above."""
+    """Where Spark runs; ``conf`` entries override the defaults above; ``state``: where the
+    executor writes the database for its tasks (a directory or a ``pyarrow.fs`` URL that
+    every executor reaches; None: a temporary directory per engine)."""
 
     master: str = "local[*]"
     remote: str | None = None
     conf: Mapping[str, str] = field(default_factory=dict)
+    state: str | None = None
 
     def cores(self) -> int:
         """Cores of an embedded master (``local[N]``/``local[*]``); 2 for a cluster."""

@@ -185,9 +185,9 @@ class StateStore:
                       for name in ("e", "a", "v", "w"))
         order = sort_order(e, a, v)
         (e, a, v), summed = consolidate((e[order], a[order], v[order]), w[order])
-        assert summed is not None
+        weights = np.ones(len(e), np.int64) if summed is None else summed  # None: all 1
         base = self._write(f"base-{manifest.epoch}-{manifest.version}.arrow",
-                           DatomColumns(e, a, v, summed), manifest.version)
+                           DatomColumns(e, a, v, weights), manifest.version)
         with self._lock:
             current = self.manifest
             assert current is not None

@@ -104,7 +104,7 @@ class SparkExecutor:
                  derived: Relations, work: Work) -> dict[Row, int]:
         """Rows over the program's seed variables through its checks and levels (GenericJoin
         levels only: the caller runs the other ops), reading derived relations too."""
-        task = Rows(self._manifest(), program, tasks.constants(program, self.db.ids),
+        task = Rows(self.manifest(), program, tasks.constants(program, self.db.ids),
                     _columns(delta), self.shares, dict(rows), tasks.tuples(derived))
         width = len(program.output)
         with self.jobs.action(f"join from {program.seed_vars}"):
@@ -124,7 +124,7 @@ class SparkExecutor:
     def close(self) -> None:
         self.store.close()
 
-    def _manifest(self) -> Manifest:
+    def manifest(self) -> Manifest:
         """The state's current version, written from the arrangements on first use."""
         if self.store.manifest is None:
             e, a, v = self.db.columns()
@@ -132,7 +132,7 @@ class SparkExecutor:
         return self.store.manifest
 
     def _tick(self, plan: Plan, delta: DatomColumns, shares: int) -> Tick:
-        return Tick(self._manifest(), plan, tasks.constants(plan, self.db.ids), delta, shares)
+        return Tick(self.manifest(), plan, tasks.constants(plan, self.db.ids), delta, shares)
 
     def _shares(self, count: int) -> DataFrame:
         """One row per share, each in a partition of its own."""

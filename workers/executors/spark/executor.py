@@ -11,6 +11,9 @@ Per step (DESIGN §3 and §5, the same algebra as the local executor):
    ``distinct`` against the same state — ``[before + d > 0] - [before > 0]``;
 4. one ``toArrow`` collects the set changes (value ids, decoded by the engine).
 
+A tick smaller than ``split_datoms`` skips the split: one task does both stages' work, so
+a small tick is one stage of one task — the floor of a Spark job.
+
 An evaluation (a bootstrap) is one stage: each task derives the result's rows of its share
 of the first variable's values; the driver takes their union.  A join program of derived
 relations (:mod:`~workers.executors.spark.rules`) is one stage over shares of its rows.
@@ -22,12 +25,11 @@ arrangements on first use, so an ``auto`` engine that never needs Spark never wr
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Mapping
 from functools import partial
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pyarrow as pa
 
 from workers.arrangements import ArrangementRegistry, MemoryArrangement
 from workers.arrangements.batch import Ints
@@ -43,7 +45,9 @@ from workers.plan.ir import JoinProgram, Plan
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-Body = Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]
+# A tick of fewer datoms is stepped by one task in one stage: splitting it would add a stage
+# (a shuffle) that costs more than the work it shares out (docs/spark.md).
+SPLIT_DATOMS = 10_000
 
 
 class SparkPlan:
@@ -67,6 +71,7 @@ class SparkExecutor:
         self.jobs = jobs or JobGroups(session)
         self.store = StateStore(location)
         self.shares = shares or int(session.conf.get("spark.sql.shuffle.partitions") or 1)
+        self.split_datoms = SPLIT_DATOMS
 
     def prepare(self, plan: Plan, old: ArrangementRegistry,
                 delta: MemoryArrangement) -> SparkPlan:
@@ -75,10 +80,17 @@ class SparkExecutor:
         return SparkPlan(plan, delta)
 
     def step(self, prepared: SparkPlan, work: Work) -> dict[Row, int]:
-        """The tick's set changes: one job, two stages (derive by share, distinct by row)."""
-        plan = prepared.plan
-        tick = self._tick(plan, _columns(prepared.delta), self.shares)
+        """The tick's set changes: one job; a small tick one task, a large one two stages
+        (derive by share, then distinct by row)."""
+        plan, delta = prepared.plan, _columns(prepared.delta)
         width = len(plan.find)
+        if len(delta) < self.split_datoms:
+            tick = self._tick(plan, delta, 1)
+            with self.jobs.action(f"step of {plan.find}"):
+                table = self._shares(1).mapInArrow(partial(tasks.step, tick),
+                                                   schema(width)).toArrow()
+            return _counted(tasks.to_rows(table, width), work)
+        tick = self._tick(plan, delta, self.shares)
         with self.jobs.action(f"step of {plan.find}"):
             derived = self._shares(tick.shares).mapInArrow(partial(tasks.derive, tick),
                                                            schema(width))

@@ -24,6 +24,9 @@ SMALL_JOB_CONF: Mapping[str, str] = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
+    # A step is two stages of Python tasks: adaptive execution would run each as a job of
+    # its own and re-plan between them, for nothing to optimise.
+    "spark.sql.adaptive.enabled": "false",
     "spark.driver.memory": "2g",
 }
 LOOPBACK_CONF: Mapping[str, str] = {

@@ -11,6 +11,7 @@ when it takes the plan, else row at a time — for its :class:`Share`:
   share (the input rows are the share numbers, one per partition);
 - :func:`distinguish` (a step's second stage, after a shuffle by row): all the derivation
   changes of its rows, summed, then ``distinct`` against the same old state;
+- :func:`step` (a small tick's one stage, one task): both of the above;
 - :func:`evaluate` (a bootstrap, one stage): the result's rows of its share of the first
   variable's values;
 - :func:`join` (a join program of derived relations, one stage): its share of the rows
@@ -143,17 +144,28 @@ def derive(tick: Tick, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordB
 def distinguish(tick: Tick, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     width = len(tick.plan.find)
     table = pa.Table.from_batches(list(batches), schema=_arrow_schema(width))
-    if not table.num_rows:
-        return
-    bound = Bound(tick.manifest, tick.constants, tick.delta)
-    vector = bound.vector.prepare(tick.plan)
+    if table.num_rows:
+        yield _set_changes(Bound(tick.manifest, tick.constants, tick.delta), tick.plan, table)
+
+
+def step(tick: Tick, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """A whole step in one task (a small tick): :func:`derive` then :func:`distinguish`."""
+    derived = pa.Table.from_batches(list(derive(tick, batches)),
+                                    schema=_arrow_schema(len(tick.plan.find)))
+    if derived.num_rows:
+        yield _set_changes(Bound(tick.manifest, tick.constants, tick.delta), tick.plan, derived)
+
+
+def _set_changes(bound: Bound, plan: Plan, table: pa.Table) -> pa.RecordBatch:
+    """The set changes of the derivation changes in ``table`` (summed here)."""
+    width = len(plan.find)
+    vector = bound.vector.prepare(plan)
     if vector is None:
         rows = to_rows(table, width)
-        yield _from_rows(set_changes(bound.local(tick.plan).support, rows, Work()), width)
-    else:
-        columns = [table.column(column(i)).to_numpy() for i in range(width)]
-        derivations = consolidated(columns, table.column(WEIGHT).to_numpy())
-        yield _from_rows(distinct(vector, derivations, Work()), width)
+        return _from_rows(set_changes(bound.local(plan).support, rows, Work()), width)
+    columns = [table.column(column(i)).to_numpy() for i in range(width)]
+    derivations = consolidated(columns, table.column(WEIGHT).to_numpy())
+    return _from_rows(distinct(vector, derivations, Work()), width)
 
 
 def evaluate(tick: Tick, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

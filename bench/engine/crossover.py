@@ -220,6 +220,20 @@ def warm_up(engines: Engines, edges: list[Edge], seed: int) -> None:
     run_tick(engines, [edge], "warm-up", with_local=True)
 
 
+def spark_floor_ms(engines: Engines, repeat: int) -> float:
+    """The median time of an empty one-task Spark job (`mapInArrow` over one row, collected):
+    the floor under any Spark step, measured beside the ticks because on a shared machine it
+    moves with the load."""
+    spark = engines.spark.dispatch.spark
+    assert spark is not None
+    frame = spark.session.range(0, 1, 1, 1).mapInArrow(_same, "id long")
+    return statistics.median(timed(frame.toArrow)[0] / 1e6 for _ in range(repeat))
+
+
+def _same(batches: Any) -> Any:
+    yield from batches
+
+
 # --- reporting ----------------------------------------------------------------------------
 
 
@@ -297,13 +311,16 @@ def run(args: argparse.Namespace) -> None:
     setup = load_and_register(engines, edges)
     warm_up(engines, edges, args.seed)
     results = measure(engines, args.sizes, ticks, args.repeat, args.max_local_s)
+    floor = spark_floor_ms(engines, max(args.repeat, 5))
     print()
     print(table(results))
     print()
     print(crossover_text(results))
+    print(f"an empty one-task Spark job meanwhile: {floor:,.0f} ms (median)")
     output.write({
         "graph": {"name": graph, "edges": len(edges), "nodes": node_count(edges)},
         "setup": setup,
         "results": [asdict(r) | {"ratio": r.ratio} for r in results],
         "crossover": crossover(results),
+        "spark_floor_ms": floor,
     })

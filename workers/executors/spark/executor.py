@@ -26,6 +26,7 @@ arrangements on first use, so an ``auto`` engine that never needs Spark never wr
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -50,13 +51,12 @@ if TYPE_CHECKING:
 SPLIT_DATOMS = 10_000
 
 
+@dataclass(frozen=True, slots=True)
 class SparkPlan:
     """A plan for this executor: the plan and the delta arrangement its ticks fill."""
 
-    __slots__ = ("delta", "plan")
-
-    def __init__(self, plan: Plan, delta: MemoryArrangement) -> None:
-        self.plan, self.delta = plan, delta
+    plan: Plan
+    delta: MemoryArrangement
 
 
 class SparkExecutor:
@@ -132,9 +132,6 @@ class SparkExecutor:
     def restored(self) -> None:
         """The shared arrangements were replaced: the state is written again on next use."""
         self.store.drop()
-
-    def close(self) -> None:
-        self.store.close()
 
     def manifest(self) -> Manifest:
         """The state's current version, written from the arrangements on first use."""

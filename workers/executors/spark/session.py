@@ -13,6 +13,7 @@ import shutil
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from workers.errors import ErrorCode, WorkersError
@@ -65,10 +66,10 @@ def spark_session(settings: SparkSettings = SparkSettings()) -> SparkSession:
                            "this Python environment lacks: reinstall deltalog with its "
                            "dependencies (pip install -e . in a checkout), or use "
                            "executor=local", code=ErrorCode.SPARK) from error
+    _local_python_workers()
     if settings.remote is not None:
         return _connect(SparkSession, settings)
     _require_java()
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if settings.master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.master(settings.master).appName("deltalog")
@@ -101,6 +102,18 @@ def _connect(session_class: type[SparkSession], settings: SparkSettings) -> Spar
         raise WorkersError(f"cannot reach Spark Connect at {settings.remote!r}: {error} "
                            "(is the server up, and the URL sc://host:port?)",
                            code=ErrorCode.SPARK) from error
+
+
+def _local_python_workers() -> None:
+    """Spark's Python workers on this machine (a local master, a local Connect server) run
+    deltalog's task code: the driver's interpreter, and the driver's copy of deltalog first
+    on their path, so they import the same version — a checkout, not whatever is installed.
+    A cluster's executors need deltalog installed in their Python environment."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    root = str(Path(__file__).resolve().parents[3])
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if root not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([root, *paths])
 
 
 def _require_java() -> None:

@@ -33,10 +33,12 @@ if TYPE_CHECKING:
 Row = tuple[Any, ...]
 T = TypeVar("T")
 EXECUTORS = ("local", "spark", "auto")
-# Measured on 2 cores (docs/spark.md): Spark never beat the local executor, per tick up to
-# 100,000 edges (4.8x slower there, the gap shrinking ~3.5x per decade) nor per bootstrap up
-# to 10^6 datoms (4.8x slower).  The defaults sit where the trends cross; a cluster with
-# more cores moves them down (DELTALOG_SPARK_TICK_DATOMS, DELTALOG_SPARK_BOOTSTRAP_DATOMS).
+# Measured on 2 cores (docs/spark.md, issue 16): Spark's tasks run the local executor's own
+# code, so on one machine they can beat it only by the cores they add, minus a job's floor
+# and a copy of the state per Python worker: ~3x slower per tick at 10,000 edges, ~1.3x per
+# bootstrap at 10^6 datoms (scaled by the machine's load), no crossing measured.  The
+# defaults stay where the first executor's trends crossed; a cluster with more cores moves
+# them down (DELTALOG_SPARK_TICK_DATOMS, DELTALOG_SPARK_BOOTSTRAP_DATOMS).
 # A tick of this many datoms or more steps a query a frame at a time when the vectorised
 # executor takes its plan: where the two paths cost the same on the triangle over 10^6
 # bounded-degree edges (`python -m bench vector`: 8.1 vs 8.2 ms at 64, 1.5x at 128, 3.6x at

@@ -143,6 +143,9 @@ def _worker_options(command: argparse.ArgumentParser) -> None:
                          help="where plans run: local (default), spark, or auto (large ticks "
                               "and bootstraps on Spark)")
     command.add_argument("--spark-master", help="e.g. local[*] (default) or spark://host:7077")
+    command.add_argument("--spark-state",
+                         help="where Spark's tasks read the database: a directory or a "
+                              "pyarrow.fs URL (s3://..., hdfs://...); default a temporary one")
     command.add_argument("--tick-max-tx", type=int, help="transactions per tick at most")
     command.add_argument("--tick-max-wait-s", type=float,
                          help="longest an idle worker waits for a tick's first transaction (s)")

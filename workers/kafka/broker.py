@@ -469,6 +469,9 @@ def _plain_properties(port: int, controller_port: int, log_dir: Path) -> dict[st
         # for timed-out transactions, not every 10 s.
         "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
         "log.segment.bytes": str(LOG_SEGMENT_BYTES),
+        # Apply retention within a second, not Kafka's 5 minutes: a test that sets a tiny
+        # retention on a topic sees its old segments really deleted in seconds.
+        "log.retention.check.interval.ms": "1000",
     }
 
 

@@ -27,6 +27,7 @@ class KeyedRecord:
     offset: int
     partition: int = 0
     topic: str = ""
+    raw_key: bytes = b""  # the key as written (a view's rows are keyed by Avro bytes)
 
 
 class CompactedReader(Closing):
@@ -82,15 +83,21 @@ class CompactedReader(Closing):
                     raise
                 time.sleep(POLL_S)
 
+    def low_watermarks(self) -> list[int]:
+        """Each partition's first offset still stored (retention deletes from the start)."""
+        return [int(self._ends.get_watermark_offsets(tp, timeout=METADATA_TIMEOUT_S)[0])
+                for tp in self.partitions]
+
     def poll(self) -> list[KeyedRecord]:
         return list(self._read(0))
 
     def _read(self, timeout_s: float) -> Iterator[KeyedRecord]:
         for message in data_messages(self._consumer.consume(500, timeout_s),
                                      ", ".join(self.topics)):
-            key = (message.key() or b"").decode(errors="replace")  # names; row keys unused
-            yield KeyedRecord(key, message.value(), message.offset() or 0,
-                              message.partition() or 0, message.topic() or "")
+            raw_key = message.key() or b""
+            yield KeyedRecord(raw_key.decode(errors="replace"), message.value(),
+                              message.offset() or 0, message.partition() or 0,
+                              message.topic() or "", raw_key)
 
     def _positions(self) -> list[int]:
         if not self.partitions:

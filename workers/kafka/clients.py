@@ -43,7 +43,7 @@ class TxProducer(Closing):
     def __init__(self, config: WorkerConfig, source: str | None = None) -> None:
         self.topic = Topics(config.topic_prefix).tx
         with AdminClient(config.kafka()) as admin:
-            ensure_topics(admin, Topics(config.topic_prefix))
+            ensure_topics(admin, Topics(config.topic_prefix), config.query_partitions)
         self._producer = Producer(config.kafka(**{"enable.idempotence": True, "linger.ms": 5}))
         self._codec = AvroCodec("transaction", registry_for(config.registry_url))
         self._source = source
@@ -79,7 +79,7 @@ class QueryAdmin(Closing):
         self.config = config
         self.topics = Topics(config.topic_prefix)
         with AdminClient(config.kafka()) as admin:
-            ensure_topics(admin, self.topics)
+            ensure_topics(admin, self.topics, config.query_partitions)
         self._codec = AvroCodec("query_registration", registry_for(config.registry_url))
         self._producer = Producer(config.kafka(**{"enable.idempotence": True}))
 

@@ -40,7 +40,7 @@ from workers.runtime.process import WorkerProcess
 from workers.testing import evaluate_from_scratch
 from workers.zset import add_into
 
-pytestmark = [pytest.mark.kafka, pytest.mark.serial]
+pytestmark = pytest.mark.kafka
 BAG = "{:find [?a] :with [?b] :where [[?a :g/to ?b]]}"  # out-degrees as multiplicities
 QUERIES = {"tri": TRIANGLE, "paths": TWO_PATH, "reach": REACH_COUNT, "degree": BAG}
 # Roll a segment every 100 ms and delete it 100 ms later (checked every second by the test
@@ -51,6 +51,7 @@ TAIL_VIEW_S = 10.0  # long enough for tail --view to start, read the view and pr
 Tick = tuple[int, int]
 
 
+@pytest.mark.serial
 def test_views_survive_retention_a_takeover_and_tail(kafka_bootstrap: str,
                                                      tmp_path: Path) -> None:
     # One queries partition: w1 owns every query, w2 none until w1 dies.
@@ -127,6 +128,31 @@ def test_a_missing_view_is_built_from_the_current_result(kafka_bootstrap: str,
         assert snapshot.rows == evaluate_from_scratch(QUERIES[name], states[-1]), name
     worker.stop()
     assert "its view is built from its current result" in worker.log.read_text()
+
+
+def test_a_query_registered_anew_replaces_its_view_and_ends_subscriptions(
+        kafka_bootstrap: str, tmp_path: Path) -> None:
+    config = isolated_config(kafka_bootstrap)
+    worker = WorkerProcess(config, tmp_path / "snapshots", tmp_path / "w.log", tick_max_tx=5)
+    worker.start()
+    admin = QueryAdmin(config)
+    admin.add("q", TWO_PATH)
+    stream = random_stream(seed=29, count=160)
+    send_stream(config, stream[:80], batch=80)
+    wait_committed(config, ["q"], 79, worker)
+    subscriber = _Subscriber(config, "q")
+    subscriber.snapshot_taken.wait(DELETED_WAIT_S)
+    admin.add("q", TRIANGLE)  # the same name, another query: the view is replaced
+    send_stream(config, stream[80:], batch=80)
+    wait_committed(config, ["q"], len(stream) - 1, worker)
+    subscriber.thread.join(DELETED_WAIT_S)  # it ends by itself
+    worker.stop()
+    states = reference_states(stream)
+    assert not subscriber.thread.is_alive() and subscriber.error is None
+    assert subscriber.snapshot is not None
+    _check_subscription(TWO_PATH, subscriber.snapshot, subscriber.changes, states)
+    snapshot = _snapshot(config, "q")
+    assert snapshot.rows == evaluate_from_scratch(TRIANGLE, states[-1])
 
 
 class _Subscriber:

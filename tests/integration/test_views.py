@@ -33,7 +33,7 @@ from tests.integration.pipeline import (
 from tests.integration.test_cli import deltalog
 from workers.config import WorkerConfig
 from workers.edn import dumps
-from workers.kafka.clients import Change, QueryAdmin, Snapshot, subscribe
+from workers.kafka.clients import Change, QueryAdmin, Snapshot, follow, subscribe
 from workers.kafka.compacted import CompactedReader
 from workers.kafka.topics import Topics
 from workers.runtime.process import WorkerProcess
@@ -46,14 +46,21 @@ QUERIES = {"tri": TRIANGLE, "paths": TWO_PATH, "reach": REACH_COUNT, "degree": B
 # Roll a segment every 100 ms and delete it 100 ms later (checked every second by the test
 # broker): what a week of retention does to a months-old deployment.
 TINY_RETENTION = {"segment.ms": "100", "retention.ms": "100"}
+# Or compact the change streams as soon as the cleaner looks (an operator's mistake).
+EAGER_COMPACTION = {"cleanup.policy": "compact", "segment.ms": "100",
+                    "min.cleanable.dirty.ratio": "0.01", "min.compaction.lag.ms": "0",
+                    "delete.retention.ms": "100"}
 DELETED_WAIT_S = 60.0
 TAIL_VIEW_S = 10.0  # long enough for tail --view to start, read the view and print it
 Tick = tuple[int, int]
 
 
 @pytest.mark.serial
-def test_views_survive_retention_a_takeover_and_tail(kafka_bootstrap: str,
-                                                     tmp_path: Path) -> None:
+@pytest.mark.parametrize("lost", ["deleted", "compacted"])
+def test_views_survive_retention_a_takeover_and_tail(kafka_bootstrap: str, tmp_path: Path,
+                                                     lost: str) -> None:
+    """The change streams lose their history (``lost``) before a takeover; a subscriber
+    follows the deleted ones (a compacted stream is no change stream to follow)."""
     # One queries partition: w1 owns every query, w2 none until w1 dies.
     config = isolated_config(kafka_bootstrap, query_partitions=1)
     topics = Topics(config.topic_prefix)
@@ -67,13 +74,18 @@ def test_views_survive_retention_a_takeover_and_tail(kafka_bootstrap: str,
     for name, query in QUERIES.items():
         admin.add(name, query)
     wait_committed(config, list(QUERIES), -1, w1)
-    _configure(config, [topics.results(name) for name in QUERIES], TINY_RETENTION)
+    streams = [topics.results(name) for name in QUERIES]
+    _configure(config, streams, TINY_RETENTION if lost == "deleted" else EAGER_COMPACTION)
     stream = random_stream(seed=17, count=500)
     send_stream(config, stream[:300], batch=5, pause_s=0.02)
     wait_committed(config, list(QUERIES), 299, w1)
-    _wait_deleted(config, [topics.results(name) for name in QUERIES])
+    states = reference_states(stream)
+    if lost == "deleted":
+        _wait_deleted(config, streams)
+    else:
+        _wait_compacted(config, states[299])
 
-    subscribers = {name: _Subscriber(config, name) for name in QUERIES}
+    subscribers = {name: _Subscriber(config, name) for name in QUERIES if lost == "deleted"}
     for subscriber in subscribers.values():
         subscriber.snapshot_taken.wait(DELETED_WAIT_S)
     w2.start()
@@ -88,12 +100,11 @@ def test_views_survive_retention_a_takeover_and_tail(kafka_bootstrap: str,
         subscriber.stop.set()
         subscriber.thread.join()
 
-    states = reference_states(stream)
-    for name, query in QUERIES.items():
-        subscriber = subscribers[name]
+    for name, subscriber in subscribers.items():
         assert subscriber.error is None, subscriber.error
         assert subscriber.snapshot is not None and subscriber.snapshot.tx >= 0
-        _check_subscription(query, subscriber.snapshot, subscriber.changes, states)
+        _check_subscription(QUERIES[name], subscriber.snapshot, subscriber.changes, states)
+    for name, query in QUERIES.items():
         final = _snapshot(config, name)
         assert final.tx == len(stream) - 1
         assert final.rows == evaluate_from_scratch(query, states[-1]), name
@@ -230,6 +241,23 @@ def _wait_deleted(config: WorkerConfig, topics: list[str]) -> None:
         while not all(low > 0 for low in reader.low_watermarks()):
             assert time.monotonic() < deadline, reader.low_watermarks()
             time.sleep(0.5)
+
+
+def _wait_compacted(config: WorkerConfig, datoms: Any) -> None:
+    """Until the cleaner has compacted every query's change stream so much that integrating
+    it no longer gives the query's result on ``datoms``."""
+    deadline = time.monotonic() + DELETED_WAIT_S
+    while any(_integrated(config, name) == evaluate_from_scratch(query, datoms)
+              for name, query in QUERIES.items()):
+        assert time.monotonic() < deadline
+        time.sleep(1.0)
+
+
+def _integrated(config: WorkerConfig, query: str) -> dict[Any, int]:
+    view: dict[Any, int] = {}
+    for change in follow(config, query, stop_at_end=True):
+        add_into(view, {change.row: change.weight})
+    return view
 
 
 def _delete(config: WorkerConfig, topics: list[str]) -> None:

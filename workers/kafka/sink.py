@@ -81,7 +81,7 @@ class ResultSink(Closing):
 
     def view_marker(self, query: str, registration: int, tx_last: int) -> None:
         """The last record of the tick in the view topic: the view is complete at tx_last."""
-        self._produce(self._topics.view(query), self._keys.encode({"values": []}),
+        self._produce(self._topics.view(query), self._keys.encode({"values": row_to_avro(MARKER)}),
                       self._views.encode(view_row(query, MARKER, 0, tx_last, registration)))
 
     def progress(self, query: str, registration: int, tx_last: int) -> None:

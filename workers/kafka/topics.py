@@ -21,10 +21,10 @@ DAY_MS = 24 * 3600 * 1000
 # A query's change stream: nothing reads it back but its consumers, who start from the view
 # (``subscribe``); a consumer more than a week behind starts again from the view.
 CHANGES = {"cleanup.policy": "delete", "retention.ms": str(7 * DAY_MS)}
-# A query's view: compacted; small segments rolled hourly so that the part not compacted yet
-# (the active segment and the dirty ones) stays small beside the view itself.
+# A query's view: compacted.  Compaction never touches the active segment, so small segments
+# (Kafka's least, 1 MiB, or an hour) keep the part not compacted yet small beside the view.
 VIEW = {"cleanup.policy": "compact", "segment.ms": str(3600 * 1000),
-        "segment.bytes": str(64 << 20), "min.cleanable.dirty.ratio": "0.5"}
+        "segment.bytes": str(1 << 20), "min.cleanable.dirty.ratio": "0.5"}
 # Dead letters wait for an operator: a month, not the broker's week.
 DEAD_LETTERS = {"cleanup.policy": "delete", "retention.ms": str(30 * DAY_MS)}
 # Queries are owned by partition: more partitions than workers lets a fleet grow to that many.

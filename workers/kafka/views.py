@@ -55,29 +55,31 @@ def view_row(query: str, row: Row, weight: int, tx_last: int, registration: int
 
 
 class _Folding:
-    """One view topic read so far: the latest row per key, and the last marker."""
+    """One view topic read so far: the latest value per key (decoded only at the end: a row
+    written many times is decoded once)."""
 
-    def __init__(self) -> None:
-        self.by_key: dict[bytes, tuple[Row, int]] = {}
-        self.view = View()
+    def __init__(self, marker_key: bytes) -> None:
+        self.marker_key = marker_key
+        self.by_key: dict[bytes, bytes] = {}
         self.at_marker = True  # the last record read was a marker (or none was read)
 
-    def add(self, record: KeyedRecord, codec: AvroCodec) -> None:
+    def add(self, record: KeyedRecord) -> None:
+        self.at_marker = record.raw_key == self.marker_key
         if record.value is None:
             self.by_key.pop(record.raw_key, None)
-            self.at_marker = False
-            return
-        value = codec.decode(record.value)
-        row = row_from_avro(value["values"])
-        self.at_marker = row == MARKER
-        if self.at_marker:
-            self.view.registration, self.view.tx = value["registration"], value["tx_last"]
         else:
-            self.by_key[record.raw_key] = (row, value["weight"])
+            self.by_key[record.raw_key] = record.value
 
-    def result(self) -> View:
-        self.view.rows = dict(self.by_key.values())
-        return self.view
+    def result(self, codec: AvroCodec) -> View:
+        view = View()
+        marker = self.by_key.pop(self.marker_key, None)
+        if marker is not None:
+            value = codec.decode(marker)
+            view.registration, view.tx = value["registration"], value["tx_last"]
+        for data in self.by_key.values():
+            value = codec.decode(data)
+            view.rows[row_from_avro(value["values"])] = value["weight"]
+        return view
 
 
 def read_views(config: WorkerConfig, queries: Sequence[str]) -> dict[str, View]:
@@ -89,11 +91,13 @@ def read_views(config: WorkerConfig, queries: Sequence[str]) -> dict[str, View]:
         return {}
     topics = Topics(config.topic_prefix)
     query_of = {topics.view(query): query for query in queries}
-    folding = {topic: _Folding() for topic in query_of}
-    codec = AvroCodec("view_row", registry_for(config.registry_url))
+    registry = registry_for(config.registry_url)
+    marker_key = AvroCodec("result_key", registry).encode({"values": row_to_avro(MARKER)})
+    folding = {topic: _Folding(marker_key) for topic in query_of}
+    codec = AvroCodec("view_row", registry)
     with CompactedReader(config, *query_of) as reader:
         for record in reader.catch_up():
-            folding[record.topic].add(record, codec)
+            folding[record.topic].add(record)
         deadline = time.monotonic() + OPEN_TRANSACTION_WAIT_S
         while not all(f.at_marker for f in folding.values()):
             if time.monotonic() > deadline:
@@ -102,7 +106,7 @@ def read_views(config: WorkerConfig, queries: Sequence[str]) -> dict[str, View]:
                                    " s", code=ErrorCode.KAFKA)
             records = reader.poll()
             for record in records:
-                folding[record.topic].add(record, codec)
+                folding[record.topic].add(record)
             if not records:
                 time.sleep(POLL_S)
-    return {query_of[topic]: f.result() for topic, f in folding.items()}
+    return {query_of[topic]: f.result(codec) for topic, f in folding.items()}

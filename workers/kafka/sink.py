@@ -65,17 +65,23 @@ class ResultSink(Closing):
         self._call(self._producer.begin_transaction)
 
     def change(self, query: str, registration: int, row: Row, weight: int, tx_first: int,
-               tx_last: int, snapshot: bool = False) -> None:
+               tx_last: int, snapshot: bool = False) -> bytes:
+        """A change row; returns its key (the row's, as its view record has it too)."""
         values = row_to_avro(row)
-        self._produce(self._topics.results(query), self._keys.encode({"values": values}),
+        key = self._keys.encode({"values": values})
+        self._produce(self._topics.results(query), key,
                       self._changes.encode({"query": query, "values": values, "weight": weight,
                                             "tx_first": tx_first, "tx_last": tx_last,
                                             "snapshot": snapshot}),
                       [(REGISTRATION_HEADER, str(registration).encode())])
+        return key
 
-    def view(self, query: str, registration: int, row: Row, weight: int, tx_last: int) -> None:
-        """A row's weight in the view now; weight 0: it left (a tombstone)."""
-        self._produce(self._topics.view(query), self._keys.encode({"values": row_to_avro(row)}),
+    def view(self, query: str, registration: int, row: Row, weight: int, tx_last: int,
+             key: bytes | None = None) -> None:
+        """A row's weight in the view now; weight 0: it left (a tombstone).  ``key``: the
+        row's key if already encoded."""
+        self._produce(self._topics.view(query),
+                      key or self._keys.encode({"values": row_to_avro(row)}),
                       self._views.encode(view_row(query, row, weight, tx_last, registration))
                       if weight else None)
 

@@ -308,12 +308,13 @@ class Worker(Closing):
                view: bool = True) -> None:
         """A query's change rows, and (``view``) the new weights of those rows in its view."""
         registration = self._registrations[query].offset
+        weights = self._views.changed(query, rows) if view else None
         for row, weight in rows.items():
-            self._sink.change(query, registration, row, weight, tx_first, tx_last)
+            key = self._sink.change(query, registration, row, weight, tx_first, tx_last)
             metrics.RESULT_ROWS.labels("+" if weight > 0 else "-").inc()
+            if weights is not None:
+                self._sink.view(query, registration, row, weights[row], tx_last, key)
         crash_point("mid-produce")
-        if view:
-            self._write_view(query, self._views.changed(query, rows), tx_last)
 
     def _write_view(self, query: str, weights: dict[Row, int], tx_last: int) -> None:
         registration = self._registrations[query].offset

@@ -27,6 +27,7 @@ BENCHMARKS = {
     "vector": "bench.engine.vector",
     "fleet": "bench.service.fleet",
     "pipeline": "bench.service.pipeline",
+    "views": "bench.service.views",
     "peers": "bench.peers.compare",
     "peers-report": "bench.peers.report",
     "data": "bench.data",

@@ -475,6 +475,9 @@ def _plain_properties(port: int, controller_port: int, log_dir: Path) -> dict[st
         "group.consumer.min.session.timeout.ms": "1000",
         "group.consumer.min.heartbeat.interval.ms": "250",
         "log.segment.bytes": str(LOG_SEGMENT_BYTES),
+        # Apply retention within a second, not Kafka's 5 minutes: a test that sets a tiny
+        # retention on a topic sees its old segments really deleted in seconds.
+        "log.retention.check.interval.ms": "1000",
     }
 
 

@@ -21,8 +21,14 @@ A query given to this worker resumes after its committed progress ``Q``:
 - ``Q`` = position: it resumes as it is;
 - ``Q`` > position (this worker is behind): it waits, and ticks stop at ``Q`` until then;
 - ``Q`` < position (it comes from a worker that was behind, or this worker's transaction
-  was lost): its committed view is read back from its results topic and the difference to
+  was lost): its committed view is read back from its view topic and the difference to
   the current result is emitted as one tick ``Q+1..position``.
+
+Every query taken up has its view topic read (:mod:`workers.kafka.views`): it is the base of
+a catch-up and of a bag's weights.  A view topic without this registration's view (a
+registration that replaces another, a deployment from before view topics) is rebuilt in the
+next tick: from the current result when ``Q`` = position or the query is new, else from the
+change stream once (exact while its history is complete; :meth:`Worker._integrated_view`).
 
 One tick:
 
@@ -34,7 +40,8 @@ One tick:
    delta is larger than ``tick_max_datoms`` is stepped in pieces: the first is held like a
    whole tick, the others are written as they are computed, so an enormous change (a hub
    retracted) is never in memory whole;
-4. in one Kafka transaction: snapshot rows, change rows, dead letters, every live query's
+4. in one Kafka transaction: snapshot rows, change rows, the new weights of the rows they
+   touch in each view topic (ending with the view's marker), dead letters, every live query's
    progress, and the group's metadata (``send_offsets_to_transaction``: a worker that lost
    its partitions cannot commit) — commit.  A transaction that fails is abandoned with
    its producer (a new one's ``init_transactions`` aborts it) and its held output carried
@@ -77,6 +84,7 @@ from workers.kafka.messages import Row, row_from_avro, transaction_from_avro
 from workers.kafka.sink import ResultSink, TransactionFailed
 from workers.kafka.source import TxRecord, TxSource
 from workers.kafka.topics import Topics, check_query_name, create, ensure_topics
+from workers.kafka.views import View, read_views
 from workers.runtime.backpressure import TickSize, resident_bytes
 from workers.runtime.checkpoint import Snapshots, SnapshotStore
 from workers.runtime.faults import crash_point
@@ -85,6 +93,7 @@ from workers.runtime.observe import StateGauges, forget_query, observe_steps
 from workers.runtime.ownership import Ownership, Polled
 from workers.runtime.process import transactional_id
 from workers.runtime.registration import Registration, parse_registration
+from workers.runtime.views import ViewWrites
 from workers.zset import add, add_into, neg
 
 log = logging.getLogger(__name__)
@@ -103,9 +112,11 @@ class TickOutput:
     dead_letters: list[tuple[str, int, str, str, bytes]] = field(default_factory=list)
     refused: dict[str, int] = field(default_factory=dict)  # query -> registration offset
     first: dict[str, int] = field(default_factory=dict)  # query -> tx_first of a catch-up
+    # query -> (what its view topic holds, its view before ``changes``): the view is rewritten
+    replaced: dict[str, tuple[dict[Row, int], dict[Row, int]]] = field(default_factory=dict)
 
     def drop(self, query: str) -> None:
-        for table in (self.snapshots, self.changes, self.refused, self.first):
+        for table in (self.snapshots, self.changes, self.refused, self.first, self.replaced):
             table.pop(query, None)
 
 
@@ -125,6 +136,7 @@ class Waiting:
     registration: Registration
     record: KeyedRecord
     progress: int
+    view: View
 
 
 class Worker(Closing):
@@ -154,6 +166,7 @@ class Worker(Closing):
         self._pending = TickOutput()
         self._refused: list[Refused] = []  # refusals after the last dead-letter progress read
         self._dead_letters_done: int | None = None  # owner of partition 0: its D
+        self._views = ViewWrites()
         self.committed = -1  # the position: last transaction the arrangements include
         self._source: TxSource | None = None
         self._ownership: Ownership | None = None
@@ -221,8 +234,8 @@ class Worker(Closing):
                                         config.tick_max_wait_s, until=until)
         rest = self._apply(batch, output)  # Step 3
         letters = self._dead_letters(batch)
-        if not (batch or output.snapshots or output.changes or output.dead_letters
-                or output.refused or letters):
+        if not (batch or output.snapshots or output.changes or output.replaced
+                or output.dead_letters or output.refused or letters):
             return False
         tx_last = batch[-1].offset if batch else self.committed
         committed = self._commit(output, rest, letters, self.committed + 1, tx_last)  # Step 4
@@ -305,14 +318,21 @@ class Worker(Closing):
         try:
             sink.begin()
             for query, (at, rows) in output.snapshots.items():
+                registration = self._registrations[query].offset
                 for row, weight in rows.items():
-                    sink.change(query, row, weight, at, at, snapshot=True)
+                    sink.change(query, registration, row, weight, at, at, snapshot=True)
+            for query, (held, view) in output.replaced.items():
+                self._write_view(query, self._views.replaced(
+                    query, held, add(view, output.changes.get(query, {}))), tx_last)
             for query, rows in output.changes.items():
-                self._write(query, rows, output.first.get(query, tx_first), tx_last)
+                self._write(query, rows, output.first.get(query, tx_first), tx_last,
+                            view=query not in output.replaced)
             for piece in rest:
                 for query, rows in piece.items():
                     streamed.add(query)
                     self._write(query, rows, output.first.get(query, tx_first), tx_last)
+            for query in sorted({*output.replaced, *output.changes, *streamed}):
+                sink.view_marker(query, self._registrations[query].offset, tx_last)
             for topic, offset, code, reason, payload in output.dead_letters:
                 sink.dead_letter(topic, 0, offset, code, reason, payload)
             for refused, payload in letters:
@@ -330,10 +350,12 @@ class Worker(Closing):
             sink.commit()
         except TransactionFailed as error:
             metrics.KAFKA_TRANSACTIONS.labels("aborted").inc()
+            self._views.aborted()
             for piece in rest:  # the database reaches tx_last all the same
                 streamed.update(piece)
             self._lost(error, output, tx_first, streamed)
             return False
+        self._views.committed()
         metrics.KAFKA_TRANSACTIONS.labels("committed").inc()
         for code in [letter[2] for letter in output.dead_letters] + [
                 refused.code for refused, _ in letters]:
@@ -352,11 +374,22 @@ class Worker(Closing):
         """Refusals up to ``done`` have their dead letters committed."""
         self._refused = [refused for refused in self._refused if refused.offset > done]
 
-    def _write(self, query: str, rows: dict[Row, int], tx_first: int, tx_last: int) -> None:
+    def _write(self, query: str, rows: dict[Row, int], tx_first: int, tx_last: int,
+               view: bool = True) -> None:
+        """A query's change rows, and (``view``) the new weights of those rows in its view."""
+        registration = self._registrations[query].offset
+        weights = self._views.changed(query, rows) if view else None
         for row, weight in rows.items():
-            self._sink.change(query, row, weight, tx_first, tx_last)
+            key = self._sink.change(query, registration, row, weight, tx_first, tx_last)
             metrics.RESULT_ROWS.labels("+" if weight > 0 else "-").inc()
+            if weights is not None:
+                self._sink.view(query, registration, row, weights[row], tx_last, key)
         crash_point("mid-produce")
+
+    def _write_view(self, query: str, weights: dict[Row, int], tx_last: int) -> None:
+        registration = self._registrations[query].offset
+        for row, weight in weights.items():
+            self._sink.view(query, registration, row, weight, tx_last)
 
     def _lost(self, error: TransactionFailed, output: TickOutput, tx_first: int,
               streamed: set[str]) -> None:
@@ -448,17 +481,18 @@ class Worker(Closing):
         if records:
             done = {record: _committed_progress(record, progress.get(record.key))
                     for record in records}
-            views = self._committed_views([record.key for record, tx in done.items()
-                                           if tx is not None and tx < self.committed],
+            views = self._committed_views([record.key for record in records
+                                           if record.value is not None],
                                           {p["worker"] for p in progress.values()})
             viewed_s = time.monotonic() - started
             for record in records:
-                self._register(record, done[record], views, output)
+                self._register(record, done[record], views.get(record.key, View()), output)
             log.info("took %d registrations up in %.2f s: progress read in %.2f s, committed "
                      "views in %.2f s", len(records), time.monotonic() - started, read_s,
                      viewed_s - read_s)
-            create(self._admin, {self.topics.results(record.key): {} for record in records
-                                 if record.key in self._registrations})
+            create(self._admin, {topic: config for record in records
+                                 if record.key in self._registrations or record.key in self._waiting
+                                 for topic, config in self.topics.of_query(record.key).items()})
 
     def _progress(self) -> dict[str, dict[str, Any]]:
         """The committed progress table; a read held up by a dead worker's open transaction
@@ -479,15 +513,17 @@ class Worker(Closing):
         if name in self._registrations:
             self.engine.unregister(name)
             del self._registrations[name]
+            self._views.forget(name)
             forget_query(name)
         self._waiting.pop(name, None)
         self._partition_of.pop(name, None)
         output.drop(name)
 
-    def _register(self, record: KeyedRecord, done: int | None,
-                  views: dict[str, dict[Row, int]], output: TickOutput) -> None:
+    def _register(self, record: KeyedRecord, done: int | None, view: View,
+                  output: TickOutput) -> None:
         """Apply one record of the query table (a tombstone unregisters); ``done`` is the
-        committed progress of this registration (None: a new query)."""
+        committed progress of this registration (None: a new query), ``view`` what its view
+        topic holds."""
         name = record.key
         self._drop(name, output)
         if record.value is None:
@@ -500,11 +536,12 @@ class Worker(Closing):
             check_query_name(name)
             if done is not None and done > self.committed:
                 self.engine.plan(registration.edn, registration.inputs)  # refuse it now
-                self._waiting[name] = Waiting(registration, record, done)
+                self._waiting[name] = Waiting(registration, record, done, view)
                 log.info("query %s waits for tx %d", name, done, extra={"query": name})
                 return
             rows = self.engine.register(name, registration.edn, registration.inputs,
-                                        bootstrap=done is None or done < self.committed)
+                                        bootstrap=done is None or done < self.committed
+                                        or not view.of(record.offset))
         except WorkersError as err:
             self._partition_of.pop(name, None)
             log.warning("query %s refused: %s", name, err, extra={"query": name})
@@ -515,41 +552,63 @@ class Worker(Closing):
                 output.refused[name] = record.offset
             return
         self._registrations[name] = record
+        self._views.own(name, self.engine.is_bag(name), view.rows)
         if done is None:
             output.snapshots[name] = (self.committed, rows)
+            output.replaced[name] = (view.rows, rows)
             log.info("query %s registered", name, extra={"query": name})
         elif done < self.committed:
-            output.changes[name] = add(rows, neg(views[name]))
+            committed = view.rows if view.of(record.offset) else self._integrated_view(name)
+            output.changes[name] = add(rows, neg(committed))
             output.first[name] = done + 1
+            if not view.of(record.offset):
+                output.replaced[name] = (view.rows, committed)
             log.info("query %s caught up from tx %d", name, done, extra={"query": name})
         else:
-            log.info("query %s resumed", name, extra={"query": name})
+            self._resumed(name, view, rows, output)
+
+    def _resumed(self, name: str, view: View, rows: dict[Row, int], output: TickOutput) -> None:
+        """A query resumed as it was; its view is built from ``rows``, its current result,
+        if its topic does not hold it yet."""
+        if not view.of(self._registrations[name].offset):
+            output.replaced[name] = (view.rows, rows)
+            log.info("query %s: its view is built from its current result", name,
+                     extra={"query": name})
+        log.info("query %s resumed", name, extra={"query": name})
 
     def _resume_waiting(self) -> None:
         for name, waiting in list(self._waiting.items()):
             if waiting.progress == self.committed:
                 del self._waiting[name]
-                registration = waiting.registration
-                self.engine.register(name, registration.edn, registration.inputs,
-                                     bootstrap=False)
-                self._registrations[name] = waiting.record
-                self._partition_of[name] = waiting.record.partition
-                log.info("query %s resumed", name, extra={"query": name})
+                registration, record, view = waiting.registration, waiting.record, waiting.view
+                rows = self.engine.register(name, registration.edn, registration.inputs,
+                                            bootstrap=not view.of(record.offset))
+                self._registrations[name] = record
+                self._partition_of[name] = record.partition
+                self._views.own(name, self.engine.is_bag(name), view.rows)
+                self._resumed(name, view, rows, self._pending)
 
-    def _committed_views(self, names: list[str], writers: set[str]
-                         ) -> dict[str, dict[Row, int]]:
-        """Each query's result as its committed change stream integrates to; a read held up
-        by an open transaction ends those of the ``writers`` no longer in the group."""
-        views: dict[str, dict[Row, int]] = {name: {} for name in names}
-        if not names:
-            return views
-        query_of = {self.topics.results(name): name for name in names}
-        with CompactedReader(self.config, *query_of) as reader:
-            for record in reader.catch_up(on_held=lambda _: self._fence(writers)):
+    def _committed_views(self, names: list[str], writers: set[str]) -> dict[str, View]:
+        """Each query's committed view, as its view topic holds it: bounded by the view's
+        size, not the history (one reader for all the queries a takeover moves); a read held
+        up by an open transaction ends those of the ``writers`` no longer in the group."""
+        return read_views(self.config, names, on_held=lambda _: self._fence(writers))
+
+    def _integrated_view(self, name: str) -> dict[Row, int]:
+        """A query's committed view as its change stream integrates to, for a query caught
+        up before it had a view topic (an upgrade): exact only while the stream is complete;
+        retention having deleted its beginning is logged as an error."""
+        topic = self.topics.results(name)
+        view: dict[Row, int] = {}
+        with CompactedReader(self.config, topic) as reader:
+            if any(low > 0 for low in reader.low_watermarks()):
+                log.error("query %s: the beginning of %s was deleted before its view was "
+                          "built: its catch-up starts from what remains", name, topic,
+                          extra={"query": name})
+            for record in reader.catch_up():
                 change = self._change_codec.decode(record.value or b"")
-                add_into(views[query_of[record.topic]],
-                         {row_from_avro(change["values"]): change["weight"]})
-        return views
+                add_into(view, {row_from_avro(change["values"]): change["weight"]})
+        return view
 
     # -- snapshots and shutdown ------------------------------------------------------------
 

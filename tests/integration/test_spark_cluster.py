@@ -1,0 +1,83 @@
+"""Kafka → a worker on a real Spark standalone cluster (a master, two workers) → results
+topics, with one Spark worker killed -9 while the worker steps a backlog.
+
+Either Spark reschedules the lost tasks on the other worker and the step goes on, or the step
+fails, the worker exits and is started again (as a supervisor's ``restart: on-failure``
+does) and resumes after its last committed tick: in both cases every committed tick must
+equal the oracle and none may be lost or repeated.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.integration.pipeline import (
+    TRIANGLE,
+    TWO_PATH,
+    WAIT_S,
+    committed_changes,
+    committed_progress,
+    isolated_config,
+    random_stream,
+    reference_states,
+    send_stream,
+    wait_committed,
+)
+from workers.config import WorkerConfig
+from workers.executors.spark.standalone import StandaloneCluster
+from workers.kafka.clients import QueryAdmin
+from workers.runtime.process import WorkerProcess
+from workers.testing import check_change_stream
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.serial]
+QUERIES = {"tri": TRIANGLE, "paths": TWO_PATH}
+STREAM_TX = 40
+TICK_MAX_TX = 8  # five ticks: Spark steps before and after the kill
+MAX_RESTARTS = 3  # a lost Spark worker may fail a step or two, not every step
+
+
+def wait_supervised(config: WorkerConfig, tx_last: int, worker: WorkerProcess) -> int:
+    """Wait until every query committed ``tx_last``, starting the worker again whenever it
+    exits; the number of restarts."""
+    deadline, restarts = time.monotonic() + WAIT_S, 0
+    while committed_progress(config, list(QUERIES)) < tx_last:
+        assert time.monotonic() < deadline, f"progress stuck before tx {tx_last}; {worker.log}"
+        if not worker.alive():
+            assert restarts < MAX_RESTARTS, f"worker keeps failing; see {worker.log}"
+            restarts += 1
+            worker.start()
+        time.sleep(0.2)
+    return restarts
+
+
+def test_worker_on_a_cluster_commits_the_oracle_through_a_lost_spark_worker(
+        kafka_bootstrap: str, spark_cluster: StandaloneCluster, tmp_path: Path) -> None:
+    config = isolated_config(kafka_bootstrap)
+    admin = QueryAdmin(config)
+    for name, query in QUERIES.items():
+        admin.add(name, query)
+    worker = WorkerProcess(config, tmp_path / "snapshots", tmp_path / "worker.log",
+                           env=spark_cluster.driver_env, tick_max_tx=TICK_MAX_TX,
+                           executor="spark", spark_master=spark_cluster.master_url)
+    worker.start()
+    wait_committed(config, list(QUERIES), -1, worker)  # Spark is up, the queries taken up
+    assert spark_cluster.status()["coresused"] == 2, "the worker runs on both Spark workers"
+    stream = random_stream(seed=5, count=STREAM_TX)
+    send_stream(config, stream, batch=STREAM_TX)
+    wait_committed(config, list(QUERIES), TICK_MAX_TX - 1, worker)
+
+    spark_cluster.kill_worker(1)
+    killed_at = committed_progress(config, list(QUERIES))
+    assert killed_at < STREAM_TX - 1, "the stream was done before the kill"
+    spark_cluster.wait_alive_workers(1)
+    restarts = wait_supervised(config, STREAM_TX - 1, worker)
+    worker.stop()
+
+    assert "executor spark" in worker.log.read_text()
+    states = reference_states(stream)
+    for name, query in QUERIES.items():
+        check_change_stream(query, committed_changes(config, name), states)
+    print(f"Spark worker killed after tx {killed_at}; worker restarts: {restarts}")

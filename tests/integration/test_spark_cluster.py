@@ -27,7 +27,7 @@ from tests.integration.pipeline import (
     wait_committed,
 )
 from workers.config import WorkerConfig
-from workers.executors.spark.standalone import StandaloneCluster
+from workers.executors.spark.standalone import DRIVER_ENV, StandaloneCluster
 from workers.kafka.clients import QueryAdmin
 from workers.runtime.process import WorkerProcess
 from workers.testing import check_change_stream
@@ -60,7 +60,7 @@ def test_worker_on_a_cluster_commits_the_oracle_through_a_lost_spark_worker(
     for name, query in QUERIES.items():
         admin.add(name, query)
     worker = WorkerProcess(config, tmp_path / "snapshots", tmp_path / "worker.log",
-                           env=spark_cluster.driver_env, tick_max_tx=TICK_MAX_TX,
+                           env=dict(DRIVER_ENV), tick_max_tx=TICK_MAX_TX,
                            executor="spark", spark_master=spark_cluster.master_url)
     worker.start()
     wait_committed(config, list(QUERIES), -1, worker)  # Spark is up, the queries taken up

@@ -32,6 +32,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -40,6 +41,9 @@ from typing import Any, Self
 from workers.errors import ErrorCode, WorkersError
 
 HOST = "127.0.0.1"
+# What a driver on this machine adds to its environment to reach the cluster over loopback
+# only (Spark otherwise hands the executors a non-loopback address of the driver to call).
+DRIVER_ENV: Mapping[str, str] = {"SPARK_LOCAL_IP": HOST}
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 # A master or worker daemon holds little: Spark's default daemon heap is 1 GiB.
@@ -122,12 +126,6 @@ class StandaloneCluster:
         except BaseException:
             self.stop()
             raise
-
-    @property
-    def driver_env(self) -> dict[str, str]:
-        """What a driver on this machine adds to its environment to reach the cluster over
-        loopback only (Spark otherwise gives executors a non-loopback address to call)."""
-        return {"SPARK_LOCAL_IP": HOST}
 
     def status(self) -> dict[str, Any]:
         """The master's view now (its ``/json/`` endpoint): ``aliveworkers``, ``coresused``

@@ -17,14 +17,12 @@ import pytest
 from tests.integration.pipeline import (
     TRIANGLE,
     TWO_PATH,
-    WAIT_S,
     committed_changes,
     committed_progress,
     isolated_config,
     random_stream,
     reference_states,
     send_stream,
-    wait_committed,
 )
 from workers.config import WorkerConfig
 from workers.executors.spark.standalone import DRIVER_ENV, StandaloneCluster
@@ -34,19 +32,23 @@ from workers.testing import check_change_stream
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.serial]
 QUERIES = {"tri": TRIANGLE, "paths": TWO_PATH}
-STREAM_TX = 40
-TICK_MAX_TX = 8  # five ticks: Spark steps before and after the kill
+STREAM_TX = 30
+TICK_MAX_TX = 10  # three ticks: the kill after the first, Spark steps after it
 MAX_RESTARTS = 3  # a lost Spark worker may fail a step or two, not every step
+# A tick's two Spark steps take ~12 s on a quiet 2-core machine, ten times that and more
+# while other tests load it (measured at a load average of 27).
+WAIT_S = 600.0
 
 
-def wait_supervised(config: WorkerConfig, tx_last: int, worker: WorkerProcess) -> int:
-    """Wait until every query committed ``tx_last``, starting the worker again whenever it
-    exits; the number of restarts."""
+def wait_supervised(config: WorkerConfig, tx_last: int, worker: WorkerProcess,
+                    max_restarts: int) -> int:
+    """Wait until every query committed ``tx_last`` (-1: taken up), starting the worker again
+    whenever it exits, at most ``max_restarts`` times; the number of restarts."""
     deadline, restarts = time.monotonic() + WAIT_S, 0
     while committed_progress(config, list(QUERIES)) < tx_last:
         assert time.monotonic() < deadline, f"progress stuck before tx {tx_last}; {worker.log}"
         if not worker.alive():
-            assert restarts < MAX_RESTARTS, f"worker keeps failing; see {worker.log}"
+            assert restarts < max_restarts, f"worker exited; see {worker.log}"
             restarts += 1
             worker.start()
         time.sleep(0.2)
@@ -63,17 +65,17 @@ def test_worker_on_a_cluster_commits_the_oracle_through_a_lost_spark_worker(
                            env=dict(DRIVER_ENV), tick_max_tx=TICK_MAX_TX,
                            executor="spark", spark_master=spark_cluster.master_url)
     worker.start()
-    wait_committed(config, list(QUERIES), -1, worker)  # Spark is up, the queries taken up
+    wait_supervised(config, -1, worker, max_restarts=0)  # Spark is up, the queries taken up
     assert spark_cluster.status()["coresused"] == 2, "the worker runs on both Spark workers"
     stream = random_stream(seed=5, count=STREAM_TX)
     send_stream(config, stream, batch=STREAM_TX)
-    wait_committed(config, list(QUERIES), TICK_MAX_TX - 1, worker)
+    wait_supervised(config, TICK_MAX_TX - 1, worker, max_restarts=0)
 
     spark_cluster.kill_worker(1)
     killed_at = committed_progress(config, list(QUERIES))
     assert killed_at < STREAM_TX - 1, "the stream was done before the kill"
     spark_cluster.wait_alive_workers(1)
-    restarts = wait_supervised(config, STREAM_TX - 1, worker)
+    restarts = wait_supervised(config, STREAM_TX - 1, worker, MAX_RESTARTS)
     worker.stop()
 
     assert "executor spark" in worker.log.read_text()

@@ -16,7 +16,7 @@ Start protocol (:meth:`StandaloneCluster.start`):
 
 Every daemon runs in a process group of its own, which also holds the executor JVMs a
 worker starts: :meth:`kill_worker` kills a worker's group (``kill -9``: a machine lost) and
-:meth:`stop` ends every group and waits until none of their processes is left.
+:meth:`stop` kills every group and waits until none of their processes is left.
 """
 
 from __future__ import annotations
@@ -48,10 +48,9 @@ MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 # A master or worker daemon holds little: Spark's default daemon heap is 1 GiB.
 DAEMON_MEMORY = "256m"
-# A cold daemon JVM binds its ports in 2-5 s; a busy 2-core CI machine can take far longer.
-START_TIMEOUT_S = 120.0
-# A worker's clean shutdown kills its executors first; past this we SIGKILL the group.
-STOP_TIMEOUT_S = 20.0
+# A cold daemon JVM binds its ports in 2-5 s and the workers register within ~8 s; on a
+# shared 2-core machine under load that took over a minute.
+START_TIMEOUT_S = 300.0
 # After SIGKILL the kernel removes the processes at once; this only bounds the wait.
 KILL_WAIT_S = 10.0
 POLL_INTERVAL_S = 0.2
@@ -161,17 +160,13 @@ class StandaloneCluster:
         daemon.process.wait(KILL_WAIT_S)
 
     def stop(self) -> None:
-        """SIGTERM every group (workers first: a worker stops its executors), SIGKILL what is
-        left after ``STOP_TIMEOUT_S``; raise if any process of the cluster survives that.
-        Safe to call twice."""
+        """``kill -9`` every group (nothing of a test cluster needs a clean shutdown) and
+        wait until none of their processes is left; raise if one survives.  Safe to call
+        twice."""
         atexit.unregister(self.stop)
-        daemons = self._daemons()[::-1]  # workers first
+        daemons = self._daemons()
         self._workers, self._master = [], None
         for daemon in daemons:
-            _signal_group(daemon.process.pid, signal.SIGTERM)
-        for daemon in daemons:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                daemon.process.wait(STOP_TIMEOUT_S)
             _signal_group(daemon.process.pid, signal.SIGKILL)
             daemon.process.wait(KILL_WAIT_S)
         deadline = time.monotonic() + KILL_WAIT_S

@@ -52,6 +52,7 @@ def measure(spec: str, master: str, name: str, repeat: int, seed: int) -> dict[s
     for attempt in range(repeat):
         log(f"{spec}: {name} run {attempt + 1}/{repeat}")
         runs.append(run_child(spec, Backend("spark", master), seed) | {"backend": name})
+        log(f"{spec}: {name}: {runs[-1]['bootstrap_s']:.2f} s")  # kept if the run is cut short
     median = statistics.median(r["bootstrap_s"] for r in runs)
     return {"backend": name, "edges": runs[0]["edges"], "rows": runs[0]["rows"],
             "checksum": runs[0]["checksum"], "bootstrap_s": median, "runs": runs}

@@ -1,5 +1,5 @@
 """Shared test configuration: hypothesis profiles (``ci`` is the default, ``dev`` is quick),
-the Spark tests kept together under pytest-xdist."""
+the Spark tests kept together under pytest-xdist, golden files (``--update-golden``)."""
 
 import os
 
@@ -10,7 +10,8 @@ settings.register_profile("ci", max_examples=150, deadline=None, derandomize=Tru
                           suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", max_examples=30, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
-pytest_plugins = ["tests.fixtures.kafka", "tests.fixtures.spark", "tests.fixtures.spark_cluster"]
+pytest_plugins = ["tests.fixtures.kafka", "tests.fixtures.spark", "tests.fixtures.spark_cluster",
+                  "tests.fixtures.golden"]
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups

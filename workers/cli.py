@@ -147,6 +147,8 @@ def _worker_options(command: argparse.ArgumentParser) -> None:
     command.add_argument("--tick-max-wait-s", type=float,
                          help="longest an idle worker waits for a tick's first transaction (s)")
     command.add_argument("--snapshot-dir", type=Path)
+    command.add_argument("--snapshot-url", help="the fleet's snapshot store, a URL (s3://, "
+                         "gs://, hdfs://, file://) or a path; overrides --snapshot-dir")
     command.add_argument("--snapshot-interval-s", type=float, help="seconds between snapshots")
     command.add_argument("--metrics-port", type=int)
 

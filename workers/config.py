@@ -11,6 +11,10 @@ type is refused, naming the file and the key::
     "security.protocol" = "SASL_SSL"
     "sasl.mechanism" = "PLAIN"
 
+Snapshots go to ``snapshot_dir``, or to ``snapshot_url`` when it is set: a store the fleet
+shares, any URL ``pyarrow.fs`` opens (``s3://bucket/deltalog?region=eu-west-1``, ``gs://``,
+``hdfs://``, ``file://``); credentials in it are masked like the registry's.
+
 The executor settings (``executor``, ``spark_*``) say where plans run: ``local`` (default),
 ``spark`` or ``auto``; ``spark_conf`` is ``key=value`` pairs separated by commas, passed to
 Spark as they are (``DELTALOG_SPARK_CONF=spark.driver.memory=4g,spark.executor.cores=2``).
@@ -64,6 +68,7 @@ class WorkerConfig:
     tick_max_datoms: int = 10_000  # a larger tick delta is stepped and written in pieces
     tick_max_wait_s: float = 0.05  # longest an idle worker waits for the first transaction
     snapshot_dir: Path = Path(".deltalog/snapshots")
+    snapshot_url: str | None = None  # the fleet's store (s3://, gs://, hdfs://, file://): wins
     snapshot_interval_s: float = 60.0
     registry_url: str | None = None
     metrics_port: int | None = None
@@ -74,7 +79,8 @@ class WorkerConfig:
     spark_tick_datoms: int = SPARK_TICK_DATOMS  # auto: ticks this large run on Spark
     spark_bootstrap_datoms: int = SPARK_BOOTSTRAP_DATOMS  # auto: bootstraps on a db this large
     group_id: str | None = None  # the workers' consumer group (default <topic_prefix>.workers)
-    session_timeout_ms: int = 6000  # a worker silent this long loses its queries
+    session_timeout_ms: int = 3000  # a worker silent this long loses its queries
+    group_protocol: str = "classic"  # classic | consumer (KIP-848): the workers' group
     query_partitions: int = 12  # partitions of a new queries topic: the most workers that help
     memory_limit_mb: int | None = None  # over it, ticks shrink and consumption slows
     ready_lag_tx: int = 1000  # ready when at most this many transactions behind the log
@@ -91,6 +97,10 @@ class WorkerConfig:
             raise WorkersError(f"spark_conf must be key=value pairs separated by commas, not "
                                f"{self.spark_conf!r}", code=ErrorCode.CONFIG) from None
         return SparkSettings(self.spark_master, self.spark_remote, conf)
+
+    def snapshot_store(self) -> str | Path:
+        """Where snapshots go: ``snapshot_url`` when set, else ``snapshot_dir``."""
+        return self.snapshot_url or self.snapshot_dir
 
     def auto(self) -> AutoPolicy:
         return AutoPolicy(self.spark_tick_datoms, self.spark_bootstrap_datoms)
@@ -161,8 +171,9 @@ def masked(config: WorkerConfig) -> dict[str, Any]:
     token."""
     shown = {f.name: getattr(config, f.name) for f in _settings()}
     shown["snapshot_dir"] = str(config.snapshot_dir)
-    shown["registry_url"] = _mask_url(config.registry_url)
-    shown["spark_remote"] = _mask_url(config.spark_remote)
+    shown["snapshot_url"] = mask_url(config.snapshot_url)
+    shown["registry_url"] = mask_url(config.registry_url)
+    shown["spark_remote"] = mask_url(config.spark_remote)
     shown[KAFKA_TABLE] = {key: MASK if any(word in key for word in SECRET_KAFKA_KEYS) else value
                           for key, value in sorted(config.kafka_extra.items())}
     return shown
@@ -238,7 +249,7 @@ def _file_error(path: Path, problem: str) -> WorkersError:
 
 # -- showing -------------------------------------------------------------------------------
 
-def _mask_url(url: str | None) -> str | None:
+def mask_url(url: str | None) -> str | None:
     """``https://user:pass@host`` → ``https://user:***@host`` (a bare ``token@`` → ``***@``)."""
     if url is None:
         return None

@@ -33,7 +33,7 @@ from workers import edn
 from workers.arrangements import ArrangementRegistry, MemoryArrangement, PendingReader
 from workers.arrangements.delta import DatomColumns, IdDelta, TickDelta
 from workers.arrangements.values import ValueIds
-from workers.datalog import Query, compile_query
+from workers.datalog import compile_query
 from workers.datalog.results import shaped
 from workers.db import BUILTIN_SCHEMA, Schema, TxOps, normalise, parse_tx
 from workers.db.bulk import normalise_bulk, normalise_columns
@@ -47,9 +47,7 @@ from workers.executors.dispatch import (
     Dispatch,
     Prepared,
 )
-from workers.plan import STRATEGIES, Plan, explain, plan_query
-from workers.plan.ir import RulesPlan
-from workers.plan.rules import plan_rules
+from workers.plan import STRATEGIES, QueryPlan, explain, query_plan
 from workers.pull import Pulling, PullReader
 from workers.zset.aggregate import Aggregation, Projection, result_of
 
@@ -87,10 +85,16 @@ class Refusal:
 class RegisteredQuery:
     name: str
     text: Any
-    plan: Plan | RulesPlan
+    plan: QueryPlan
     prepared: Prepared
     aggregation: Aggregation | Projection | None  # basis changes -> result changes
     pulling: Pulling | None = None  # result changes -> the same with pulled maps
+
+    @staticmethod
+    def of(name: str, text: Any, plan: QueryPlan, prepared: Prepared) -> RegisteredQuery:
+        """A query with fresh state for its ``:find`` (aggregate groups, pulled maps)."""
+        return RegisteredQuery(name, text, plan, prepared, result_of(plan.find),
+                               Pulling.of(plan.find))
 
     @property
     def attributes(self) -> tuple[Any, ...] | None:
@@ -309,17 +313,15 @@ class Engine:
         if name in self._queries:
             raise WorkersError(f"query {name!r} is already registered",
                                code=ErrorCode.DUPLICATE_QUERY, form=name)
-        compiled = compile_query(query, inputs)
-        plan = self._plan(compiled)
-        registered = RegisteredQuery(name, query, plan, self._prepare(plan),
-                                     result_of(compiled), Pulling.of(compiled))
+        plan = self.plan(query, inputs)
+        registered = RegisteredQuery.of(name, query, plan, self._prepare(plan))
         self._queries[name] = registered
         if registered.attributes is None:
             self._any_attribute.add(name)
         else:
             for attribute in registered.attributes:
                 self._by_attribute.setdefault(attribute, set()).add(name)
-        if bootstrap or _keeps_state(registered):
+        if bootstrap or plan.keeps_state:
             return self._evaluate(registered)
         return {}
 
@@ -342,22 +344,15 @@ class Engine:
         ``:syms`` (symbols), or what its find specification asks: a list for
         ``[?x ...]``, one tuple for ``[?a ?b]``, one value for ``?x .``
         (:mod:`workers.datalog.results`)."""
-        compiled = compile_query(query, inputs)
-        plan = self._plan(compiled)
-        rows = self._evaluate(RegisteredQuery("", query, plan, self._prepare(plan),
-                                              result_of(compiled), Pulling.of(compiled)))
-        return shaped(compiled, rows)
+        plan = self.plan(query, inputs)
+        rows = self._evaluate(RegisteredQuery.of("", query, plan, self._prepare(plan)))
+        return shaped(plan.find.spec, plan.find.keys, rows)
 
-    def plan(self, query: Any, inputs: Sequence[Any] = ()) -> Plan | RulesPlan:
-        """Parse, check, bind and plan a query with the current statistics."""
-        return self._plan(compile_query(query, inputs))
-
-    def _plan(self, query: Query) -> Plan | RulesPlan:
-        """Data patterns only: delta terms of the engine's strategy; anything else: a
-        program of derived relations."""
-        if query.is_flat:
-            return plan_query(query, self.strategy, self.db.attribute_stats)
-        return plan_rules(query, self.strategy, self.db.attribute_stats)
+    def plan(self, query: Any, inputs: Sequence[Any] = ()) -> QueryPlan:
+        """Parse, check, bind and plan a query with the current statistics: data patterns
+        only as delta terms of the engine's strategy, anything else as a program of derived
+        relations."""
+        return query_plan(compile_query(query, inputs), self.strategy, self.db.attribute_stats)
 
     def _evaluate(self, registered: RegisteredQuery) -> dict[Row, int]:
         rows = self._decode(self.dispatch.evaluate(registered.prepared, Work()))
@@ -384,7 +379,7 @@ class Engine:
         for name, registered in self._queries.items():
             registered = self._queries[name] = replace(
                 registered, prepared=self._prepare(registered.plan))
-            if _keeps_state(registered):
+            if registered.plan.keeps_state:
                 self._evaluate(registered)  # their own state follows the restored database
         self.tx = state.tx
 
@@ -392,8 +387,8 @@ class Engine:
     def queries(self) -> tuple[str, ...]:
         return tuple(self._queries)
 
-    def _prepare(self, plan: Plan | RulesPlan) -> Prepared:
-        return self.dispatch.prepare(plan)
+    def _prepare(self, plan: QueryPlan) -> Prepared:
+        return self.dispatch.prepare(plan.body)
 
     def _registered(self, name: str) -> RegisteredQuery:
         try:
@@ -402,14 +397,6 @@ class Engine:
             raise UnknownQueryError(f"no query named {name!r}; registered: "
                                     f"{', '.join(sorted(self._queries)) or 'none'}",
                                     form=name) from None
-
-
-def _keeps_state(registered: RegisteredQuery) -> bool:
-    """Derived relations, aggregate groups and pulled maps are built from the current
-    database, even for a query resumed without emitting its result."""
-    return (isinstance(registered.plan, RulesPlan)
-            or isinstance(registered.aggregation, Aggregation)
-            or registered.pulling is not None)
 
 
 def _forms(e: Any, a: Any, v: Any, added: Any) -> list[list[Any]]:

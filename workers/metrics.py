@@ -52,7 +52,8 @@ ARRANGEMENT_BYTES = Gauge("deltalog_arrangement_bytes",
                           "Estimated memory of each shared index.", ["index"])
 SNAPSHOT_SECONDS = Histogram("deltalog_snapshot_duration_seconds", "Time to write a snapshot.")
 SNAPSHOT_AGE = Gauge("deltalog_snapshot_age_seconds",
-                     "Time since the last snapshot was written (or the worker started).")
+                     "Time since this worker wrote a snapshot, or saw a newer one in the store "
+                     "it shares (or started).")
 
 # -- Kafka output --------------------------------------------------------------------------------
 KAFKA_TRANSACTIONS = Counter("deltalog_kafka_transactions_total",

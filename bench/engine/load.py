@@ -11,15 +11,15 @@ slices of the graph's columns through `Engine.transact_columns`.  With `--query 
 triangle query is registered first and kept live through the load.  Reported: the load
 rate, the process RSS grown by the load per datom (`malloc_trim` first, as the spine
 benchmark does) once the spine's background compaction has settled, and before (a running
-compaction holds a second copy of the spine), the snapshot's save (`Engine.state` +
-pickle) and restore (unpickle + `Engine.restore`) times, and the mean of `--ticks`
+compaction holds a second copy of the spine), the snapshot's save (`Engine.state` + publishing
+it in a `SnapshotStore` on the local disk) and restore (`SnapshotStore.latest`: reading and
+checking the file + `Engine.restore`) times and size, and the mean of `--ticks`
 single-edge ticks afterwards (half of them retracting a loaded edge, half putting it back).
 """
 
 from __future__ import annotations
 
 import argparse
-import pickle
 import random
 import tempfile
 import time
@@ -33,6 +33,7 @@ from bench.engine.tx import ADD, API_CHOICES, RETRACT, TO, send_edges
 from bench.harness import Results, log, markdown_table
 from bench.queries import QUERIES
 from workers.engine import Engine
+from workers.runtime.checkpoint import SnapshotStore
 
 QUERY_CHOICES = ("none", "triangle")
 
@@ -47,19 +48,19 @@ def load(engine: Engine, us: Any, vs: Any, tx_datoms: int, api: str) -> float:
 
 
 def snapshot_times(engine: Engine) -> dict[str, float]:
-    """Save (state + pickle to a file) and restore (unpickle + restore) in seconds."""
+    """Save (state + publish in a store) and restore (read + restore) in seconds, and the
+    file's size."""
     with tempfile.TemporaryDirectory() as directory:
-        path = Path(directory) / "snapshot.pickle"
+        store = SnapshotStore.at(directory)
         started = time.perf_counter()
-        with path.open("wb") as file:
-            pickle.dump(engine.state(), file, protocol=pickle.HIGHEST_PROTOCOL)
+        path = store.save(engine.state())
         saved = time.perf_counter()
-        with path.open("rb") as file:
-            state = pickle.load(file)
+        state = store.latest(at_most=engine.tx)
+        assert state is not None and path is not None
         Engine().restore(state)
         restored = time.perf_counter()
         return {"save_s": saved - started, "restore_s": restored - saved,
-                "snapshot_bytes": path.stat().st_size}
+                "snapshot_bytes": Path(path).stat().st_size}
 
 
 def single_edge_ticks(engine: Engine, us: Any, vs: Any, ticks: int, seed: int) -> float:

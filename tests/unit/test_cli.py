@@ -69,12 +69,13 @@ def test_every_worker_flag_is_named_after_the_setting_it_sets() -> None:
 def test_config_flags_set_their_settings_in_their_units(
         settings_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["config", "--json", "--tick-max-wait-s", "0.2", "--snapshot-interval-s", "5",
-                 "--tick-max-tx", "7", "--worker-id", "w9", "--metrics-port", "9100"]) == 0
+                 "--tick-max-tx", "7", "--worker-id", "w9", "--metrics-port", "9100",
+                 "--snapshot-url", "s3://b/s"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert {key: shown[key] for key in ("tick_max_wait_s", "snapshot_interval_s", "tick_max_tx",
-                                        "worker_id", "metrics_port")} == {
+                                        "worker_id", "metrics_port", "snapshot_url")} == {
         "tick_max_wait_s": 0.2, "snapshot_interval_s": 5.0, "tick_max_tx": 7,
-        "worker_id": "w9", "metrics_port": 9100}
+        "worker_id": "w9", "metrics_port": 9100, "snapshot_url": "s3://b/s"}
 
 
 def test_config_json_reads_the_file_named_by_the_variable(

@@ -39,6 +39,7 @@ ENV_CASES = [
     ("DELTALOG_TICK_MAX_WAIT_S", "0.5", "tick_max_wait_s", 0.5),
     ("DELTALOG_SNAPSHOT_INTERVAL_S", "2", "snapshot_interval_s", 2.0),
     ("DELTALOG_REGISTRY_URL", "http://registry:8081", "registry_url", "http://registry:8081"),
+    ("DELTALOG_SNAPSHOT_URL", "s3://bucket/snapshots", "snapshot_url", "s3://bucket/snapshots"),
     ("DELTALOG_EXECUTOR", "auto", "executor", "auto"),
     ("DELTALOG_SPARK_MASTER", "spark://m:7077", "spark_master", "spark://m:7077"),
     ("DELTALOG_SPARK_TICK_DATOMS", "500", "spark_tick_datoms", 500),
@@ -59,6 +60,12 @@ def test_snapshot_dir_from_env_is_a_path() -> None:
 
 def test_snapshot_dir_from_env_names_the_directory() -> None:
     assert str(from_env({"DELTALOG_SNAPSHOT_DIR": "/var/lib/x"}).snapshot_dir) == "/var/lib/x"
+
+
+def test_snapshots_go_to_the_url_when_set_else_the_directory() -> None:
+    assert from_env({}).snapshot_store() == Path(".deltalog/snapshots")
+    assert from_env({"DELTALOG_SNAPSHOT_DIR": "/x", "DELTALOG_SNAPSHOT_URL": "gs://b/p"}
+                    ).snapshot_store() == "gs://b/p"
 
 
 def test_metrics_port_from_env_is_an_int() -> None:

@@ -17,6 +17,7 @@ bootstrap_servers = "file:9092"
 tick_max_tx = 10
 snapshot_interval_s = 5
 snapshot_dir = "/var/lib/deltalog"
+snapshot_url = "hdfs://namenode:8020/deltalog/snapshots"
 
 [kafka]
 "security.protocol" = "SASL_PLAINTEXT"
@@ -38,6 +39,7 @@ def test_file_settings_are_typed_and_kafka_keys_pass_through(tmp_path: Path) -> 
     assert (config.bootstrap_servers, config.tick_max_tx) == ("file:9092", 10)
     assert config.snapshot_interval_s == 5.0 and type(config.snapshot_interval_s) is float
     assert config.snapshot_dir == Path("/var/lib/deltalog")
+    assert config.snapshot_url == "hdfs://namenode:8020/deltalog/snapshots"
     assert config.kafka_extra == {"security.protocol": "SASL_PLAINTEXT",
                                   "sasl.password": "from-file",
                                   "enable.ssl.certificate.verification": "false",
@@ -112,14 +114,17 @@ SECRETS = {"sasl.password": "p1", "ssl.keystore.password": "p2", "ssl.key.passwo
 
 def test_secrets_are_masked_and_the_rest_shown() -> None:
     config = WorkerConfig(registry_url="https://bob:hunter2@registry:8081/x",
+                          snapshot_url="s3://AKIA:s3cr3t@bucket/snapshots?region=eu-west-1",
                           spark_remote="sc://spark:15002/;token=abc;user_id=u",
                           kafka_extra={**SECRETS, "sasl.username": "alice"})
     shown = masked(config)
     assert shown["kafka"] == {**dict.fromkeys(SECRETS, MASK), "sasl.username": "alice"}
     assert shown["registry_url"] == "https://bob:***@registry:8081/x"
     assert shown["spark_remote"] == "sc://spark:15002/;token=***;user_id=u"
+    assert shown["snapshot_url"] == "s3://AKIA:***@bucket/snapshots?region=eu-west-1"
     for text in (to_toml(shown), repr(config)):
-        assert not any(secret in text for secret in ("hunter2", "abc", *SECRETS.values()))
+        assert not any(secret in text
+                       for secret in ("hunter2", "abc", "s3cr3t", *SECRETS.values()))
 
 
 @pytest.mark.parametrize(("url", "shown"), [

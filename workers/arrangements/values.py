@@ -135,6 +135,39 @@ class ValueIds:
         other.size = self.size
         return other
 
+    def entries(self) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.int64], list[Any]]:
+        """The dictionary as plain data (what a snapshot stores): per id its kind (0: an int,
+        1: an object) and payload (the int, or the object's index in the list), and the
+        objects.  Views of the live columns: copy them before the engine goes on."""
+        return self._kind[:self.size], self._payload[:self.size], self._values
+
+    @classmethod
+    def from_entries(cls, kinds: npt.NDArray[np.int8], payloads: npt.NDArray[np.int64],
+                     objects: list[Any]) -> ValueIds:
+        """The dictionary of :meth:`entries`: every value keeps its id.  Raises ValueError
+        when they do not describe one (a damaged or forged snapshot)."""
+        size = len(kinds)
+        is_int = kinds == _INT
+        if (len(payloads) != size or size > MAX_IDS or not np.all(is_int | (kinds == _OBJECT))
+                or not np.array_equal(payloads[~is_int], np.arange(len(objects)))):
+            raise ValueError("the value entries do not describe a dictionary")
+        ids = cls()
+        int_ids = np.flatnonzero(is_int).astype(np.int32)
+        order = np.argsort(payloads[int_ids])
+        keys = payloads[int_ids][order].astype(np.int64)
+        ids._objects = {_object_key(x): int(i) for x, i in zip(
+            objects, np.flatnonzero(~is_int).tolist(), strict=True)}
+        if len(ids._objects) != len(objects) or np.any(keys[1:] == keys[:-1]) or any(
+                int_key(x) is not None for x in objects):
+            raise ValueError("a value appears twice in the dictionary")
+        ids._keys, ids._key_ids = keys, int_ids[order]
+        ids._key_view, ids._id_view = ids._keys.data, ids._key_ids.data
+        ids._values = list(objects)
+        ids._kind, ids._payload = kinds.astype(np.int8), payloads.astype(np.int64)
+        ids._kind_view, ids._payload_view = ids._kind.data, ids._payload.data
+        ids.size = size
+        return ids
+
     def __getstate__(self) -> dict[str, Any]:
         """Pickled without the memoryviews (they are rebuilt from the columns)."""
         state = {name: getattr(self, name) for name in self.__slots__}

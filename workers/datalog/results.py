@@ -17,21 +17,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from workers.datalog.ast import Query
+from workers.datalog.ast import FindSpec
 from workers.zset.aggregate import as_maps
 
 Row = tuple[Any, ...]
 
 
-def shaped(query: Query, rows: Mapping[Row, int]) -> Any:
-    """The result of ``query`` as its find specification (and ``:keys``) asks."""
-    if query.find_spec == "collection":
+def shaped(spec: FindSpec, keys: tuple[str, tuple[str, ...]] | None,
+           rows: Mapping[Row, int]) -> Any:
+    """A query's rows as its find specification ``spec`` (and ``:keys``) asks."""
+    if spec == "collection":
         return [row[0] for row, copies in rows.items() for _ in range(copies)]
-    if query.find_spec in ("tuple", "scalar"):
+    if spec in ("tuple", "scalar"):
         row = next(iter(rows), None)
         if row is None:
             return None
-        if query.find_spec == "scalar":
+        if spec == "scalar":
             return row[0]
-        return row if query.keys is None else as_maps(query.keys, {row: 1})[0]
-    return dict(rows) if query.keys is None else as_maps(query.keys, rows)
+        return row if keys is None else as_maps(keys, {row: 1})[0]
+    return dict(rows) if keys is None else as_maps(keys, rows)

@@ -46,6 +46,10 @@ class Schema:
     def __getitem__(self, attribute: Any) -> Attribute:
         return self._attributes.get(attribute, UNDECLARED)
 
+    def items(self) -> Iterable[tuple[Any, Attribute]]:
+        """The declared attributes and what is declared of each (a snapshot stores them)."""
+        return self._attributes.items()
+
     def is_ref(self, attribute: Any) -> bool:
         return self[attribute].value_type == keyword("db.type/ref")
 

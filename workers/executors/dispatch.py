@@ -25,7 +25,7 @@ from workers.executors.local import LocalExecutor, PreparedPlan
 from workers.executors.rules import PreparedRules
 from workers.executors.vectorised import VectorExecutor, VectorPlan
 from workers.executors.work import Work
-from workers.plan.ir import Plan, RulesPlan
+from workers.plan.ir import Body, Plan, RulesPlan
 
 if TYPE_CHECKING:
     from workers.executors.spark import SparkExecutor, SparkSettings
@@ -63,7 +63,7 @@ class Prepared:
     """A plan bound to the local arrangements, row at a time and (when the vectorised
     executor takes it) a frame at a time; Spark binds it on demand (costs nothing)."""
 
-    plan: Plan | RulesPlan
+    plan: Body
     local: PreparedPlan | PreparedRules
     vector: VectorPlan | None = None
 
@@ -71,7 +71,7 @@ class Prepared:
     def local_only(self) -> bool:
         """A query with derived relations keeps them in process (``local`` holds them, and
         the joins they run, on Spark or not, were chosen when it was prepared)."""
-        return isinstance(self.plan, RulesPlan)
+        return self.plan.keeps_relations
 
 def _plain(prepared: Prepared) -> Plan:
     assert isinstance(prepared.plan, Plan), "derived relations run locally"
@@ -98,7 +98,7 @@ class Dispatch:
         if mode == "spark":
             self._spark = self._start_spark()
 
-    def prepare(self, plan: Plan | RulesPlan) -> Prepared:
+    def prepare(self, plan: Body) -> Prepared:
         if isinstance(plan, RulesPlan):
             if self.mode == "spark":
                 return Prepared(plan, self._spark_rules(plan))

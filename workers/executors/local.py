@@ -13,7 +13,7 @@ from workers.executors.joins import LocalJoins
 from workers.executors.rules import PreparedRules
 from workers.executors.terms import CompiledTerm, compile_term, derivation_change
 from workers.executors.work import Work
-from workers.plan.ir import Plan, RulesPlan
+from workers.plan.ir import Body, RulesPlan
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +29,7 @@ class LocalExecutor:
 
     name = "local"
 
-    def prepare(self, plan: Plan | RulesPlan, db: ArrangementRegistry,
+    def prepare(self, plan: Body, db: ArrangementRegistry,
                 delta: MemoryArrangement) -> PreparedPlan | PreparedRules:
         if isinstance(plan, RulesPlan):
             return PreparedRules(plan, db.ids, delta,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +18,7 @@ from workers.edn import dumps, read
 from workers.errors import ErrorCode, WorkersError
 from workers.kafka.avro import AvroCodec, registry_for
 from workers.kafka.closing import Closing, close_producer
-from workers.kafka.compacted import METADATA_TIMEOUT_S, CompactedReader, latest
+from workers.kafka.compacted import METADATA_TIMEOUT_S, CompactedReader, KeyedRecord, latest
 from workers.kafka.messages import Row, row_from_avro, transaction_to_avro
 from workers.kafka.topics import Topics, check_query_name, ensure_topics
 from workers.runtime.registration import Registration, parse_registration, registration_record
@@ -101,12 +101,20 @@ class QueryAdmin(Closing):
         close_producer(self._producer, FLUSH_TIMEOUT_S)
 
 
-def progress_table(config: WorkerConfig) -> dict[str, dict[str, Any]]:
-    """The committed ``Progress`` record of every query (``deltalog.progress`` as a table)."""
+def progress_table(config: WorkerConfig, on_held: Callable[[set[str]], None] | None = None
+                   ) -> dict[str, dict[str, Any]]:
+    """The committed ``Progress`` record of every query (``deltalog.progress`` as a table).
+    Held up by an open transaction, the read calls ``on_held`` with the writers named so far."""
     codec = AvroCodec("progress", registry_for(config.registry_url))
+
+    def held(records: list[KeyedRecord]) -> None:
+        assert on_held is not None
+        on_held({codec.decode(record.value)["worker"] for record in records if record.value})
+
     with CompactedReader(config, Topics(config.topic_prefix).progress) as reader:
         return {name: codec.decode(record.value or b"")
-                for name, record in latest(reader.catch_up()).items()}
+                for name, record in latest(reader.catch_up(
+                    on_held=None if on_held is None else held)).items()}
 
 
 def _created(consumer: Consumer, topic: str, poll_s: float, once: bool,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
@@ -55,21 +55,39 @@ class CompactedReader(Closing):
                                for tp in self.partitions])
         self.topics = topics
 
-    def catch_up(self, timeout_s: float = 30.0) -> list[KeyedRecord]:
+    def catch_up(self, timeout_s: float = 30.0,
+                 on_held: Callable[[list[KeyedRecord]], None] | None = None
+                 ) -> list[KeyedRecord]:
         """Every committed record up to the end of each partition as it is now — waiting
-        for the transactions open then to end (committed, aborted, or timed out)."""
+        for the transactions open then to end (committed, aborted, or timed out).  Once the
+        reading is held up by an open transaction, ``on_held`` is called (once) with the
+        records read so far: it may end that transaction (``workers.runtime.fencing``)."""
         deadline = time.monotonic() + timeout_s + OPEN_TRANSACTION_WAIT_S
         highs = [self._end(tp, deadline) for tp in self.partitions]
         records: list[KeyedRecord] = []
         # Aborted and control records leave gaps in offsets: the consumer's position tells.
-        while any(position < high for position, high in zip(
-                self._positions(), highs, strict=True)):
+        while behind := [(tp, high) for tp, position, high in zip(
+                self.partitions, self._positions(), highs, strict=True) if position < high]:
             if time.monotonic() > deadline:
                 raise WorkersError(f"reading {', '.join(self.topics)}: a transaction stayed "
                                    f"open for {OPEN_TRANSACTION_WAIT_S:.0f} s",
                                    code=ErrorCode.KAFKA)
-            records += self._read(POLL_S)
+            read = list(self._read(POLL_S))
+            records += read
+            if not read and on_held is not None and self._held(behind):
+                on_held(records)
+                on_held = None
         return records
+
+    def _held(self, behind: list[tuple[TopicPartition, int]]) -> bool:
+        """Whether a partition's last stable offset (the end a ``read_committed`` consumer
+        is told) is below its high watermark and the consumer has reached it."""
+        for tp, high in behind:
+            stable = self._consumer.get_watermark_offsets(tp, timeout=METADATA_TIMEOUT_S)[1]
+            (position,) = self._consumer.position([tp])
+            if stable < high and position.offset >= stable:
+                return True
+        return False
 
     def _end(self, partition: TopicPartition, deadline: float) -> int:
         """The partition's high watermark; a topic just created may not be known to this

@@ -7,9 +7,14 @@ proposes, the others ``intersect``.  An :class:`ExtenderSpec` walks one index tr
 :class:`Step` per trie depth.  Weights multiply; a pattern's weight is applied exactly once,
 at its last variable (``weighted``), and as presence before that.
 
-A :class:`Plan` holds the full evaluation, the support program used by ``distinct`` and
-the delta terms of one strategy.  ``to_dict``/``from_dict`` round-trip through JSON-able
-data (constants as EDN text), so plans can be shipped and golden-tested.
+A query's *body* computes its basis set (the find variables, then ``:with``): a
+:class:`Plan` — the full evaluation, the support program used by ``distinct`` and the delta
+terms of one strategy — when it has data patterns only, else a :class:`RulesPlan` — strata of
+derived relations kept by DRed.  A :class:`QueryPlan` is what the rest of the code talks to:
+the body and the :class:`Find` that turns basis rows into result rows (aggregates, ``:with``
+projection, pulled maps, the find specification).  ``to_dict``/``from_dict`` round-trip
+every plan through JSON-able data (constants as EDN text), so plans can be shipped and
+golden-tested.
 """
 
 from __future__ import annotations
@@ -17,10 +22,28 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, Self
 
 from workers.arrangements.keys import IndexOrder
+from workers.datalog.ast import FindSpec
+from workers.datalog.pull import AttrSpec, PullPattern
 from workers.edn import dumps, read
+
+
+class Node:
+    """A plan's root: it round-trips through JSON-able data (``json.dumps`` takes it)."""
+
+    __slots__ = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return _encode(self)  # type: ignore[no-any-return]
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        node = _decode(data)
+        if not isinstance(node, cls):
+            raise ValueError(f"expected a {cls.__name__}, got {type(node).__name__}")
+        return node
 
 
 class Role(Enum):
@@ -221,7 +244,7 @@ class Stratum:
 
 
 @dataclass(frozen=True, slots=True)
-class RulesPlan:
+class RulesPlan(Node):
     """A query with derived relations (``or``, ``not``, rules): strata in dependency
     order, the last one holding the query's own relation ``root``."""
 
@@ -231,10 +254,16 @@ class RulesPlan:
     strata: tuple[Stratum, ...]
     root: str
 
+    @property
+    def keeps_relations(self) -> bool:
+        """Its derived relations are state of the query, kept in process and rebuilt from
+        the database (on registration and restore)."""
+        return True
+
 
 @dataclass(frozen=True, slots=True)
-class Plan:
-    """Everything an executor needs for one query; names no arrangement object."""
+class Plan(Node):
+    """Data patterns only: everything an executor needs; names no arrangement object."""
 
     find: tuple[str, ...]
     patterns: tuple[str, ...]
@@ -244,25 +273,84 @@ class Plan:
     support: JoinProgram
     terms: tuple[Term, ...]
 
-    def to_dict(self) -> dict[str, Any]:
-        return _encode(self)  # type: ignore[no-any-return]
-
-    @staticmethod
-    def from_dict(data: dict[str, Any]) -> Plan:
-        plan = _decode(data)
-        assert isinstance(plan, Plan)
-        return plan
+    @property
+    def keeps_relations(self) -> bool:
+        """Stateless: every step reads the shared arrangements only (so it may run on any
+        executor, Spark included)."""
+        return False
 
 
-_NODES = {cls.__name__: cls for cls in (Step, ExtenderSpec, Level, JoinProgram, DeltaTerm,
-                                        BinaryTerm, RecursiveStage, Plan, Compute, Filter,
-                                        Absent)}
+Body = Plan | RulesPlan  # how a query's basis set is computed
+
+
+@dataclass(frozen=True, slots=True)
+class FindColumn:
+    """One ``:find`` element over the basis row: column ``index`` as it is (a group column
+    when others aggregate), aggregated by ``fn`` (``n`` of ``(min n ?x)``), or the entity it
+    holds shown as the map ``pull`` reads."""
+
+    index: int
+    fn: str | None = None
+    n: int | None = None
+    pull: PullPattern | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Find:
+    """How basis rows become the query's rows: ``columns`` (one per ``:find`` element), the
+    ``:with`` variables ``with_`` (without aggregates the result is their projection, a
+    bag), the one-shot result's shape ``spec`` (relation, collection, tuple, scalar) and its
+    ``keys`` (``(":keys" | ":strs" | ":syms", names)``)."""
+
+    columns: tuple[FindColumn, ...]
+    with_: tuple[str, ...] = ()
+    spec: FindSpec = "relation"
+    keys: tuple[str, tuple[str, ...]] | None = None
+
+    @property
+    def aggregated(self) -> bool:
+        return any(c.fn is not None for c in self.columns)
+
+    @property
+    def bag(self) -> bool:
+        """``:with`` without aggregates: the basis projected on the find columns."""
+        return bool(self.with_) and not self.aggregated
+
+    @property
+    def pulls(self) -> bool:
+        return any(c.pull is not None for c in self.columns)
+
+
+@dataclass(frozen=True, slots=True)
+class QueryPlan(Node):
+    """A whole query: ``body`` computes the basis set (:class:`Plan` or :class:`RulesPlan`),
+    ``find`` turns its changes into the result's."""
+
+    body: Body
+    find: Find
+
+    @property
+    def attributes(self) -> tuple[Any, ...] | None:
+        """The attributes whose datoms can change the basis (None: any); pulls read more."""
+        return self.body.attributes
+
+    @property
+    def keeps_state(self) -> bool:
+        """Derived relations, aggregate groups or pulled maps: state built from the current
+        database, even for a query resumed without emitting its result."""
+        return self.body.keeps_relations or self.find.aggregated or self.find.pulls
+
+
+_NODES = {cls.__name__: cls for cls in (
+    Step, ExtenderSpec, Level, JoinProgram, DeltaTerm, BinaryTerm, RecursiveStage, Plan,
+    Compute, Filter, Absent, SeededProgram, Premise, RulePlan, RelationPlan, Stratum, RulesPlan,
+    FindColumn, Find, QueryPlan, PullPattern, AttrSpec)}
 _ENUMS = {cls.__name__: cls for cls in (Role, StepKind, IndexOrder)}
 
 
 def _encode(node: Any) -> Any:
     if isinstance(node, Step) and node.kind is StepKind.CONST:
-        return {"node": "Step", "kind": _encode(node.kind), "edn": dumps(node.arg)}
+        return {"node": "Step", "kind": _encode(node.kind), "arg": _encode_value(node.arg)}
     if dataclasses.is_dataclass(node):
         fields = {f.name: _encode(getattr(node, f.name)) for f in dataclasses.fields(node)}
         return {"node": type(node).__name__, **fields}
@@ -272,7 +360,17 @@ def _encode(node: Any) -> Any:
         return [_encode(x) for x in node]
     if node is None or isinstance(node, bool | int | str):
         return node
-    return {"edn": dumps(node)}
+    return _encode_value(node)
+
+
+def _encode_value(value: Any) -> dict[str, Any]:
+    """A value as EDN text — but a tuple (a row or a relation, as inputs are bound) and a
+    list holding one keep their kind, which EDN's one vector would lose."""
+    if isinstance(value, tuple):
+        return {"tuple": [_encode_value(x) for x in value]}
+    if isinstance(value, list):
+        return {"vector": [_encode_value(x) for x in value]}
+    return {"edn": dumps(value)}
 
 
 def _decode(data: Any) -> Any:
@@ -283,8 +381,14 @@ def _decode(data: Any) -> Any:
     if "enum" in data:
         return _ENUMS[data["enum"]][data["name"]]
     if "node" not in data:
-        return read(data["edn"])
-    fields = {k: _decode(v) for k, v in data.items() if k not in ("node", "edn")}
-    if "edn" in data:
-        fields["arg"] = read(data["edn"])
+        return _decode_value(data)
+    fields = {k: _decode(v) for k, v in data.items() if k != "node"}
     return _NODES[data["node"]](**fields)
+
+
+def _decode_value(data: dict[str, Any]) -> Any:
+    if "tuple" in data:
+        return tuple(_decode_value(x) for x in data["tuple"])
+    if "vector" in data:
+        return [_decode_value(x) for x in data["vector"]]
+    return read(data["edn"])

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workers.arrangements.delta import IdDelta
-from workers.datalog.ast import Pull, Query
 from workers.datalog.pull import PullPattern
+from workers.plan.ir import Find
 from workers.pull.read import PullReader, attributes_read
 from workers.zset import add_into
 
@@ -55,16 +55,16 @@ class Pulling:
     maps: dict[Key, Any] = field(default_factory=dict)  # entity → its map as emitted
 
     @staticmethod
-    def of(query: Query) -> Pulling | None:
+    def of(find: Find) -> Pulling | None:
         """None without pulls.  The input is the basis, or the :find row when aggregated
         (the aggregation keeps a pulled entity as a group column) or projected from a basis
         with :with variables (:func:`workers.zset.aggregate.result_of`)."""
-        if not query.pulls:
+        if not find.pulls:
             return None
-        sources = tuple(range(len(query.find))) if query.aggregates or query.with_ else tuple(
-            query.basis.index(v) for v in query.find_variables)
-        pulls = tuple(PullColumn(i, sources[i], e.pattern) for i, e in enumerate(query.find)
-                      if isinstance(e, Pull) and isinstance(e.pattern, PullPattern))
+        sources = (tuple(range(len(find.columns))) if find.aggregated or find.with_
+                   else tuple(c.index for c in find.columns))
+        pulls = tuple(PullColumn(i, sources[i], c.pull) for i, c in enumerate(find.columns)
+                      if c.pull is not None)
         return Pulling(sources, pulls)
 
     @property

@@ -1,80 +1,185 @@
-"""Snapshots of the database with the tx offset they include, so a restart replays only the
-log after them.  Written atomically (temporary file, fsync, rename); the newest two kept.
+"""The fleet's snapshot store: the database at a transaction, shared by every worker, so a
+restart — or a new worker on an empty disk — replays only the log after the newest snapshot.
 
-Snapshots are taken right after a committed tick, so their offset never runs ahead of the
-committed progress.  They are pickles: read them only from a directory you trust.
+Where: a directory (``snapshot_dir``, the default) or a URL (``snapshot_url``) that
+``pyarrow.fs`` opens — ``file://``, ``s3://``, ``gs://``, ``hdfs://`` (``mock://`` is an
+in-memory one, for tests).  A snapshot is named by the last transaction it includes,
+``snapshot-<tx>.zip``: the database at a transaction is the same on every worker, so a name
+is written once, whoever writes it.  Its contents are data, never code
+(:mod:`workers.runtime.snapshot_format`).
+
+Publishing a snapshot, in steps:
+
+1. write the whole file under a temporary name of its own, ``snapshot-<tx>.<random>.tmp``
+   (a directory shows a file while it grows; an object store shows an object only once its
+   upload completes, but a worker dying mid-write must leave nothing a reader picks);
+2. move it to its name: a rename on a filesystem (atomic), a server-side copy on an object
+   store (the object appears whole).  Two workers publishing the same transaction write
+   equal databases: the last move wins, and either is whole;
+3. prune: keep the newest :data:`KEEP`; delete the temporaries of older transactions (left
+   by a writer that died).
+
+A reader lists the store and takes the newest snapshot at or below its bound; one that
+vanished meanwhile (pruned by another worker) or does not read (damaged, cut short, of
+another format: the format's checksums catch it) is skipped for the next older one, and
+with none the whole log rebuilds the same state.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import os
-import pickle
-import tempfile
+import time
+import uuid
+from collections.abc import Callable
 from pathlib import Path
 
-from workers.arrangements.values import ValueIds
+import pyarrow.fs as pafs
+
+from workers.config import mask_url
 from workers.engine import EngineState
+from workers.errors import ErrorCode, WorkersError
+from workers.runtime import snapshot_format
 
 log = logging.getLogger("deltalog.checkpoint")
-KEEP = 2
-PREFIX, SUFFIX = "snapshot-", ".pickle"
+KEEP = 3  # snapshots kept: a reader that loses a race with pruning has older ones to read
+PREFIX, SUFFIX, TEMPORARY = "snapshot-", ".zip", ".tmp"
+LEGACY = ".pickle"  # written by deltalog before this format: never read (pickles run code)
+TX_DIGITS = 20  # names sort as numbers do
 
 
 class SnapshotStore:
-    """A directory of snapshots named by the last tx offset they include."""
+    """Snapshots named by their transaction in one directory of a ``pyarrow`` filesystem."""
 
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
+    def __init__(self, filesystem: pafs.FileSystem, directory: str) -> None:
+        self.filesystem, self.directory = filesystem, directory.rstrip("/")
 
-    def save(self, state: EngineState) -> Path:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        target = self.directory / f"{PREFIX}{state.tx:020d}{SUFFIX}"
-        fd, temporary = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
+    @classmethod
+    def at(cls, location: str | Path) -> SnapshotStore:
+        """The store at a URL (``s3://bucket/snapshots``, ``file:///var/lib/snapshots``) or a
+        plain path (relative to the working directory)."""
+        text = str(location)
+        if "://" in text:
+            try:
+                filesystem, directory = pafs.FileSystem.from_uri(text)
+            except (ValueError, OSError) as error:  # ArrowInvalid is a ValueError
+                raise WorkersError(f"snapshot store {mask_url(text)}: {mask_url(str(error))}",
+                                   code=ErrorCode.CONFIG) from None
+            return cls(filesystem, directory)
+        return cls(pafs.LocalFileSystem(), Path(text).absolute().as_posix())
+
+    def save(self, state: EngineState) -> str | None:
+        """Publish ``state`` (the steps above); its path in the store, or None when another
+        writer pruned it first (it was older than every snapshot kept)."""
+        target = self._path(f"{PREFIX}{state.tx:0{TX_DIGITS}d}{SUFFIX}")
+        temporary = self._path(f"{PREFIX}{state.tx:0{TX_DIGITS}d}.{uuid.uuid4().hex}{TEMPORARY}")
+        self.filesystem.create_dir(self.directory, recursive=True)
         try:
-            with os.fdopen(fd, "wb") as file:
-                pickle.dump(state, file, protocol=pickle.HIGHEST_PROTOCOL)
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(temporary, target)
+            with self.filesystem.open_output_stream(temporary) as stream:  # Step 1
+                snapshot_format.write(state, stream)
+            self.filesystem.move(temporary, target)  # Step 2
+        except FileNotFoundError:
+            log.info("snapshot at tx %d pruned by another writer before it was published",
+                     state.tx)
+            return None
         except BaseException:
-            Path(temporary).unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                self.filesystem.delete_file(temporary)
             raise
-        for old in self._snapshots()[:-KEEP]:  # workers may share the directory
-            old.unlink(missing_ok=True)
+        self._prune()  # Step 3
         return target
 
     def latest(self, at_most: int) -> EngineState | None:
-        """The newest readable snapshot whose offset is at most ``at_most`` (committed
-        progress).  One this version cannot read (written by an older one, whose database
-        had another form, or damaged) is skipped with a warning: the log after an older
-        snapshot, or the whole log, rebuilds the same state."""
-        for path in reversed(self._snapshots()):
-            if int(path.name[len(PREFIX):-len(SUFFIX)]) <= at_most:
-                try:
-                    with path.open("rb") as file:
-                        state = pickle.load(file)
-                except FileNotFoundError:  # another worker sharing the directory pruned it
-                    continue
-                except Exception as error:  # unpickling raises whatever the bytes lead to
-                    log.warning("snapshot %s unreadable, skipped: %r", path, error)
-                    continue
-                if not _this_version(state):
-                    log.warning("snapshot %s is not this version's database, skipped", path)
-                    continue
-                return state
+        """The newest readable snapshot whose transaction is at most ``at_most``."""
+        for tx, path in reversed(self._snapshots(SUFFIX)):
+            if tx > at_most:
+                continue
+            try:
+                with self.filesystem.open_input_stream(path) as stream:
+                    return snapshot_format.read(stream.read())
+            except FileNotFoundError:  # another worker pruned it
+                continue
+            except (OSError, snapshot_format.SnapshotFormatError) as error:
+                log.warning("snapshot %s unreadable, skipped: %s", path, error)
+        for _, path in self._snapshots(LEGACY):
+            log.warning("snapshot %s not read: a pickle (deltalog before its snapshot format), "
+                        "and loading a pickle runs code; delete it once every worker is "
+                        "upgraded", path)
         return None
 
-    def _snapshots(self) -> list[Path]:
-        if not self.directory.is_dir():
-            return []
-        return sorted(self.directory.glob(f"{PREFIX}*{SUFFIX}"))
+    def newest(self) -> int | None:
+        """The transaction of the newest snapshot in the store (None: none yet)."""
+        snapshots = self._snapshots(SUFFIX)
+        return snapshots[-1][0] if snapshots else None
+
+    def _prune(self) -> None:
+        snapshots = self._snapshots(SUFFIX)
+        if len(snapshots) <= KEEP:
+            return
+        oldest_kept = snapshots[-KEEP][0]
+        for tx, path in snapshots[:-KEEP] + self._snapshots(TEMPORARY):
+            if tx < oldest_kept:
+                with contextlib.suppress(FileNotFoundError):
+                    self.filesystem.delete_file(path)
+
+    def _snapshots(self, suffix: str) -> list[tuple[int, str]]:
+        """``(tx, path)`` of the files named ``snapshot-<tx>...<suffix>``, oldest first."""
+        selector = pafs.FileSelector(self.directory, allow_not_found=True)
+        found = []
+        for info in self.filesystem.get_file_info(selector):
+            name = info.base_name
+            digits = name[len(PREFIX):len(PREFIX) + TX_DIGITS]
+            if name.startswith(PREFIX) and name.endswith(suffix) and digits.isdigit():
+                found.append((int(digits), info.path))
+        return sorted(found)
+
+    def _path(self, name: str) -> str:
+        return f"{self.directory}/{name}"
 
 
-def _this_version(state: object) -> bool:
-    """An :class:`EngineState` of this version, every field there (an older version's
-    state unpickles into the class with its fields in the wrong slots)."""
-    return (isinstance(state, EngineState) and all(hasattr(state, f) for f in (
-        "values", "columns", "schema", "tx")) and isinstance(state.values, ValueIds)
-            and isinstance(state.columns, tuple) and len(state.columns) == 3
-            and isinstance(state.tx, int))
+class Snapshots:
+    """A worker's use of the store: the snapshot it starts from, and the ones it writes —
+    every ``interval_s``, unless another worker sharing the store wrote a newer one since
+    this worker last looked.  So a fleet sharing a store writes about one snapshot per
+    interval (whoever's interval ends first; the others see it and wait one more), and a
+    worker whose store nobody shares writes its own.  Two that look at the same moment both
+    write: harmless, names are write-once and published whole."""
+
+    def __init__(self, store: SnapshotStore, interval_s: float) -> None:
+        self.store, self.interval_s = store, interval_s
+        self._fresh = time.monotonic()  # when this worker last wrote or saw a new snapshot
+        self._due = self._fresh + interval_s
+        self._seen: int | None = None  # the newest snapshot this worker knows of
+
+    def load(self, at_most: int) -> EngineState | None:
+        """The newest readable snapshot at or below ``at_most`` (see :meth:`SnapshotStore.
+        latest`)."""
+        self._seen = self.store.newest()
+        return self.store.latest(at_most)
+
+    def age_s(self) -> float:
+        """Time since this worker wrote a snapshot or saw a newer one (or started)."""
+        return time.monotonic() - self._fresh
+
+    def save_if_due(self, position: int, state: Callable[[], EngineState]) -> bool:
+        """Write the database at ``position`` if the interval has elapsed and the store has
+        nothing newer from another worker; True when written.  A failed write is logged and
+        tried again an interval later: snapshots only shorten recovery."""
+        now = time.monotonic()
+        if now < self._due:
+            return False
+        self._due = now + self.interval_s
+        try:
+            newest = self.store.newest()
+            if newest is not None and newest > (-1 if self._seen is None else self._seen):
+                self._seen, self._fresh = newest, now  # another worker wrote it
+                return False
+            if newest is not None and newest >= position:  # nothing to add
+                return False
+            if self.store.save(state()) is None:
+                return False
+        except (OSError, TypeError) as error:  # the store unreachable; a value it can't hold
+            log.warning("snapshot at tx %d not written: %s", position, error)
+            return False
+        self._seen, self._fresh = position, time.monotonic()
+        return True

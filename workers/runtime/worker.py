@@ -9,7 +9,9 @@ Start, in numbered steps:
 
 1. create the fixed topics if missing;
 2. ``init_transactions``: abort what a previous incarnation left open, fence it;
-3. load the newest snapshot (the position; the log after it is read tick by tick);
+3. load the newest snapshot from the shared store at or before the fleet's committed
+   progress and no later than the transaction log's committed dead letters (the position;
+   the log after it is read tick by tick);
 4. join the group and wait for the first assignment.
 
 A query given to this worker resumes after its committed progress ``Q``:
@@ -28,7 +30,7 @@ One tick:
 2. poll a batch of transactions (bounded by count, bytes and wait; never past a waiting
    query's progress);
 3. decode them and apply them as one engine tick; refused or undecodable records become
-   dead letters (written by the owner of the queries topic's partition 0).  A tick whose
+   dead letters, exactly once (see "Dead letters" below).  A tick whose
    delta is larger than ``tick_max_datoms`` is stepped in pieces: the first is held like a
    whole tick, the others are written as they are computed, so an enormous change (a hub
    retracted) is never in memory whole;
@@ -40,6 +42,14 @@ One tick:
    is owned anew instead, caught up from its committed progress like a query taken over;
 5. resume the waiting queries the position has reached; snapshot the database if the
    interval has elapsed.
+
+Dead letters of the transaction log are written by the owner of the queries topic's
+partition 0, with their own progress ``D`` (the ``DEAD_LETTERS`` key of ``deltalog.progress``)
+in the same Kafka transaction, so they change hands like a query: the new owner writes the
+refusals after ``D`` and none before.  Every worker keeps the refusals it met after the
+committed ``D`` it last read (offset, code, reason; the records themselves are read again
+from the log when needed), and starts from a snapshot no later than ``D``: whichever worker
+takes partition 0 over knows every refusal after ``D``.
 """
 
 from __future__ import annotations
@@ -58,7 +68,7 @@ from confluent_kafka.admin import AdminClient
 from workers import metrics
 from workers.config import WorkerConfig
 from workers.engine import Changes, Engine
-from workers.errors import WorkersError
+from workers.errors import ErrorCode, WorkersError
 from workers.kafka.avro import AvroCodec, DecodeError, registry_for
 from workers.kafka.clients import progress_table
 from workers.kafka.closing import Closing
@@ -68,8 +78,9 @@ from workers.kafka.sink import ResultSink, TransactionFailed
 from workers.kafka.source import TxRecord, TxSource
 from workers.kafka.topics import Topics, check_query_name, create, ensure_topics
 from workers.runtime.backpressure import TickSize, resident_bytes
-from workers.runtime.checkpoint import SnapshotStore
+from workers.runtime.checkpoint import Snapshots, SnapshotStore
 from workers.runtime.faults import crash_point
+from workers.runtime.fencing import fence_absent
 from workers.runtime.observe import StateGauges, forget_query, observe_steps
 from workers.runtime.ownership import Ownership, Polled
 from workers.runtime.process import transactional_id
@@ -77,9 +88,10 @@ from workers.runtime.registration import Registration, parse_registration
 from workers.zset import add, add_into, neg
 
 log = logging.getLogger(__name__)
-LAST = 1 << 62  # any snapshot: the database at any transaction is a valid start
 POLL_S = 0.2  # one wait for the group while starting
 THROTTLE_PAUSE_S = 0.05  # pause per tick while over the memory ceiling
+DEAD_LETTERS = "#tx-dead-letters"  # progress key of the tx log's dead letters (not a query name)
+REREAD_TIMEOUT_S = 60.0  # reading refused records again from the log
 
 
 @dataclass(slots=True)
@@ -95,6 +107,15 @@ class TickOutput:
     def drop(self, query: str) -> None:
         for table in (self.snapshots, self.changes, self.refused, self.first):
             table.pop(query, None)
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """A record of the transaction log refused (undecodable, or refused by the engine)."""
+
+    offset: int
+    code: str
+    reason: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +137,8 @@ class Worker(Closing):
         spark = None if config.executor == "local" else config.spark()
         self.engine = Engine(strategy=config.strategy, executor=config.executor, spark=spark,
                              auto=config.auto())
-        self.snapshots = SnapshotStore(config.snapshot_dir)
+        self.snapshots = Snapshots(SnapshotStore.at(config.snapshot_store()),
+                                   config.snapshot_interval_s)
         registry = registry_for(config.registry_url)
         self._tx_codec = AvroCodec("transaction", registry)
         self._registration_codec = AvroCodec("query_registration", registry)
@@ -130,8 +152,9 @@ class Worker(Closing):
         self._partition_of: dict[str, int] = {}  # query owned here -> its queries partition
         self._waiting: dict[str, Waiting] = {}
         self._pending = TickOutput()
+        self._refused: list[Refused] = []  # refusals after the last dead-letter progress read
+        self._dead_letters_done: int | None = None  # owner of partition 0: its D
         self.committed = -1  # the position: last transaction the arrangements include
-        self._last_snapshot = time.monotonic()
         self._source: TxSource | None = None
         self._ownership: Ownership | None = None
         limit = None if config.memory_limit_mb is None else config.memory_limit_mb << 20
@@ -151,7 +174,7 @@ class Worker(Closing):
         config = self.config
         ensure_topics(self._admin, self.topics, config.query_partitions)  # Step 1
         self._sink.init()  # Step 2
-        state = self.snapshots.latest(at_most=LAST)  # Step 3
+        state = self.snapshots.load(at_most=_snapshot_bound(self._progress()))  # Step 3
         if state is not None:
             self.engine.restore(state)
             log.info("loaded snapshot at tx %d", state.tx)
@@ -160,7 +183,7 @@ class Worker(Closing):
         self._source = self._clients.enter_context(
             TxSource(config, self.topics.tx, self.committed + 1))
         self._ownership = self._clients.enter_context(
-            Ownership(config, self.topics.queries))  # Step 4
+            Ownership(config, self.topics.queries, self._admin))  # Step 4
         deadline = time.monotonic() + 2 * config.session_timeout_ms / 1000
         while time.monotonic() < deadline and (not self._ownership.assigned_once
                                                or self._ownership.catching_up):
@@ -197,11 +220,12 @@ class Worker(Closing):
         batch = self._source.next_batch(tick_tx, config.tick_max_bytes,  # Step 2
                                         config.tick_max_wait_s, until=until)
         rest = self._apply(batch, output)  # Step 3
+        letters = self._dead_letters(batch)
         if not (batch or output.snapshots or output.changes or output.dead_letters
-                or output.refused):
+                or output.refused or letters):
             return False
         tx_last = batch[-1].offset if batch else self.committed
-        committed = self._commit(output, rest, self.committed + 1, tx_last)  # Step 4
+        committed = self._commit(output, rest, letters, self.committed + 1, tx_last)  # Step 4
         self.committed = tx_last
         self._resume_waiting()  # Step 5
         self._observe(batch)
@@ -212,10 +236,10 @@ class Worker(Closing):
         return True
 
     def _apply(self, batch: Sequence[TxRecord], output: TickOutput) -> Iterator[Changes]:
-        """Apply a batch of transactions as one tick.  Undecodable and refused ones become
-        dead letters (from the owner of partition 0 only, so each is written once).  The
-        first piece of the change goes into ``output``; the rest (a tick larger than
-        ``tick_max_datoms``) are returned, computed as ``_commit`` writes them."""
+        """Apply a batch of transactions as one tick.  Undecodable and refused ones are kept
+        for their dead letters (:meth:`_dead_letters`).  The first piece of the change goes
+        into ``output``; the rest (a tick larger than ``tick_max_datoms``) are returned,
+        computed as ``_commit`` writes them."""
         decoded: list[tuple[Any, int]] = []
         refused: list[tuple[TxRecord, WorkersError]] = []
         for record in batch:
@@ -231,24 +255,50 @@ class Worker(Closing):
         by_offset = {record.offset: record for record in batch}
         refused += [(by_offset[refusal.tx_id], refusal.error) for refusal in refusals]
         metrics.TX_CONSUMED.inc(len(batch) - len(refused))
-        writes_dead_letters = self._ownership is not None and 0 in self._ownership.owned
         for record, err in sorted(refused, key=lambda pair: pair[0].offset):
             metrics.TX_REFUSED.labels(err.code.value).inc()
-            if writes_dead_letters:
-                output.dead_letters.append((self.topics.tx, record.offset, err.code.value,
-                                            str(err), record.value))
+            self._refused.append(Refused(record.offset, err.code.value, str(err)))
         for query, rows in next(observed, {}).items():
             add_into(output.changes.setdefault(query, {}), rows)
         return observed
+
+    def _dead_letters(self, batch: Sequence[TxRecord]) -> list[tuple[Refused, bytes]]:
+        """The transaction log's dead letters this tick writes, with their records: as the
+        owner of partition 0, every refusal after its dead-letter progress (those of a
+        hand-over may precede this batch: their records are read again from the log)."""
+        done = self._dead_letters_done
+        if done is None:
+            return []
+        due = [refused for refused in self._refused if refused.offset > done]
+        payloads = {record.offset: record.value for record in batch}
+        missing = {refused.offset for refused in due} - payloads.keys()
+        if missing:
+            payloads |= self._reread(missing)
+        return [(refused, payloads[refused.offset]) for refused in due]
+
+    def _reread(self, offsets: set[int]) -> dict[int, bytes]:
+        """The records of the transaction log at ``offsets``."""
+        found: dict[int, bytes] = {}
+        deadline = time.monotonic() + REREAD_TIMEOUT_S
+        with TxSource(self.config, self.topics.tx, min(offsets)) as source:
+            while len(found) < len(offsets):
+                if time.monotonic() > deadline:
+                    raise WorkersError(f"cannot read tx log records {sorted(offsets)} again",
+                                       code=ErrorCode.KAFKA)
+                found |= {record.offset: record.value for record in source.next_batch(
+                    self.config.tick_max_tx, self.config.tick_max_bytes, POLL_S,
+                    until=max(offsets)) if record.offset in offsets}
+        return found
 
     def _observed(self, piece: Changes) -> Changes:
         observe_steps(self.engine.last_work)
         return piece
 
-    def _commit(self, output: TickOutput, rest: Iterator[Changes], tx_first: int,
-                tx_last: int) -> bool:
+    def _commit(self, output: TickOutput, rest: Iterator[Changes],
+                letters: list[tuple[Refused, bytes]], tx_first: int, tx_last: int) -> bool:
         """Write the tick in one Kafka transaction — ``output``, then the ``rest`` of the
-        change piece by piece; False when the transaction is lost."""
+        change piece by piece, the transaction log's dead ``letters`` and their progress;
+        False when the transaction is lost."""
         assert self._ownership is not None
         sink = self._sink
         streamed: set[str] = set()
@@ -265,7 +315,13 @@ class Worker(Closing):
                     self._write(query, rows, output.first.get(query, tx_first), tx_last)
             for topic, offset, code, reason, payload in output.dead_letters:
                 sink.dead_letter(topic, 0, offset, code, reason, payload)
-                metrics.DLQ_RECORDS.labels(code).inc()
+            for refused, payload in letters:
+                sink.dead_letter(self.topics.tx, 0, refused.offset, refused.code,
+                                 refused.reason, payload)
+            dead_letters_done = self._dead_letters_done
+            if dead_letters_done is not None:
+                dead_letters_done = max(dead_letters_done, tx_last)
+                sink.progress(DEAD_LETTERS, -1, dead_letters_done)
             live = {query: record.offset for query, record in self._registrations.items()}
             for query, registration in {**output.refused, **live}.items():
                 sink.progress(query, registration, tx_last)
@@ -279,8 +335,22 @@ class Worker(Closing):
             self._lost(error, output, tx_first, streamed)
             return False
         metrics.KAFKA_TRANSACTIONS.labels("committed").inc()
+        for code in [letter[2] for letter in output.dead_letters] + [
+                refused.code for refused, _ in letters]:
+            metrics.DLQ_RECORDS.labels(code).inc()
+        if dead_letters_done is not None:
+            self._dead_letters_written(dead_letters_done)
         crash_point("after-commit")
         return True
+
+    def _dead_letters_written(self, done: int) -> None:
+        """The transaction log's dead letters are committed up to ``done``."""
+        self._dead_letters_done = done
+        self._forget_refused(done)
+
+    def _forget_refused(self, done: int) -> None:
+        """Refusals up to ``done`` have their dead letters committed."""
+        self._refused = [refused for refused in self._refused if refused.offset > done]
 
     def _write(self, query: str, rows: dict[Row, int], tx_first: int, tx_last: int) -> None:
         for row, weight in rows.items():
@@ -322,7 +392,7 @@ class Worker(Closing):
         metrics.LAG_TX.set(lag)
         if self._applied_s:
             metrics.LAG_SECONDS.set(max(time.time() - self._applied_s, 0.0) if lag else 0.0)
-        metrics.SNAPSHOT_AGE.set(time.monotonic() - self._last_snapshot)
+        metrics.SNAPSHOT_AGE.set(self.snapshots.age_s())
         self._state_gauges.observe(self.engine.db)
 
     def lag(self) -> int:
@@ -353,20 +423,57 @@ class Worker(Closing):
             if partition in polled.revoked:
                 self._drop(name, output)
         assert self._ownership is not None
+        if 0 in polled.revoked:
+            self._dead_letters_done = None
+        takes_dead_letters = 0 in self._ownership.owned and self._dead_letters_done is None
         records = [r for r in self._reown if r.partition in self._ownership.owned]
         records += polled.records
         self._reown = []
+        if records or takes_dead_letters:
+            self._take(records, takes_dead_letters, output)
+        metrics.QUERIES.set(len(self._registrations))
+
+    def _take(self, records: list[KeyedRecord], dead_letters_too: bool,
+              output: TickOutput) -> None:
+        """Take up ``records`` of the queries table and, when partition 0 has just come
+        here, the transaction log's dead letters, from the committed progress."""
+        started = time.monotonic()
+        progress = self._progress()
+        read_s = time.monotonic() - started
+        if dead_letters_too:
+            dead_letters = progress.get(DEAD_LETTERS)
+            self._dead_letters_written(self.committed if dead_letters is None
+                                       else dead_letters["tx_last"])
+            log.info("writing the tx log's dead letters after tx %d", self._dead_letters_done)
         if records:
-            progress = progress_table(self.config)
             done = {record: _committed_progress(record, progress.get(record.key))
                     for record in records}
             views = self._committed_views([record.key for record, tx in done.items()
-                                           if tx is not None and tx < self.committed])
+                                           if tx is not None and tx < self.committed],
+                                          {p["worker"] for p in progress.values()})
+            viewed_s = time.monotonic() - started
             for record in records:
                 self._register(record, done[record], views, output)
+            log.info("took %d registrations up in %.2f s: progress read in %.2f s, committed "
+                     "views in %.2f s", len(records), time.monotonic() - started, read_s,
+                     viewed_s - read_s)
             create(self._admin, {self.topics.results(record.key): {} for record in records
                                  if record.key in self._registrations})
-        metrics.QUERIES.set(len(self._registrations))
+
+    def _progress(self) -> dict[str, dict[str, Any]]:
+        """The committed progress table; a read held up by a dead worker's open transaction
+        ends it (:mod:`workers.runtime.fencing`).  The refusals whose dead letters it shows
+        committed are forgotten."""
+        progress = progress_table(self.config, on_held=self._fence)
+        dead_letters = progress.get(DEAD_LETTERS)
+        if dead_letters is not None and self._dead_letters_done is None:
+            self._forget_refused(dead_letters["tx_last"])
+        return progress
+
+    def _fence(self, writers: set[str]) -> None:
+        """Fence the ``writers`` gone from the group, never this worker (not a member while
+        it starts): fencing itself would cost its producer."""
+        fence_absent(self.config, self._admin, writers - {self._sink.worker})
 
     def _drop(self, name: str, output: TickOutput) -> None:
         if name in self._registrations:
@@ -429,14 +536,16 @@ class Worker(Closing):
                 self._partition_of[name] = waiting.record.partition
                 log.info("query %s resumed", name, extra={"query": name})
 
-    def _committed_views(self, names: list[str]) -> dict[str, dict[Row, int]]:
-        """Each query's result as its committed change stream integrates to."""
+    def _committed_views(self, names: list[str], writers: set[str]
+                         ) -> dict[str, dict[Row, int]]:
+        """Each query's result as its committed change stream integrates to; a read held up
+        by an open transaction ends those of the ``writers`` no longer in the group."""
         views: dict[str, dict[Row, int]] = {name: {} for name in names}
         if not names:
             return views
         query_of = {self.topics.results(name): name for name in names}
         with CompactedReader(self.config, *query_of) as reader:
-            for record in reader.catch_up():
+            for record in reader.catch_up(on_held=lambda _: self._fence(writers)):
                 change = self._change_codec.decode(record.value or b"")
                 add_into(views[query_of[record.topic]],
                          {row_from_avro(change["values"]): change["weight"]})
@@ -445,18 +554,27 @@ class Worker(Closing):
     # -- snapshots and shutdown ------------------------------------------------------------
 
     def _maybe_snapshot(self) -> None:
-        if time.monotonic() - self._last_snapshot < self.config.snapshot_interval_s:
-            return
-        with metrics.SNAPSHOT_SECONDS.time():
-            self.snapshots.save(self.engine.state())
-        crash_point("after-snapshot")
-        self._last_snapshot = time.monotonic()
+        started = time.perf_counter()
+        if self.snapshots.save_if_due(self.committed, self.engine.state):
+            metrics.SNAPSHOT_SECONDS.observe(time.perf_counter() - started)
+            crash_point("after-snapshot")
 
     def close(self) -> None:
         """Leave the group (its queries move at once, not after the session timeout), then
         close the tx log's consumer, the producer and the admin client."""
         self._clients.close()
 
+
+
+def _snapshot_bound(progress: dict[str, dict[str, Any]]) -> int:
+    """The last snapshot a worker may start from: the last transaction any query committed
+    (-1: none) — snapshots are written after committed ticks, so one beyond it was left by
+    another log (a topic deleted and created again), and a fleet with no query yet replays
+    the log — and no later than the committed dead letters, whose refusals after them a
+    worker must have met itself (docs/fleet.md)."""
+    bound = max((int(p["tx_last"]) for p in progress.values()), default=-1)
+    dead_letters = progress.get(DEAD_LETTERS)
+    return bound if dead_letters is None else min(bound, int(dead_letters["tx_last"]))
 
 
 def _committed_progress(record: KeyedRecord, progress: dict[str, Any] | None) -> int | None:

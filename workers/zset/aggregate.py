@@ -20,23 +20,13 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from workers.datalog.ast import Aggregate, Constant, Pull, Query
 from workers.datalog.functions import FUNCTIONS, CallFailed, call, sort_key
 from workers.edn import Symbol, keyword
+from workers.plan.ir import Find, FindColumn
 from workers.zset.zset import consolidate
 
 Row = tuple[Any, ...]
 Bag = dict[Any, int]
-
-
-@dataclass(frozen=True, slots=True)
-class Column:
-    """One :find element: a group column (``fn`` None) or an aggregate, over basis column
-    ``index``; ``n`` for ``(min n ?x)``/``(max n ?x)``."""
-
-    index: int
-    fn: str | None = None
-    n: int | None = None
 
 
 def aggregate_value(fn: str, bag: Bag, n: int | None = None) -> Any:
@@ -110,19 +100,8 @@ def _median(bag: Bag) -> Any:
 class Aggregation:
     """The grouped rows of one query, maintained from its basis changes."""
 
-    columns: tuple[Column, ...]
+    columns: tuple[FindColumn, ...]  # a pulled column is a group column here
     groups: dict[Row, tuple[int, tuple[Bag, ...]]] = field(default_factory=dict)
-
-    @staticmethod
-    def of(query: Query) -> Aggregation | None:
-        if not query.aggregates:
-            return None
-        basis = query.basis
-        return Aggregation(tuple(
-            Column(basis.index(e.var), e.fn,
-                   e.n.value if isinstance(e.n, Constant) else None)
-            if isinstance(e, Aggregate)
-            else Column(basis.index(e.var if isinstance(e, Pull) else e)) for e in query.find))
 
     def reset(self, basis: Mapping[Row, int]) -> dict[Row, int]:
         """Start over from the full basis set; return the full result."""
@@ -152,7 +131,7 @@ class Aggregation:
     def _key(self, row: Row) -> Row:
         return tuple(row[c.index] for c in self.columns if c.fn is None)
 
-    def _aggregated(self) -> list[Column]:
+    def _aggregated(self) -> list[FindColumn]:
         return [c for c in self.columns if c.fn is not None]
 
     def _update(self, key: Row, row: Row, weight: int) -> None:
@@ -203,14 +182,13 @@ class Projection:
                            for row, weight in changes.items())
 
 
-def result_of(query: Query) -> Aggregation | Projection | None:
+def result_of(find: Find) -> Aggregation | Projection | None:
     """How a query's basis changes become its result changes: grouped (aggregates),
     projected to a bag (``:with`` alone), or as they are (the basis is the result)."""
-    if query.aggregates:
-        return Aggregation.of(query)
-    if query.with_:
-        basis = query.basis
-        return Projection(tuple(basis.index(v) for v in query.find_variables))
+    if find.aggregated:
+        return Aggregation(find.columns)
+    if find.bag:
+        return Projection(tuple(c.index for c in find.columns))
     return None
 
 

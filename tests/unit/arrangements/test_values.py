@@ -88,3 +88,27 @@ def test_no_more_ids_than_an_int32_column_holds(monkeypatch: pytest.MonkeyPatch)
     with pytest.raises(OverflowError):
         ids.intern(2)
     assert ids.lookup(1) == 1 and ids.size == 2
+
+
+@given(st.lists(st.one_of(st.integers(-(2**63), 2**63 - 1), st.text(max_size=3),
+                          st.floats(allow_nan=False), st.booleans()), max_size=40))
+def test_entries_give_back_a_dictionary_with_the_same_ids(xs: list[object]) -> None:
+    ids = ValueIds()
+    for x in xs:
+        ids.intern(x)
+    again = ValueIds.from_entries(*(part.copy() for part in ids.entries()))
+    assert [again.value(i) for i in range(again.size)] == [ids.value(i) for i in range(ids.size)]
+    assert [again.lookup(x) for x in xs] == [ids.lookup(x) for x in xs]
+    assert again.intern("new one") == ids.size  # numbering goes on after them
+
+
+@pytest.mark.parametrize(("kinds", "payloads", "objects"), [
+    ([0, 0], [5, 5], []),  # an int twice
+    ([1, 1], [0, 1], ["a", "a"]),  # an object twice
+    ([1, 0], [1, 3], ["a", "b"]),  # an object's index out of place
+    ([2], [0], []),  # no such kind
+], ids=["int-twice", "object-twice", "index", "kind"])
+def test_entries_that_are_no_dictionary_are_refused(kinds: list[int], payloads: list[int],
+                                                    objects: list[object]) -> None:
+    with pytest.raises(ValueError):
+        ValueIds.from_entries(np.array(kinds, np.int8), np.array(payloads, np.int64), objects)

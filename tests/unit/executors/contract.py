@@ -9,7 +9,7 @@ pattern's old state.
 
 from __future__ import annotations
 
-import pickle
+import io
 from typing import ClassVar
 
 import pytest
@@ -17,6 +17,7 @@ import pytest
 from workers.edn import keyword
 from workers.engine import Engine
 from workers.plan import STRATEGIES
+from workers.runtime import snapshot_format
 
 AGE_SCHEMA = "[{:db/ident :age :db/cardinality :db.cardinality/one}]"
 TRIANGLE = "{:find [?a ?b ?c] :where [[?a :g/to ?b] [?a :g/to ?c] [?b :g/to ?c]]}"
@@ -86,7 +87,9 @@ class ExecutorContract:
 
     def test_restored_state_is_read_by_later_ticks(self, engine: Engine) -> None:
         engine.transact("[[:db/add 1 :g/to 2] [:db/add 2 :g/to 3]]")
-        state = pickle.loads(pickle.dumps(engine.state()))  # as a snapshot stores it
+        stored = io.BytesIO()
+        snapshot_format.write(engine.state(), stored)
+        state = snapshot_format.read(stored.getvalue())  # as a snapshot stores it
         engine.register("tri", TRIANGLE)
         engine.transact("[[:db/retract 2 :g/to 3] [:db/add 1 :g/to 4]]")
         engine.restore(state)

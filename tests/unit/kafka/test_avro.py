@@ -2,24 +2,22 @@
 and the dead-letter errors of ``decode``.
 
 Regenerate the golden files after an intended schema change with
-``DELTALOG_REGEN_GOLDEN=1 pytest tests/unit/kafka`` and review the diff.
+``pytest --update-golden tests/unit/kafka`` (the rewritten tests fail once) and review the
+diff.
 """
 
 from __future__ import annotations
 
-import os
 import struct
-from pathlib import Path
 
 import pytest
 from fastavro.schema import fingerprint as avro_fingerprint
 from fastavro.schema import to_parsing_canonical_form
 
+from tests.fixtures.golden import Golden
 from tests.unit.kafka.records import RECORDS
 from workers.errors import ErrorCode, WorkersError
 from workers.kafka.avro import SCHEMAS, AvroCodec, DecodeError, fingerprint, load_schema
-
-GOLDEN = Path(__file__).parents[2] / "data" / "golden" / "avro"
 
 # CRC-64-AVRO as the Avro specification writes it (an independent check of fastavro's).
 _EMPTY = 0xC15D213AA4D7A795
@@ -75,13 +73,8 @@ def test_round_trip(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", SCHEMAS)
-def test_encoding_matches_golden_bytes(name: str) -> None:
-    data = AvroCodec(name).encode(RECORDS[name])
-    path = GOLDEN / f"{name}.bin"
-    if os.environ.get("DELTALOG_REGEN_GOLDEN"):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-    assert data == path.read_bytes()
+def test_encoding_matches_golden_bytes(name: str, golden: Golden) -> None:
+    golden(f"avro/{name}.bin", AvroCodec(name).encode(RECORDS[name]))
 
 
 @pytest.mark.parametrize("data", [b"", b"garbage", b"\xc3", b"\xc3\x01\x00", b"\x00\x00"],

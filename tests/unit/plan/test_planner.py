@@ -10,7 +10,7 @@ from workers.plan import plan_query
 
 
 def test_delta_term_reads_new_before_and_old_after_its_pattern() -> None:
-    plan = sample_plan("four-cycle", "delta")
+    plan = sample_plan("four-cycle", "delta").body
     for term in plan.terms:
         for level in term.program.levels:  # type: ignore[union-attr]
             for spec in level.extenders:
@@ -18,7 +18,7 @@ def test_delta_term_reads_new_before_and_old_after_its_pattern() -> None:
 
 
 def test_every_pattern_weight_is_applied_exactly_once_per_term() -> None:
-    plan = sample_plan("four-cycle", "delta")
+    plan = sample_plan("four-cycle", "delta").body
     for term in plan.terms:
         program = term.program  # type: ignore[union-attr]
         weighted = [spec.pattern for level in program.levels for spec in level.extenders

@@ -1,0 +1,104 @@
+"""The snapshot file: every kind of value and the schema come back as they were; bytes that
+are not a snapshot (cut short, damaged, forged) are refused, never loaded."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+
+import numpy as np
+import pytest
+
+from workers.edn import keyword
+from workers.engine import Engine, EngineState
+from workers.runtime import snapshot_format
+from workers.runtime.snapshot_format import SnapshotFormatError
+
+SCHEMA = """[{:db/ident :name :db/valueType :db.type/string :db/cardinality :db.cardinality/one}
+             {:db/ident :friend :db/valueType :db.type/ref}]"""
+# Every kind of value: long, string, keyword, double, boolean, uuid, instant; entity ids as
+# keywords, strings and uuids; 1, 1.0 and true as three values.
+DATA = """[{:db/id 1 :name "Ivan" :friend :petr :score 1 :ratio 1.0 :ok true}
+           {:db/id :petr :name "Пётр \\"P\\"" :score -9223372036854775808 :ratio -0.1
+            :ok false :kind :person/admin}
+           {:db/id "s-1" :at #inst "2020-02-29T23:59:59.999Z" :empty ""}
+           {:db/id #uuid "f81d4fae-7dec-11d0-a765-00a0c91e6bf6" :ratio 1e300 :g/to 1}]"""
+
+
+def _engine() -> Engine:
+    engine = Engine()
+    engine.transact(SCHEMA, tx_id=3)
+    engine.transact(DATA, tx_id=4)
+    return engine
+
+
+def _bytes(state: EngineState) -> bytes:
+    stream = io.BytesIO()
+    snapshot_format.write(state, stream)
+    return stream.getvalue()
+
+
+def test_every_kind_of_value_and_the_schema_come_back() -> None:
+    original = _engine()
+    state = snapshot_format.read(_bytes(original.state()))
+    restored = Engine()
+    restored.restore(state)
+    assert state.tx == 4
+    assert sorted(map(repr, restored.db.datoms())) == sorted(map(repr, original.db.datoms()))
+    assert [type(state.values.value(i)) for i in range(state.values.size)] == [
+        type(original.state().values.value(i)) for i in range(state.values.size)]
+    assert state.schema[keyword("name")].cardinality_one
+    assert state.schema.is_ref(keyword("friend"))
+    assert dict(state.schema.items()) == dict(original.schema.items())
+    # the same ids: later transactions and queries on the restored engine agree
+    for engine in (original, restored):
+        engine.transact('[[:db/add 1 :name "Ivanov"] [:db/add :petr :ok true]]')
+    query = "[:find ?n ?ok :where [?e :name ?n] [?e :ok ?ok]]"
+    assert restored.query(query) == original.query(query) == {
+        ("Ivanov", True): 1, ('Пётр "P"', False): 1, ('Пётр "P"', True): 1}
+
+
+def test_an_empty_database_round_trips() -> None:
+    state = snapshot_format.read(_bytes(Engine().state()))
+    assert (state.values.size, len(state.columns[0]), state.tx) == (0, 0, 0)
+
+
+def _forged(replace: dict[str, np.ndarray]) -> bytes:
+    """A well-formed archive of the engine's snapshot with some arrays replaced."""
+    with zipfile.ZipFile(io.BytesIO(_bytes(_engine().state()))) as source:
+        members = {name: source.read(name) for name in source.namelist()}
+    target = io.BytesIO()
+    with zipfile.ZipFile(target, "w") as archive:
+        for name, data in members.items():
+            array = replace.get(name.removesuffix(".npy"))
+            if array is not None:
+                stream = io.BytesIO()
+                np.lib.format.write_array(stream, array)
+                data = stream.getvalue()
+            archive.writestr(name, data)
+    return target.getvalue()
+
+
+DATOMS = len(_engine().state().columns[0])
+
+
+@pytest.mark.parametrize(("arrays", "message"), [
+    ({"v": np.array([10**6], np.int32)}, "differ in length"),
+    ({"e": np.full(DATOMS, 10**6, np.int32)}, "outside the dictionary"),
+    ({"e": np.zeros(DATOMS, np.int32)}, "not a set in EAV order"),
+    ({"kinds": np.zeros(3, np.int8)}, "do not describe a dictionary"),
+    ({"object_tags": np.frombuffer(b"?" * 12, np.uint8)}, "not a readable snapshot"),
+    ({"e": np.array([{"a pickle": 1}], object)}, "not a readable snapshot"),
+], ids=["lengths", "ids", "order", "dictionary", "tag", "object-array"])
+def test_forged_arrays_are_refused(arrays: dict[str, np.ndarray], message: str) -> None:
+    with pytest.raises(SnapshotFormatError, match=message):
+        snapshot_format.read(_forged(arrays))
+
+
+def test_the_header_says_what_the_snapshot_holds() -> None:
+    with zipfile.ZipFile(io.BytesIO(_bytes(_engine().state()))) as archive:
+        header = json.loads(archive.read("header.json"))
+    assert {key: header[key] for key in ("format", "version", "tx")} == {
+        "format": "deltalog-snapshot", "version": 1, "tx": 4}
+    assert ["k", "name", True, "k", "db.type/string"] in header["schema"]

@@ -1,0 +1,151 @@
+"""The snapshot file: an :class:`~workers.engine.EngineState` as data, never as code.
+
+A snapshot store may be shared by a fleet (a bucket, an HDFS directory), so reading one must
+not run anything it holds: no pickle.  A snapshot is a ZIP archive (stored, not compressed)
+of a JSON header and NumPy ``.npy`` arrays, read with ``allow_pickle=False``::
+
+    header.json        {"format": "deltalog-snapshot", "version": 1, "tx": ..., "schema": [...]}
+    e.npy a.npy v.npy  the datoms as int32 id columns, in EAV order
+    kinds.npy          per value id: 0 an int64 (payload.npy holds it), 1 an object
+    payload.npy        per value id: the int, or the object's index
+    object_tags.npy    per object its type (a byte: s string, k keyword, d double, ...)
+    object_offsets.npy / object_text.npy   per object its text, as Arrow's string columns
+
+ZIP keeps a CRC-32 per member and its directory at the end, so a file cut short or damaged
+fails to read (:class:`SnapshotFormatError`) instead of loading a wrong database.  The ids
+and the order of the columns are checked too, so a forged file cannot crash a worker later.
+``unzip -p FILE header.json`` shows what a snapshot holds; ``numpy.load`` reads its arrays.
+"""
+
+from __future__ import annotations
+
+import datetime
+import io
+import json
+import uuid
+import zipfile
+from collections.abc import Callable
+from typing import IO, Any
+
+import edn_format
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from workers.arrangements.values import ValueIds
+from workers.db.schema import Attribute, Schema
+from workers.edn import keyword
+from workers.engine import EngineState
+
+FORMAT, VERSION = "deltalog-snapshot", 1
+HEADER = "header.json"
+COLUMNS = ("e", "a", "v")
+
+
+class SnapshotFormatError(ValueError):
+    """The bytes are not a snapshot this version reads (damaged, cut short, or another
+    format)."""
+
+
+# Each object value as (tag, text), and back (ints are in the dictionary's int64 column).
+_ENCODE: tuple[tuple[type, str, Callable[[Any], str]], ...] = (
+    (bool, "b", lambda x: "true" if x else "false"),
+    (edn_format.Keyword, "k", lambda x: str(x.name)),
+    (str, "s", str),
+    (float, "d", repr),
+    (uuid.UUID, "u", str),
+    (datetime.datetime, "t", datetime.datetime.isoformat),
+    (datetime.date, "D", datetime.date.isoformat),
+)
+_DECODE: dict[str, Callable[[str], Any]] = {
+    "b": lambda text: text == "true", "k": keyword, "s": str, "d": float,
+    "u": uuid.UUID, "t": datetime.datetime.fromisoformat, "D": datetime.date.fromisoformat,
+}
+
+
+def write(state: EngineState, stream: IO[bytes]) -> None:
+    """Write ``state`` to a binary stream (it need not seek: a bucket's upload streams)."""
+    kinds, payloads, objects = state.values.entries()
+    tags, texts = zip(*map(_encode, objects), strict=True) if objects else ((), ())
+    text = pa.array(texts, pa.large_string())
+    _, offsets, data = text.buffers()
+    header = {"format": FORMAT, "version": VERSION, "tx": state.tx,
+              "datoms": len(state.columns[0]), "values": len(kinds),
+              "schema": [[*_encode(attribute), declared.cardinality_one,
+                          *(_encode(declared.value_type) if declared.value_type else ())]
+                         for attribute, declared in state.schema.items()]}
+    arrays: dict[str, npt.NDArray[Any]] = {
+        **dict(zip(COLUMNS, state.columns, strict=True)), "kinds": kinds, "payload": payloads,
+        "object_tags": np.frombuffer("".join(tags).encode("ascii"), np.uint8),
+        "object_offsets": np.frombuffer(offsets, np.int64)[:len(texts) + 1] if texts
+        else np.zeros(1, np.int64),
+        "object_text": np.frombuffer(data, np.uint8) if data is not None
+        else np.zeros(0, np.uint8)}
+    with zipfile.ZipFile(stream, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+        archive.writestr(HEADER, json.dumps(header))
+        for name, array in arrays.items():
+            with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.ascontiguousarray(array),
+                                          allow_pickle=False)
+
+
+def read(data: bytes) -> EngineState:
+    """The state in a snapshot's bytes; :class:`SnapshotFormatError` when they are not one
+    this version reads, naming why."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            header = json.loads(archive.read(HEADER))
+            if header.get("format") != FORMAT or header.get("version") != VERSION:
+                raise SnapshotFormatError(f"format {header.get('format')!r} version "
+                                          f"{header.get('version')!r}, this version reads "
+                                          f"{FORMAT!r} version {VERSION}")
+            arrays = {name.removesuffix(".npy"): np.lib.format.read_array(
+                archive.open(name), allow_pickle=False)
+                for name in archive.namelist() if name.endswith(".npy")}
+        return _state(header, arrays)
+    except SnapshotFormatError:
+        raise
+    except (zipfile.BadZipFile, KeyError, ValueError, TypeError, IndexError, OSError,
+            EOFError, MemoryError, pa.ArrowException) as error:
+        raise SnapshotFormatError(f"not a readable snapshot: {error!r}") from error
+
+
+def _state(header: dict[str, Any], arrays: dict[str, npt.NDArray[Any]]) -> EngineState:
+    tags = arrays["object_tags"].tobytes().decode("ascii")
+    offsets, text = arrays["object_offsets"], arrays["object_text"]
+    strings = pa.LargeStringArray.from_buffers(len(tags), pa.py_buffer(offsets.astype(np.int64)),
+                                          pa.py_buffer(text.astype(np.uint8)))
+    strings.validate(full=True)  # offsets within the text, UTF-8
+    objects = [_DECODE[tag](item) for tag, item in zip(tags, strings.to_pylist(), strict=True)]
+    values = ValueIds.from_entries(arrays["kinds"], arrays["payload"], objects)
+    columns = tuple(arrays[name].astype(np.int32, copy=False) for name in COLUMNS)
+    _check_datoms(columns, values.size)
+    schema = Schema({_decode(tag, text): Attribute(
+        _decode(*type_) if type_ else None, cardinality_one=bool(one))
+        for tag, text, one, *type_ in header["schema"]})
+    if len(columns[0]) != header["datoms"] or values.size != header["values"]:
+        raise SnapshotFormatError("the header's counts differ from the arrays'")
+    return EngineState(values, columns, schema, int(header["tx"]))  # type: ignore[arg-type]
+
+
+def _check_datoms(columns: tuple[npt.NDArray[np.int32], ...], size: int) -> None:
+    """Ids of the dictionary, datoms in strictly increasing EAV order (a set)."""
+    e, a, v = columns
+    if not len(e) == len(a) == len(v):
+        raise SnapshotFormatError("the datom columns differ in length")
+    if len(e) and (min(c.min() for c in columns) < 0 or max(c.max() for c in columns) >= size):
+        raise SnapshotFormatError("a datom names a value id outside the dictionary")
+    de, da, dv = np.diff(e), np.diff(a), np.diff(v)
+    if not np.all((de > 0) | ((de == 0) & ((da > 0) | ((da == 0) & (dv > 0))))):
+        raise SnapshotFormatError("the datoms are not a set in EAV order")
+
+
+def _encode(x: Any) -> tuple[str, str]:
+    for kind, tag, text in _ENCODE:
+        if isinstance(x, kind):
+            return tag, text(x)
+    raise TypeError(f"a snapshot cannot hold a value of type {type(x).__name__}: {x!r}")
+
+
+def _decode(tag: str, text: str) -> Any:
+    return _DECODE[tag](text)

@@ -15,6 +15,7 @@ from bench.harness import first_line, main
 BENCHMARKS = {
     "latency": "bench.engine.latency",
     "bootstrap": "bench.engine.bootstrap",
+    "cluster": "bench.engine.cluster",
     "closure": "bench.engine.closure",
     "crossover": "bench.engine.crossover",
     "features": "bench.engine.features",

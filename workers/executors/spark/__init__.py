@@ -8,7 +8,9 @@
 - ``tasks``: the ``mapInArrow`` bodies (derive, distinct, evaluate, join a share);
 - ``executor``: a step as one job of two stages, an evaluation as one stage;
 - ``rules``: derived relations' join programs, their levels as Spark jobs;
-- ``jobs``: job groups — progress of long actions, jobs and stages per action.
+- ``jobs``: job groups — progress of long actions, jobs and stages per action;
+- ``standalone``: a standalone cluster (master and workers) on 127.0.0.1 from the pip
+  PySpark, for the tests and ``bench cluster``.
 
 The local engine imports none of this until an engine asks for Spark (``dispatch``).
 """

@@ -2,6 +2,7 @@
 
     python -m bench closure [--edges N] [--ticks K] [--sample-every S]
                             [--graph pegase|powerlaw] [--seed S] [--no-duckdb]
+                            [--clock wall|thread]
 
 The benchmark graph is oriented from the lower to the higher node id (a DAG: the closure of
 the undirected grid would be every pair) and optionally cut to a seeded random subset of
@@ -16,6 +17,10 @@ Every S-th tick the same state is also recomputed from scratch, timed: by the en
 the incremental changes must equal the engine's recomputation, and DuckDB's pair set too
 (its count is what is timed; the set is fetched untimed): any disagreement exits with
 status 1. Results go to bench/results/closure-<start>.json.
+
+`--clock thread` times by the calling thread's CPU time instead of the wall clock: on a
+shared machine the wall clock also counts other processes' time slices, the thread's CPU
+time does not (DuckDB's recompute runs on its own threads, so it needs `--no-duckdb`).
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import argparse
 import random
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from typing import Any
@@ -171,12 +176,16 @@ class Run:
     duckdb_info: dict[str, Any] | None
 
 
+Clock = Callable[[], int]
+CLOCKS: dict[str, Clock] = {"wall": time.perf_counter_ns, "thread": time.thread_time_ns}
+
+
 def check_sample(
-    label: str, engine: Engine, closure: set[Pair], duck: Duck | None
+    label: str, engine: Engine, closure: set[Pair], duck: Duck | None, clock: Clock
 ) -> tuple[int, int | None]:
     """Recompute from scratch (engine, DuckDB), compare; return the two latencies in ns.
     Both recomputes run before any comparison, so a mismatch reports both sizes."""
-    local_ns, rows = timed(lambda: engine.query(CLOSURE_QUERY, [CLOSURE_RULES]))
+    local_ns, rows = timed(lambda: engine.query(CLOSURE_QUERY, [CLOSURE_RULES]), clock)
     if not isinstance(rows, dict):
         raise TypeError(f"engine.query returned {type(rows).__name__}, expected {{row: 1}}")
     duck_ns, count = timed(duck.count) if duck is not None else (None, None)
@@ -192,22 +201,23 @@ def check_sample(
     return local_ns, duck_ns
 
 
-def measure(edges: list[Edge], ops: list[Op], every: int, duckdb: bool) -> Run:
+def measure(edges: list[Edge], ops: list[Op], every: int, duckdb: bool, clock: Clock) -> Run:
     """Load, bootstrap, then stream `ops`, recomputing and checking every `every`-th tick."""
     engine = Engine()
     started = time.perf_counter()
     engine.transact_many((to_tx(tick), i + 1) for i, tick in enumerate(load_ticks(edges)))
     load_s = time.perf_counter() - started
-    bootstrap_ns, rows = timed(lambda: engine.register(NAME, CLOSURE_QUERY, [CLOSURE_RULES]))
+    bootstrap_ns, rows = timed(lambda: engine.register(NAME, CLOSURE_QUERY, [CLOSURE_RULES]),
+                               clock)
     closure = set(rows)
     log(f"bootstrap: {len(closure):,} pairs in {bootstrap_ns / 1e9:.2f} s")
     duck = Duck(edges) if duckdb else None
     info = None if duck is None else {"version": duck.version, "threads": duck.threads}
     run = Run(load_s, bootstrap_ns / 1e9, len(closure), Timings(), Timings(), Timings(),
               Timings(), Timings(), [], {}, info)
-    check_sample("bootstrap", engine, closure, duck)  # also warms both recomputes up
+    check_sample("bootstrap", engine, closure, duck, clock)  # also warms both recomputes up
     for i, op in enumerate(ops):
-        ns, changes = timed(partial(engine.transact, to_tx([op])))
+        ns, changes = timed(partial(engine.transact, to_tx([op])), clock)
         delta = changes.get(NAME, {})
         integrate(closure, delta, f"tick {i} {op}")
         run.incremental.add(i, ns)
@@ -216,7 +226,7 @@ def measure(edges: list[Edge], ops: list[Op], every: int, duckdb: bool) -> Run:
         if duck is not None:
             duck.apply(op)
         if (i + 1) % every == 0 or i == len(ops) - 1:
-            local_ns, duck_ns = check_sample(f"tick {i}", engine, closure, duck)
+            local_ns, duck_ns = check_sample(f"tick {i}", engine, closure, duck, clock)
             run.local.add(i, local_ns)
             if duck_ns is not None:
                 run.duckdb.add(i, duck_ns)
@@ -288,7 +298,11 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse
                         help="base graph (default pegase; powerlaw: ~7x larger closure)")
     parser.add_argument("--seed", type=int, default=42, help="stream/graph seed (default 42)")
     parser.add_argument("--no-duckdb", action="store_true", help="skip the DuckDB baseline")
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
+                        help="time by the wall clock (default) or the thread's CPU time")
     args = parser.parse_args(argv)
+    if args.clock == "thread" and not args.no_duckdb:
+        parser.error("--clock thread needs --no-duckdb (DuckDB runs on its own threads)")
     if args.ticks < 1 or args.sample_every < 1 or (args.edges is not None and args.edges < 1):
         parser.error("--edges, --ticks and --sample-every must be positive")
     return args
@@ -303,7 +317,8 @@ def run(args: argparse.Namespace) -> None:
     print(f"graph: {graph}: {len(edges):,} directed edges, {node_count(edges):,} nodes")
     print(f"ticks: {len(ops)} single-edge ({inserts} inserts, {len(ops) - inserts} deletes, "
           f"seed {args.seed}); recompute + check every {args.sample_every}th tick")
-    result = measure(edges, ops, args.sample_every, not args.no_duckdb)
+    print(f"clock: {args.clock}")
+    result = measure(edges, ops, args.sample_every, not args.no_duckdb, CLOCKS[args.clock])
     rows = rows_of(result)
     sizes = list(result.sizes.values())
     print(f"load {result.load_s:.2f} s; bootstrap (register) {result.bootstrap_s:.3f} s, "

@@ -2,8 +2,9 @@
 
 ``run``: the rows a join program derives from rows handed in over its seed variables;
 ``derivable``: which of the given head rows the (support) program can still derive;
-``per_fact``: whether a join over one row is cheap enough for a delete's backward proof,
-which issues one per fact it expands (a function call here, a job on Spark).
+``per_fact``: whether a small join is cheap enough for a delete's support check, which
+runs one per over-delete round (a function call here, a job on Spark; the name is from the
+per-fact proofs it replaced).
 :class:`LocalJoins` answers with GenericJoin over the in-memory arrangements;
 :class:`~workers.executors.spark.rules.SparkJoins` with Spark SQL.
 """

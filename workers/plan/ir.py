@@ -217,8 +217,9 @@ class Premise:
 @dataclass(frozen=True, slots=True)
 class RulePlan:
     """One rule of a derived relation: its programs output the head's columns, but
-    ``witness`` (seeded by a head, every derivation's premises' variables; None when the
-    rule reads nothing of its own stratum, or a premise has a blank)."""
+    ``witness`` (seeded by heads, each derivation as the head then its premises' other
+    variables; None when the rule reads nothing of its own stratum, or a premise has a
+    blank)."""
 
     source: str
     full: JoinProgram

@@ -3,8 +3,8 @@
 Each rule gets a ``full`` program (bootstrap), a ``support`` program seeded by a head tuple
 (DRed's rederivation: is it still derivable?) and, for every literal whose relation can
 change, a program seeded by that literal's changed tuples, in an ``old`` and a ``new``
-version, and — for a rule reading its own stratum — a ``witness`` program seeded by a head
-that lists each derivation's premises in the stratum (the delete's backward proof); see
+version, and — for a rule reading its own stratum — a ``witness`` program seeded by heads
+that lists each derivation's premises in the stratum (the delete's support check); see
 :mod:`workers.executors.rules` for how DRed uses them.
 """
 
@@ -77,12 +77,13 @@ def _rule(rule: DerivedRule, stratum: set[str], stats: AttributeStats) -> RulePl
 def _witness(body: Sequence[Literal], head: tuple[Variable, ...], stratum: set[str],
              roles: dict[int, Role], stats: AttributeStats,
              ) -> tuple[JoinProgram | None, tuple[Premise, ...]]:
-    """The program listing a head's derivations by their premises in the stratum (the
-    delete's backward proof), and how each premise's tuple is read from its rows."""
+    """The program listing the derivations of the heads it is seeded with, each row the
+    head then its premises' other variables (so one run checks a whole frontier of the
+    delete), and how each premise's tuple is read from its rows."""
     atoms = [lit for lit in body if isinstance(lit, Atom) and lit.relation in stratum]
     if not atoms or any(isinstance(t, Blank) for lit in atoms for t in lit.terms):
         return None, ()
-    columns = tuple(dict.fromkeys(v for lit in atoms for v in lit.variables))
+    columns = tuple(dict.fromkeys([*head, *(v for lit in atoms for v in lit.variables)]))
     slots = {v: i for i, v in enumerate(columns)}
     premises = tuple(Premise(lit.relation, steps(lit.terms, range(len(lit.terms)), slots, ()))
                      for lit in atoms)

@@ -112,7 +112,7 @@ REACH_FROM_1 = "[:find ?b :in $ % :where (reach 1 ?b)]"
 
 def test_a_cycle_cut_from_its_entry_is_deleted_although_it_derives_itself() -> None:
     """1 → 2 ⇄ 3, recursion on the left: each of reach(1, 2), reach(1, 3) has a derivation
-    through the other; the delete's backward proof must not accept that circular support."""
+    through the other; the delete's support check must not accept that circular support."""
     engine = Engine()
     engine.transact("[[:db/add 1 :to 2] [:db/add 2 :to 3] [:db/add 3 :to 2]]")
     left = "[[(reach ?a ?b) [?a :to ?b]] [(reach ?a ?b) (reach ?a ?c) [?c :to ?b]]]"

@@ -27,7 +27,7 @@ def test_explain_of_every_part_of_the_ir_matches_golden(name: str, golden: Golde
 def test_explain_shows_support_witness_and_premises_of_a_recursive_rule() -> None:
     text = explain(query_sample_plan("recursive-rules"))
     assert "support (rederive)" in text
-    assert "witness (backward proof) -> premises rule:reach[?c ?b]" in text
+    assert "witness (support check) -> premises rule:reach[?c ?b]" in text
     assert "old (over-delete)" in text and "new (insert)" in text
 
 

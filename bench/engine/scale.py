@@ -4,6 +4,7 @@ single-edge ticks and ticks of 1,000.
     python -m bench scale [--edges 10000000] [--degree 10] [--tx-datoms 100000]
                           [--queries triangle,4cycle] [--ticks 200] [--big-ticks 20]
                           [--tick-sizes 1000] [--api forms|columns] [--seed S]
+                          [--no-idle]
 
 A seeded random directed graph: `--edges` distinct edges on `edges / degree` nodes, both
 ends uniform (so out- and in-degrees are Poisson with mean `--degree`: bounded, no hubs),
@@ -11,11 +12,13 @@ generated as NumPy columns.  The queries are registered on the empty engine, the
 are sent in transactions of `--tx-datoms` (forms through `Engine.transact_many`, or with
 `--api columns` through `Engine.transact_columns`), each a tick the
 live queries step (the vectorised executor, for ticks this large).  Reported: load time and
-rate, process RSS per datom once loaded (`malloc_trim` first), the live queries' result
-sizes, then the mean and percentiles of single-edge ticks (half retract a loaded edge, half
-put it back) and of ticks of each `--tick-sizes` changed edges (the same edges retracted in
-one tick, put back in the next), as changed edges per second of wall time and, for a
-shared machine, per second of the tick's thread CPU time (median).
+rate, process RSS per datom once loaded (`malloc_trim` first), the idle time a worker
+would have next (`Engine.idle`, waited for: the batches compacted into one) and the RSS
+after it, the live queries' result sizes, then the mean and percentiles of single-edge
+ticks (half retract a loaded edge, half put it back) and of ticks of each `--tick-sizes`
+changed edges (the same edges retracted in one tick, put back in the next), as changed
+edges per second of wall time and, for a shared machine, per second of the tick's thread
+CPU time (median).
 """
 
 from __future__ import annotations
@@ -100,6 +103,9 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse
                         help="load transactions as forms (transact_many) or as columns "
                              "(transact_columns) (default forms)")
     parser.add_argument("--seed", type=int, default=42, help="graph seed (default 42)")
+    parser.add_argument("--idle", action=argparse.BooleanOptionalAction, default=True,
+                        help="after the load, let the engine be idle (Engine.idle: the "
+                             "batches compacted into one) before the ticks (default on)")
     args = parser.parse_args(argv)
     if min(args.edges, args.degree, args.tx_datoms, args.ticks, args.big_ticks) < 2:
         parser.error("--edges, --degree, --tx-datoms, --ticks, --big-ticks must be >= 2")
@@ -127,6 +133,16 @@ def run(args: argparse.Namespace) -> None:
     rows = [["load", f"{datoms:,} edges", f"{seconds:.0f} s",
              f"{result['load_datoms_per_s']:,.0f} edges/s",
              f"{result['rss_bytes_per_datom']:.0f} B/datom RSS", "", ""]]
+    if args.idle:  # what a worker does once caught up: its poll comes back empty
+        log("idle: compacting in the background, then waiting for it")
+        started = time.perf_counter()
+        engine.idle()
+        engine.db.state.settle()
+        idle_s = time.perf_counter() - started
+        result.update(idle_s=idle_s, idle_rss_bytes_per_datom=(rss() - before) / datoms,
+                      batches=[len(b) for b in engine.db.state.batches])
+        rows.append(["idle", f"batches {result['batches']}", f"{idle_s:.1f} s", "",
+                     f"{result['idle_rss_bytes_per_datom']:.0f} B/datom RSS", "", ""])
     for size, count in [(1, args.ticks), *((s, args.big_ticks) for s in args.tick_sizes)]:
         log(f"{count} ticks of {size:,} changed edges")
         latencies, cpu = tick_latencies(engine, us, vs, size, count, args.seed + size)

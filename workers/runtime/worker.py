@@ -199,6 +199,7 @@ class Worker(Closing):
         rest = self._apply(batch, output)  # Step 3
         if not (batch or output.snapshots or output.changes or output.dead_letters
                 or output.refused):
+            self.engine.idle()
             return False
         tx_last = batch[-1].offset if batch else self.committed
         committed = self._commit(output, rest, self.committed + 1, tx_last)  # Step 4

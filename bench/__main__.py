@@ -15,6 +15,7 @@ from bench.harness import first_line, main
 BENCHMARKS = {
     "latency": "bench.engine.latency",
     "bootstrap": "bench.engine.bootstrap",
+    "cluster": "bench.engine.cluster",
     "closure": "bench.engine.closure",
     "crossover": "bench.engine.crossover",
     "features": "bench.engine.features",
@@ -27,6 +28,7 @@ BENCHMARKS = {
     "vector": "bench.engine.vector",
     "fleet": "bench.service.fleet",
     "pipeline": "bench.service.pipeline",
+    "views": "bench.service.views",
     "peers": "bench.peers.compare",
     "peers-report": "bench.peers.report",
     "data": "bench.data",

@@ -10,7 +10,8 @@ settings.register_profile("ci", max_examples=150, deadline=None, derandomize=Tru
                           suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", max_examples=30, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
-pytest_plugins = ["tests.fixtures.kafka", "tests.fixtures.spark", "tests.fixtures.golden"]
+pytest_plugins = ["tests.fixtures.kafka", "tests.fixtures.spark", "tests.fixtures.spark_cluster",
+                  "tests.fixtures.golden"]
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups

@@ -100,7 +100,8 @@ def _parser() -> argparse.ArgumentParser:
     tail = _command(commands, "tail", _tail, "print a query's committed change stream")
     _kafka_options(tail)
     tail.add_argument("name")
-    tail.add_argument("--view", action="store_true", help="show the current result as a table")
+    tail.add_argument("--view", action="store_true",
+                      help="show the current result as a table (from the query's view topic)")
     tail.add_argument("--json", action="store_true", help="one JSON object per changed row")
 
     status = _command(commands, "status", _status,
@@ -143,6 +144,9 @@ def _worker_options(command: argparse.ArgumentParser) -> None:
                          help="where plans run: local (default), spark, or auto (large ticks "
                               "and bootstraps on Spark)")
     command.add_argument("--spark-master", help="e.g. local[*] (default) or spark://host:7077")
+    command.add_argument("--spark-state",
+                         help="where Spark's tasks read the database: a directory or a "
+                              "pyarrow.fs URL (s3://..., hdfs://...); default a temporary one")
     command.add_argument("--tick-max-tx", type=int, help="transactions per tick at most")
     command.add_argument("--tick-max-wait-s", type=float,
                          help="longest an idle worker waits for a tick's first transaction (s)")
@@ -262,22 +266,37 @@ def _query(args: argparse.Namespace) -> int:
 
 def _tail(args: argparse.Namespace) -> int:
     from workers.kafka.clients import follow
-    from workers.zset import add_into, signed
+    from workers.zset import signed
 
-    view: dict[tuple[object, ...], int] = {}
+    if args.view:
+        return _tail_view(args)
     for change in follow(_config(args), args.name):
         if args.json:
             print(json.dumps(change.as_json(args.name)), flush=True)
-        elif args.view:
-            add_into(view, {change.row: change.weight})
-            print("\033[2J\033[H" + f"{args.name} @ tx {change.tx_last}: "
-                  f"{sum(view.values())} rows")
-            for row, copies in sorted((dumps(r), n) for r, n in view.items()):
-                print(f"  {row}" + (f" x{copies}" if copies != 1 else ""))  # a bag's copies
         else:
             mark = " (snapshot)" if change.snapshot else ""
             print(f"tx {change.tx_first}..{change.tx_last} {signed(change.weight)} "
                   f"{dumps(change.row)}{mark}", flush=True)
+    return 0
+
+
+def _tail_view(args: argparse.Namespace) -> int:
+    """The query's view from its view topic, then kept current by the changes after it."""
+    from workers.kafka.clients import Snapshot, subscribe
+    from workers.zset import add_into
+
+    view: dict[tuple[object, ...], int] = {}
+    for item in subscribe(_config(args), args.name):
+        if isinstance(item, Snapshot):
+            view, tx = dict(item.rows), item.tx
+        else:
+            add_into(view, {item.row: item.weight})
+            tx = item.tx_last
+        print("\033[2J\033[H" + f"{args.name} @ tx {tx}: {sum(view.values())} rows")
+        for row, copies in sorted((dumps(r), n) for r, n in view.items()):
+            print(f"  {row}" + (f" x{copies}" if copies != 1 else ""))  # a bag's copies
+        sys.stdout.flush()
+    print(f"{args.name} was registered anew: run tail again", file=sys.stderr)
     return 0
 
 

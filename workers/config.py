@@ -17,7 +17,9 @@ shares, any URL ``pyarrow.fs`` opens (``s3://bucket/deltalog?region=eu-west-1``,
 
 The executor settings (``executor``, ``spark_*``) say where plans run: ``local`` (default),
 ``spark`` or ``auto``; ``spark_conf`` is ``key=value`` pairs separated by commas, passed to
-Spark as they are (``DELTALOG_SPARK_CONF=spark.driver.memory=4g,spark.executor.cores=2``).
+Spark as they are (``DELTALOG_SPARK_CONF=spark.driver.memory=4g,spark.executor.cores=2``);
+``spark_state`` is where the Spark executor writes the database for its tasks (a directory
+or a ``pyarrow.fs`` URL every Spark executor reaches; a temporary directory by default).
 
 Kafka client settings pass through unchanged (librdkafka names) from ``kafka_extra``: the
 file's ``[kafka]`` table, then ``DELTALOG_KAFKA__<KEY>`` variables
@@ -76,10 +78,12 @@ class WorkerConfig:
     spark_master: str = "local[*]"
     spark_remote: str | None = None  # a Spark Connect URL (sc://host:15002) instead of a master
     spark_conf: str = ""
+    spark_state: str | None = None  # where Spark's tasks read the state (None: a temporary dir)
     spark_tick_datoms: int = SPARK_TICK_DATOMS  # auto: ticks this large run on Spark
     spark_bootstrap_datoms: int = SPARK_BOOTSTRAP_DATOMS  # auto: bootstraps on a db this large
     group_id: str | None = None  # the workers' consumer group (default <topic_prefix>.workers)
-    session_timeout_ms: int = 6000  # a worker silent this long loses its queries
+    session_timeout_ms: int = 3000  # a worker silent this long loses its queries
+    group_protocol: str = "classic"  # classic | consumer (KIP-848): the workers' group
     query_partitions: int = 12  # partitions of a new queries topic: the most workers that help
     memory_limit_mb: int | None = None  # over it, ticks shrink and consumption slows
     ready_lag_tx: int = 1000  # ready when at most this many transactions behind the log
@@ -95,7 +99,7 @@ class WorkerConfig:
         except ValueError:
             raise WorkersError(f"spark_conf must be key=value pairs separated by commas, not "
                                f"{self.spark_conf!r}", code=ErrorCode.CONFIG) from None
-        return SparkSettings(self.spark_master, self.spark_remote, conf)
+        return SparkSettings(self.spark_master, self.spark_remote, conf, self.spark_state)
 
     def snapshot_store(self) -> str | Path:
         """Where snapshots go: ``snapshot_url`` when set, else ``snapshot_dir``."""

@@ -337,6 +337,11 @@ class Engine:
         for attribute in registered.attributes or ():
             self._by_attribute[attribute].discard(name)
 
+    def is_bag(self, name: str) -> bool:
+        """Whether the query's result is a bag (``:with`` without aggregates): its rows weigh
+        their multiplicity, where a set's weigh 1."""
+        return isinstance(self._registered(name).aggregation, Projection)
+
     def result(self, name: str) -> dict[Row, int]:
         """The current result of a registered query, evaluated over the shared arrangements."""
         return self._evaluate(self._registered(name))

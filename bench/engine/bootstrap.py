@@ -8,8 +8,8 @@ For the PEGASE grid and a seeded power-law graph per `--edges` size (one datom
 the Spark executor once per master, and DuckDB (a SQL self-join over an edge table, the same
 orientation as the Datalog query). Every measurement runs in its own subprocess
 (`--one BACKEND`), so each Spark master gets a fresh JVM and no backend inherits another's
-heap. Only the evaluation is timed; loading the data (and, for Spark, copying it into the
-executor's mirror) is reported separately, Spark startup is excluded. All backends must
+heap. Only the evaluation is timed; loading the data (and, for Spark, writing it to the
+executor's state location) is reported separately, Spark startup is excluded. All backends must
 return the same rows (count and an order-independent checksum). Results go to
 bench/results/bootstrap-<start>.json.
 """
@@ -88,28 +88,27 @@ def measure_engine(edges: list[Edge], backend: Backend) -> dict[str, Any]:
     for tick in load_ticks(edges):
         engine.transact(to_tx(tick))
     loaded = time.perf_counter()
-    mirror_s = build_mirror(engine) if backend.kind == "spark" else 0.0
+    state_s = write_state(engine) if backend.kind == "spark" else 0.0
     begin = time.perf_counter()
     result = engine.register(QUERY, QUERIES[QUERY])
     bootstrap_s = time.perf_counter() - begin
     return {
         "startup_s": ready - started,
         "load_s": loaded - ready,
-        "mirror_s": mirror_s,
+        "state_s": state_s,
         "bootstrap_s": bootstrap_s,
         "rows": len(result),
         "checksum": checksum(result),
     }
 
 
-def build_mirror(engine: Any) -> float:
-    """Copy the database into the Spark executor's mirror now (it is built on first use),
-    so the timed register is the evaluation alone, like the other backends'. Seconds."""
-    from workers.executors.spark.sql import Sql
-
+def write_state(engine: Any) -> float:
+    """Write the database to the Spark executor's state location now (it is written on
+    first use), so the timed register is the evaluation alone, like the other backends'.
+    Seconds."""
     spark = engine.dispatch.spark
     started = time.perf_counter()
-    spark.mirror.old(Sql(spark.session))
+    spark.manifest()
     return time.perf_counter() - started
 
 
@@ -132,7 +131,7 @@ def measure_duckdb(edges: list[Edge]) -> dict[str, Any]:
     return {
         "startup_s": 0.0,
         "load_s": loaded - started,
-        "mirror_s": 0.0,
+        "state_s": 0.0,
         "bootstrap_s": bootstrap_s,
         "rows": result.num_rows,
         "checksum": checksum(zip(*columns, strict=True)),
@@ -192,18 +191,18 @@ def tables(runs: list[tuple[str, list[dict[str, Any]]]], backends: list[Backend]
     for b in backends:
         load_headers.append(f"{b.label} load s")
         if b.kind == "spark":
-            load_headers.append(f"{b.label} mirror s")
+            load_headers.append(f"{b.label} state s")
     loads = []
     for spec, rs in runs:
         row = [edges_cell(spec, rs[0]["edges"])]
         for b, r in zip(backends, rs, strict=True):
             row.append(seconds(r["load_s"]))
             if b.kind == "spark":
-                row.append(seconds(r["mirror_s"]))
+                row.append(seconds(r["state_s"]))
         loads.append(row)
     return (
         markdown_table(["edges", "triangles", *(f"{label} s" for label in labels)], timed)
-        + "\n\nnot timed above (data loading, and the copy into Spark's mirror):\n\n"
+        + "\n\nnot timed above (data loading, and writing Spark's state files):\n\n"
         + markdown_table(load_headers, loads)
     )
 

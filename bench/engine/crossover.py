@@ -48,6 +48,7 @@ class SizeResult:
     local_all_ms: list[float]
     spark_all_ms: list[float]
     changed_rows: list[int]  # triangle rows changed by each insert tick (what parity compared)
+    spark_stages: list[int]  # Spark stages of each insert tick's step (one job each)
 
     @property
     def ratio(self) -> float | None:
@@ -152,10 +153,10 @@ def check(label: str, local: Changes, spark: Changes) -> None:
 
 def run_tick(
     engines: Engines, edges: list[Edge], label: str, with_local: bool
-) -> tuple[list[float], int]:
+) -> tuple[list[float], int, int]:
     """Insert `edges` (timed: [local ms, spark ms] or [spark ms]), then retract them
     (untimed); both steps parity-checked when the local engine takes part. Also returns
-    how many triangle rows the insert changed."""
+    how many triangle rows the insert changed and how many Spark stages its step ran."""
     latencies = []
     inserted: dict[str, Changes] = {}
     targets = [("local", engines.local)] if with_local else []
@@ -163,11 +164,14 @@ def run_tick(
     for name, engine in targets:
         ns, inserted[name] = timed(partial(engine.transact, tx_of(edges, add=True)))
         latencies.append(ns / 1e6)
+    spark = engines.spark.dispatch.spark
+    assert spark is not None
+    stages = spark.jobs.last.stages
     retracted = {name: engine.transact(tx_of(edges, add=False)) for name, engine in targets}
     if with_local:
         check(f"{label} insert", inserted["local"], inserted["spark"])
         check(f"{label} retract", retracted["local"], retracted["spark"])
-    return latencies, len(inserted["spark"].get(QUERY, {}))
+    return latencies, len(inserted["spark"].get(QUERY, {})), stages
 
 
 def measure(
@@ -185,13 +189,15 @@ def measure(
             previous = results[-1].local_ms
             with_local = previous is not None and previous / 1e3 <= max_local_s
         log(f"tick size {size}: {repeat} ticks" + ("" if with_local else " (spark only)"))
-        local_ms, spark_ms, changed = [], [], []
+        local_ms, spark_ms, changed, stages = [], [], [], []
         for r, edges in enumerate(ticks[i * repeat : (i + 1) * repeat]):
-            latencies, rows = run_tick(engines, edges, f"size {size} tick {r}", with_local)
+            latencies, rows, stage_count = run_tick(engines, edges, f"size {size} tick {r}",
+                                                    with_local)
             *local, spark = latencies
             local_ms += local
             spark_ms.append(spark)
             changed.append(rows)
+            stages.append(stage_count)
         results.append(
             SizeResult(
                 size=size,
@@ -201,6 +207,7 @@ def measure(
                 local_all_ms=local_ms,
                 spark_all_ms=spark_ms,
                 changed_rows=changed,
+                spark_stages=stages,
             )
         )
     return results
@@ -213,6 +220,20 @@ def warm_up(engines: Engines, edges: list[Edge], seed: int) -> None:
     run_tick(engines, [edge], "warm-up", with_local=True)
 
 
+def spark_floor_ms(engines: Engines, repeat: int) -> float:
+    """The median time of an empty one-task Spark job (`mapInArrow` over one row, collected):
+    the floor under any Spark step, measured beside the ticks because on a shared machine it
+    moves with the load."""
+    spark = engines.spark.dispatch.spark
+    assert spark is not None
+    frame = spark.session.range(0, 1, 1, 1).mapInArrow(_same, "id long")
+    return statistics.median(timed(frame.toArrow)[0] / 1e6 for _ in range(repeat))
+
+
+def _same(batches: Any) -> Any:
+    yield from batches
+
+
 # --- reporting ----------------------------------------------------------------------------
 
 
@@ -223,7 +244,8 @@ def ms_text(value: float | None) -> str:
 
 def table(results: list[SizeResult]) -> str:
     """The tick size | local ms | spark ms | spark/local table, plus the median number of
-    triangle rows an insert changed (how much the parity check had to compare)."""
+    triangle rows an insert changed (how much the parity check had to compare) and the
+    most Spark stages an insert's step ran."""
     rows = [
         [
             f"{r.size:,}",
@@ -231,10 +253,12 @@ def table(results: list[SizeResult]) -> str:
             ms_text(r.spark_ms),
             "n/a" if r.ratio is None else f"{r.ratio:.2f}",
             f"{statistics.median(r.changed_rows):,.0f}",
+            f"{max(r.spark_stages)}",
         ]
         for r in results
     ]
-    headers = ["tick edges", "local ms", "spark ms", "spark/local", "changed rows"]
+    headers = ["tick edges", "local ms", "spark ms", "spark/local", "changed rows",
+               "spark stages (max)"]
     return markdown_table(headers, rows)
 
 
@@ -287,13 +311,16 @@ def run(args: argparse.Namespace) -> None:
     setup = load_and_register(engines, edges)
     warm_up(engines, edges, args.seed)
     results = measure(engines, args.sizes, ticks, args.repeat, args.max_local_s)
+    floor = spark_floor_ms(engines, max(args.repeat, 5))
     print()
     print(table(results))
     print()
     print(crossover_text(results))
+    print(f"an empty one-task Spark job meanwhile: {floor:,.0f} ms (median)")
     output.write({
         "graph": {"name": graph, "edges": len(edges), "nodes": node_count(edges)},
         "setup": setup,
         "results": [asdict(r) | {"ratio": r.ratio} for r in results],
         "crossover": crossover(results),
+        "spark_floor_ms": floor,
     })

@@ -3,6 +3,7 @@
     python -m bench fleet [--tx N] [--queries Q] [--workers 1,2,3] [--rate TX_PER_S]
                           [--warmup-tx N] [--repeats R] [--nodes N] [--tick-max-tx N]
                           [--only capacity|takeover] [--seed S] [--workdir DIR]
+                          [--group-protocol classic|consumer] [--session-timeout-ms MS]
 
 A `LocalBroker` is started for the run; every measurement uses topics of its own prefix, and
 the workers are `python -m workers worker` child processes logging to files under the work
@@ -20,9 +21,11 @@ Takeover: 2 workers, a warm-up preload, then a steady stream of `--rate` tx/s. O
 (both workers hold query partitions and every query has passed the log end), one worker is
 killed with SIGKILL; timed from the kill until the group has given the survivor every query
 partition (`reassigned`, as the group coordinator describes it) and until every query's
-progress passes the log end as it was at the kill (`takeover`). The killed worker is
-restarted and the fleet settles again before the next repeat. Results go to
-bench/results/fleet-<start>.json.
+progress passes the log end as it was at the kill (`takeover`); the survivor's log gives the
+steps between (ending the dead worker's open transaction, reading the committed progress and
+the moved queries' committed views). `--warmup-tx` is the history before the kill (10^4 vs
+10^6: issue 17 wants the medians within 1.2x). The killed worker is restarted and the fleet
+settles again before the next repeat. Results go to bench/results/fleet-<start>.json.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from bench.harness import BenchError, Results, log, markdown_table, positive_ints
@@ -64,11 +67,17 @@ SHAPES = {
     "reach-count": "{:find [?a (count ?b) (distinct ?b)] :where [(reach ?a ?b)] :rules "
                    "[[(reach ?a ?b) [?a :g/to ?b]] [(reach ?a ?b) [?a :g/to ?c] (reach ?c ?b)]]}",
 }
-TAKEOVER_TARGET_S = 10.0  # the issue's target at default settings
+TAKEOVER_TARGET_S = 5.0  # issue 17's target (median) at default settings
 POLL_S = 0.1  # between progress reads while waiting
 CAPACITY_TIMEOUT_S = 600.0
 SETTLE_TIMEOUT_S = 180.0
 TAKEOVER_TIMEOUT_S = 120.0
+# The survivor's log lines that time a takeover's steps (workers.runtime.fencing, .worker).
+FENCED = re.compile(r"fenced \S+ \(its open transaction aborted\) in ([\d.]+) s")
+PROGRESS_READ = re.compile(r"progress read in ([\d.]+) s")
+VIEWS_READ = re.compile(r"committed views in ([\d.]+) s")
+COORDINATOR_NOT_READY = {KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                         KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.NOT_COORDINATOR}
 
 
 class FleetError(BenchError):
@@ -143,13 +152,16 @@ class Sender(threading.Thread):
 
 @contextlib.contextmanager
 def fleet(config: WorkerConfig, count: int, workdir: Path,
-          tick_max_tx: int | None) -> Iterator[list[WorkerProcess]]:
+          args: argparse.Namespace) -> Iterator[list[WorkerProcess]]:
     """`count` workers w1..wN (not started); all stopped on exit."""
+    env = {"DELTALOG_GROUP_PROTOCOL": args.group_protocol}
+    if args.session_timeout_ms is not None:
+        env["DELTALOG_SESSION_TIMEOUT_MS"] = str(args.session_timeout_ms)
     with contextlib.ExitStack() as stack:
         yield [stack.enter_context(WorkerProcess(
             config, workdir / f"{config.topic_prefix}-{worker_id}-snapshots",
-            workdir / f"{config.topic_prefix}-{worker_id}.log", worker_id,
-            tick_max_tx=tick_max_tx))
+            workdir / f"{config.topic_prefix}-{worker_id}.log", worker_id, env=env,
+            tick_max_tx=args.tick_max_tx))
             for worker_id in (f"w{i + 1}" for i in range(count))]
 
 
@@ -194,8 +206,14 @@ class Watch:
         return int(self._ends.get_watermark_offsets(self._tx, timeout=30)[1]) - 1
 
     def holders(self) -> dict[str, int]:
-        """Query partitions held per client id, for the group members holding any."""
-        group = self._admin.describe_consumer_groups([self.group])[self.group].result(30)
+        """Query partitions held per client id, for the group members holding any (none
+        while the coordinator is not ready to say)."""
+        try:
+            group = self._admin.describe_consumer_groups([self.group])[self.group].result(30)
+        except KafkaException as error:
+            if error.args[0].code() not in COORDINATOR_NOT_READY:
+                raise
+            return {}
         return {m.client_id: len(m.assignment.topic_partitions) for m in group.members
                 if m.assignment and m.assignment.topic_partitions}
 
@@ -281,6 +299,9 @@ class TakeoverRow:
     settle_s: float  # the fleet settling before the kill (the restart, from repeat 2 on)
     reassigned_s: float  # from the kill until the group gave the survivor every partition
     seconds: float  # from the kill until every query passed log_end
+    fence_s: float  # the survivor ending the dead worker's open transaction (its log)
+    progress_s: float  # the survivor reading the committed progress (its log)
+    views_s: float  # the survivor reading the moved queries' committed views (its log)
 
 
 def capacity_once(bootstrap: str, k: int, args: argparse.Namespace,
@@ -294,7 +315,7 @@ def capacity_once(bootstrap: str, k: int, args: argparse.Namespace,
     watch = Watch(config)
     cpu = children_cpu_s()
     try:
-        with fleet(config, k, workdir, args.tick_max_tx) as workers:
+        with fleet(config, k, workdir, args) as workers:
             started = time.monotonic()
             for worker in workers:
                 worker.start()
@@ -336,13 +357,23 @@ def takeover_once(watch: Watch, queries: Sequence[str], victim: WorkerProcess,
     moved = watch.writers(queries)[victim.transactional_id]
     wanted = {survivor.client_id: sum(watch.holders().values())}
     end = watch.last_tx()
+    logged = survivor.log.stat().st_size
     victim.kill()
     killed = time.monotonic()
     reassigned = wait_assignment(watch, lambda held: held == wanted, [survivor],
                                  TAKEOVER_TIMEOUT_S)
     done = wait_progress(watch, queries, end + 1, [survivor], TAKEOVER_TIMEOUT_S, sender)
+    with survivor.log.open("rb") as lines:
+        lines.seek(logged)
+        steps = lines.read().decode(errors="replace")
     return TakeoverRow(repeat, victim.worker_id, moved, end, settle_s, reassigned - killed,
-                       done - killed)
+                       done - killed, logged_seconds(FENCED, steps),
+                       logged_seconds(PROGRESS_READ, steps), logged_seconds(VIEWS_READ, steps))
+
+
+def logged_seconds(pattern: re.Pattern[str], text: str) -> float:
+    """The seconds a worker's log lines report for one step, summed."""
+    return sum(float(seconds) for seconds in pattern.findall(text))
 
 
 def takeover_scenario(bootstrap: str, args: argparse.Namespace,
@@ -358,7 +389,7 @@ def takeover_scenario(bootstrap: str, args: argparse.Namespace,
     watch = Watch(config)
     rows: list[TakeoverRow] = []
     try:
-        with fleet(config, 2, workdir, args.tick_max_tx) as workers:
+        with fleet(config, 2, workdir, args) as workers:
             for worker in workers:
                 worker.start()
             sender.start()
@@ -395,10 +426,11 @@ def capacity_table(rows: Sequence[CapacityRow]) -> str:
 
 def takeover_table(rows: Sequence[TakeoverRow]) -> str:
     headers = ["repeat", "killed", "queries moved", "log end at kill", "settle s",
-               "reassigned s", "takeover s"]
+               "reassigned s", "fence s", "progress s", "views s", "takeover s"]
     return markdown_table(headers, [
         [str(r.repeat), r.killed, str(r.moved), f"{r.log_end:,}", f"{r.settle_s:.1f}",
-         f"{r.reassigned_s:.1f}", f"{r.seconds:.1f}"]
+         f"{r.reassigned_s:.1f}", f"{r.fence_s:.2f}", f"{r.progress_s:.2f}",
+         f"{r.views_s:.2f}", f"{r.seconds:.1f}"]
         for r in rows
     ])
 
@@ -421,6 +453,10 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse
     parser.add_argument("--nodes", type=int, default=50, help="graph nodes (default 50)")
     parser.add_argument("--tick-max-tx", type=int,
                         help="the workers' --tick-max-tx (default: the worker's own)")
+    parser.add_argument("--group-protocol", choices=["classic", "consumer"], default="classic",
+                        help="the workers' consumer group protocol (consumer: KIP-848)")
+    parser.add_argument("--session-timeout-ms", type=int,
+                        help="the workers' session timeout (default: the worker's own)")
     parser.add_argument("--only", choices=["capacity", "takeover"], help="run one scenario")
     parser.add_argument("--seed", type=int, default=42, help="stream seed (default 42)")
     parser.add_argument("--workdir", type=Path,
@@ -454,12 +490,12 @@ def run(args: argparse.Namespace) -> None:
         if args.only in (None, "takeover"):
             takeover, rate = takeover_scenario(broker.bootstrap_servers, args, workdir)
             median = statistics.median(r.seconds for r in takeover)
-            verdict = "meets" if median < TAKEOVER_TARGET_S else "MISSES"
+            verdict = "meets" if median <= TAKEOVER_TARGET_S else "MISSES"
             print()
             print(takeover_table(takeover))
             print()
             print(f"takeover median {median:.1f} s at {rate:.0f} tx/s sent ({verdict} the "
-                  f"< {TAKEOVER_TARGET_S:g} s target)")
+                  f"<= {TAKEOVER_TARGET_S:g} s target)")
             payload["takeover"] = {"rows": [asdict(r) for r in takeover], "median_s": median,
                                    "target_s": TAKEOVER_TARGET_S, "sent_tx_per_s": rate}
     output.write(payload)

@@ -3,6 +3,7 @@ aborted transaction, a topic that does not exist reads as empty, ``poll`` follow
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable
 
@@ -11,7 +12,8 @@ from confluent_kafka import Producer
 
 from tests.integration.test_broker import produce_in_transactions
 from workers.config import from_env
-from workers.kafka.compacted import CompactedReader, latest
+from workers.kafka.compacted import CompactedReader, KeyedRecord, latest
+from workers.runtime.fencing import fence
 
 pytestmark = pytest.mark.kafka
 
@@ -45,3 +47,34 @@ def test_one_reader_reads_several_topics_to_their_end(kafka_config: dict[str, st
         assert [r.value for r in reader.catch_up()] == [b"later"]
     finally:
         reader.close()
+
+
+def test_a_read_held_up_by_a_dead_writer_s_transaction_ends_it_by_fencing(
+        kafka_config: dict[str, str], new_topic: NewTopicFactory) -> None:
+    """A writer "dies" with a transaction open (a minute before the coordinator would end
+    it): the reader, held up, is told so with what it read; fencing the writer's id there
+    ends the transaction at once, and the read returns the committed records only."""
+    topic = new_topic()
+    dead_id = f"dead-{uuid.uuid4().hex[:8]}"
+    dead = Producer({**kafka_config, "transactional.id": dead_id,
+                     "transaction.timeout.ms": 60_000})
+    dead.init_transactions(FLUSH_S)
+    dead.begin_transaction()
+    dead.produce(topic, key=b"k", value=b"committed")
+    dead.commit_transaction(FLUSH_S)
+    dead.begin_transaction()
+    dead.produce(topic, key=b"k", value=b"left open")
+    dead.flush(FLUSH_S)
+    config = from_env({}, bootstrap_servers=kafka_config["bootstrap.servers"])
+    held: list[list[bytes | None]] = []
+
+    def end_it(records: list[KeyedRecord]) -> None:
+        held.append([r.value for r in records])
+        fence(config, dead_id)
+
+    started = time.monotonic()
+    with CompactedReader(config, topic) as reader:
+        records = reader.catch_up(on_held=end_it)
+    assert time.monotonic() - started < 30  # not the minute of the transaction timeout
+    assert held == [[b"committed"]]
+    assert [r.value for r in records] == [b"committed"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -30,12 +31,12 @@ from tests.integration.pipeline import (
 )
 from workers.config import WorkerConfig
 from workers.kafka.avro import AvroCodec
-from workers.kafka.clients import QueryAdmin
+from workers.kafka.clients import QueryAdmin, TxProducer
 from workers.kafka.compacted import CompactedReader
 from workers.kafka.topics import Topics
 from workers.runtime.process import WorkerProcess
 from workers.runtime.status import fleet_status
-from workers.testing import check_change_stream
+from workers.testing import ReferenceDb, check_change_stream
 
 pytestmark = [pytest.mark.kafka, pytest.mark.serial]
 SHAPES = (TRIANGLE, TWO_PATH, REACH_COUNT)
@@ -166,3 +167,78 @@ def test_over_its_memory_ceiling_a_worker_slows_down_and_loses_nothing(
     worker.stop()
     assert "deltalog_backpressure_throttled 1.0" in scrape
     check_change_stream(TRIANGLE, committed_changes(config, "tri"), reference_states(stream))
+
+
+def test_tx_log_dead_letters_are_written_once_whoever_owns_partition_0(
+        kafka_bootstrap: str, tmp_path: Path) -> None:
+    """Bad records (undecodable, refused by the engine) among good ones, while the owner of
+    queries partition 0 (the dead letters' writer) is killed twice mid-stream: one dead
+    letter per bad record, none for a good one."""
+    config = isolated_config(kafka_bootstrap)
+    workers = {w.worker_id: w for w in _fleet(config, tmp_path, ["w1", "w2"])}
+    workers["w1"].start()
+    admin = QueryAdmin(config)
+    for name, query in QUERIES.items():
+        admin.add(name, query)
+    records: list[str | bytes | list[Any]] = ['[{:db/ident :age :db/valueType :db.type/long}]']
+    oracle = ReferenceDb()
+    refused = set()  # the stream's own refused transactions (a conflict) are dead letters too
+    for i, tx in enumerate(random_stream(seed=13, count=700)):
+        if not oracle.transact(tx):
+            refused.add(len(records))
+        records.append(tx)
+        if i % 9 == 4:
+            records.append(b"garbage" if i % 2 else '[[:db/add 1 :age "thirty"]]')
+    bad = refused | {offset for offset, record in enumerate(records)
+                     if isinstance(record, bytes) or "thirty" in str(record)}
+    sender = threading.Thread(target=_send, args=(config, records, 1 / 40))
+    sender.start()
+    wait_committed(config, list(QUERIES), 40, workers["w1"])
+    workers["w2"].start()
+    for _ in range(2):
+        killed = workers[_settled_owner_of_partition_0(config)]
+        killed.kill()
+        survivor = next(w for w in workers.values() if w is not killed)
+        wait_committed(config, list(QUERIES), committed_progress(config, list(QUERIES)) + 20,
+                       survivor)
+        killed.start()
+    sender.join()
+    for worker in workers.values():
+        wait_committed(config, list(QUERIES), len(records) - 1, worker)
+    dead = Counter(d["offset"] for d in _dead_letters(config, len(bad))
+                   if d["topic"] == Topics(config.topic_prefix).tx)
+    for worker in workers.values():
+        worker.stop()
+    assert dead == {offset: 1 for offset in bad}
+
+
+def _send(config: WorkerConfig, records: Sequence[str | bytes | list[Any]],
+          pause_s: float) -> None:
+    with TxProducer(config) as producer:
+        for record in records:
+            if isinstance(record, bytes):
+                producer.send_raw(record)
+            else:
+                producer.send(record)
+            producer.flush()
+            time.sleep(pause_s)
+
+
+def _settled_owner_of_partition_0(config: WorkerConfig) -> str:
+    """The worker id of the owner of queries partition 0, once both workers hold some."""
+    deadline = time.monotonic() + 120
+    while True:
+        held = {w.client_id: w.partitions for w in fleet_status(config).workers}
+        if len(held) == 2 and all(held.values()):
+            return next(c for c, p in held.items() if 0 in p).removeprefix("deltalog-")
+        assert time.monotonic() < deadline, f"query partitions held as {held}"
+        time.sleep(0.2)
+
+
+def _dead_letters(config: WorkerConfig, at_least: int) -> list[dict[str, Any]]:
+    """The committed dead letters, read until ``at_least`` have come and the topic's end."""
+    codec = AvroCodec("dead_letter")
+    with CompactedReader(config, Topics(config.topic_prefix).dlq) as reader:
+        letters = [codec.decode(r.value or b"") for r in reader.catch_up()]
+    assert len(letters) >= at_least, letters
+    return letters

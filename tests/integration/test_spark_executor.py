@@ -1,5 +1,6 @@
 """The Spark executor beyond the shared contract: bootstrap of a large database, the
-``auto`` policy, and a long run whose per-tick Spark work does not grow with lineage."""
+``auto`` policy, a long run whose per-tick Spark work does not grow across compactions,
+and a small tick's job shape."""
 
 from __future__ import annotations
 
@@ -72,12 +73,11 @@ def test_auto_sends_bootstraps_and_large_ticks_to_spark(spark_settings: SparkSet
 
 
 def test_ticks_do_not_grow_the_spark_work_per_tick(spark_settings: SparkSettings) -> None:
-    """The mirror keeps ``old`` a fixed-shape plan (compacted base ▷ removed ∪ added), so no
-    tick of the last 20, over a pending layer of 20 to 39 ticks and ending in the second
-    compaction, runs more jobs or stages than the most a tick of the first 20 ran.  (A tick
-    while nothing is pending runs one job fewer, so sums over the windows depend on where
-    they start.)  Compacting every 40 ticks instead of every 100 keeps it short: the schedule
-    is a parameter, the plan's shape does not depend on it."""
+    """A tick appends one batch file to the state; its tasks catch up on the batches since
+    their last step and compaction folds them into a base in the background.  So no tick of
+    the last 20, across two compactions, runs more jobs or stages than the most a tick of
+    the first 20 ran.  Compacting every 40 batches instead of every 100 keeps it short: the
+    schedule is a parameter, the job's shape does not depend on it."""
     engine, local = Engine(executor="spark", spark=spark_settings), Engine()
     load = [[keyword("db/add"), a, TO, b] for a, b in random_edges(500, 100, seed=3)]
     for each in (engine, local):
@@ -85,25 +85,43 @@ def test_ticks_do_not_grow_the_spark_work_per_tick(spark_settings: SparkSettings
         each.register("out", "[:find ?a :where [?a :g/to ?b]]")
     spark = engine.dispatch.spark
     assert spark is not None
-    spark.mirror.compact_ticks = 40
+    spark.store.compact_batches = 40
     rnd = random.Random(4)
     counts = []
-    for tick in range(80):
+    for tick in range(81):
         a, b = rnd.randrange(100), rnd.randrange(100, 200)
         op = keyword("db/add") if tick % 3 else keyword("db/retractEntity")
         tx = [[op, a, TO, b] if tick % 3 else [op, a], [keyword("db/add"), b, TO, tick]]
         assert engine.transact(tx) == local.transact(tx), f"tick {tick}"
         counts.append((spark.jobs.last.jobs, spark.jobs.last.stages))
-    assert spark.mirror.compactions == 2
+        spark.store.settle()  # each compaction done before the next tick: counted exactly
+    assert spark.store.compactions == 2
     first, last = counts[:20], counts[-20:]
     assert max(j for j, _ in last) <= max(j for j, _ in first)
     assert max(s for _, s in last) <= max(s for _, s in first)
     assert engine.result("out") == local.result("out")
 
 
+def test_a_small_tick_is_one_spark_job_of_at_most_three_stages(
+        spark_settings: SparkSettings) -> None:
+    """A tick of a few datoms on a triangle: one job, its stages counted by the job group."""
+    engine, local = Engine(executor="spark", spark=spark_settings), Engine()
+    load = [[keyword("db/add"), a, TO, b] for a, b in random_edges(2_000, 200, seed=6)]
+    for each in (engine, local):
+        each.transact(load)
+        each.register("tri", TRIANGLE)
+    spark = engine.dispatch.spark
+    assert spark is not None
+    for a, b in random_edges(5, 200, seed=7):
+        tick = [[keyword("db/add"), a, TO, b], [keyword("db/add"), b, TO, a + 1]]
+        assert engine.transact(tick) == local.transact(tick)
+        assert spark.jobs.last.jobs == 1
+        assert spark.jobs.last.stages <= 3
+
+
 def test_steps_release_what_they_materialise(spark_settings: SparkSettings) -> None:
-    """BigJoin levels store their counted rows for the step; each step frees them, so the
-    blocks Spark holds do not grow with the number of ticks."""
+    """A step stores nothing in Spark (its tasks read the state's files), so the blocks
+    Spark holds do not grow with the number of ticks."""
     engine = Engine(executor="spark", spark=spark_settings)
     engine.transact([[keyword("db/add"), a, TO, b] for a, b in random_edges(60, 12, seed=5)])
     engine.register("tri", TRIANGLE)
@@ -112,7 +130,7 @@ def test_steps_release_what_they_materialise(spark_settings: SparkSettings) -> N
     def stored() -> set[int]:  # other tests' data may be garbage-collected meanwhile
         return {info.id() for info in context.getRDDStorageInfo()}
 
-    engine.transact([[keyword("db/add"), 0, TO, 20]])  # builds the mirror's base
+    engine.transact([[keyword("db/add"), 0, TO, 20]])
     before = stored()
     for tick in range(1, 4):
         engine.transact([[keyword("db/add"), tick, TO, 20 + tick]])

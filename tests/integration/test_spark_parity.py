@@ -25,6 +25,7 @@ from tests.property.test_incremental_matches_recompute import QUERIES
 from workers.engine import Engine
 from workers.errors import TransactionError
 from workers.executors.spark import SparkSettings
+from workers.executors.spark.executor import SPLIT_DATOMS
 from workers.testing import evaluate_from_scratch
 from workers.zset import add_into
 
@@ -62,7 +63,11 @@ def replay(query: str, strategy: str, stream: list[list[Any]], settings: SparkSe
     started = [engine.register("q", query, inputs) for engine in (local, spark)]
     assert started[0] == started[1] == evaluate_from_scratch(query, reference.datoms, inputs)
     view: dict[Any, int] = dict(started[1])
+    executor = spark.dispatch.spark
+    assert executor is not None
     for tick, tx in enumerate(stream):
+        # Every other tick is split between the shares (two stages), as large ticks are.
+        executor.split_datoms = 0 if tick % 2 else SPLIT_DATOMS
         accepted = reference.transact(tx)
         changes = []
         for engine in (local, spark):

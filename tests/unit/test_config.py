@@ -111,9 +111,11 @@ def test_config_is_frozen() -> None:
 def test_spark_settings_from_env() -> None:
     config = from_env({"DELTALOG_SPARK_MASTER": "spark://m:7077",
                        "DELTALOG_SPARK_CONF": "spark.driver.memory=4g,spark.sql.x=a=b",
-                       "DELTALOG_SPARK_BOOTSTRAP_DATOMS": "10"})
+                       "DELTALOG_SPARK_BOOTSTRAP_DATOMS": "10",
+                       "DELTALOG_SPARK_STATE": "s3://bucket/state"})
     settings = config.spark()
     assert settings.master == "spark://m:7077" and settings.remote is None
+    assert settings.state == "s3://bucket/state"
     assert settings.conf == {"spark.driver.memory": "4g", "spark.sql.x": "a=b"}
     assert config.auto().bootstrap_datoms == 10
 

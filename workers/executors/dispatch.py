@@ -1,19 +1,18 @@
 """Which executor runs a step: policy only (DESIGN §5).
 
 - ``local``: every step in-process (lowest latency; the default).
-- ``spark``: every step on Spark (the scale-out mode); Spark starts with the engine, and an
-  engine that cannot start it fails right there — it never falls back silently.
+- ``spark``: every step on Spark (the scale-out mode).
 - ``auto``: ticks of at least ``tick_datoms`` datoms (replay, catch-up, bulk loads) and
   evaluations over at least ``bootstrap_datoms`` datoms (a new query's bootstrap) go to
-  Spark, the rest run locally.  Spark starts on first need; if it cannot, the engine says so
-  in the log once and stays local; a Spark job that fails is logged and its step redone
-  locally.  The thresholds come from ``bench/crossover.py`` and
-  ``bench/bootstrap.py`` (``docs/spark.md``).
+  Spark, the rest run locally.
+
+When Spark starts and what a failed Spark job does (fail, or redo the step locally) is
+:class:`~workers.executors.spark.backend.SparkBackend`'s.  The thresholds come from
+``bench/crossover.py`` and ``bench/bootstrap.py`` (``docs/spark.md``).
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -29,14 +28,17 @@ from workers.plan.ir import Body, Plan, RulesPlan
 
 if TYPE_CHECKING:
     from workers.executors.spark import SparkExecutor, SparkSettings
+    from workers.executors.spark.backend import SparkBackend
 
 Row = tuple[Any, ...]
 T = TypeVar("T")
 EXECUTORS = ("local", "spark", "auto")
-# Measured on 2 cores (docs/spark.md): Spark never beat the local executor, per tick up to
-# 100,000 edges (4.8x slower there, the gap shrinking ~3.5x per decade) nor per bootstrap up
-# to 10^6 datoms (4.8x slower).  The defaults sit where the trends cross; a cluster with
-# more cores moves them down (DELTALOG_SPARK_TICK_DATOMS, DELTALOG_SPARK_BOOTSTRAP_DATOMS).
+# Measured on 2 cores (docs/spark.md, issue 16): Spark's tasks run the local executor's own
+# code, so on one machine they can beat it only by the cores they add, minus a job's floor
+# and a copy of the state per Python worker: ~3x slower per tick at 10,000 edges, ~1.3x per
+# bootstrap at 10^6 datoms (scaled by the machine's load), no crossing measured.  The
+# defaults stay where the first executor's trends crossed; a cluster with more cores moves
+# them down (DELTALOG_SPARK_TICK_DATOMS, DELTALOG_SPARK_BOOTSTRAP_DATOMS).
 # A tick of this many datoms or more steps a query a frame at a time when the vectorised
 # executor takes its plan: where the two paths cost the same on the triangle over 10^6
 # bounded-degree edges (`python -m bench vector`: 8.1 vs 8.2 ms at 64, 1.5x at 128, 3.6x at
@@ -44,7 +46,6 @@ EXECUTORS = ("local", "spark", "auto")
 VECTOR_DATOMS = 64
 SPARK_TICK_DATOMS = 2_000_000
 SPARK_BOOTSTRAP_DATOMS = 10_000_000
-log = logging.getLogger("deltalog.dispatch")
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +80,8 @@ def _plain(prepared: Prepared) -> Plan:
 
 
 class Dispatch:
-    """Holds the executors of one engine and picks one for each step and evaluation."""
+    """Holds the executors of one engine and picks one for each step and evaluation; Spark's
+    start and failures are :class:`~workers.executors.spark.backend.SparkBackend`'s."""
 
     def __init__(self, mode: str, old: ArrangementRegistry, delta: TickDelta,
                  spark: SparkSettings | None = None, auto: AutoPolicy = DEFAULT_AUTO) -> None:
@@ -91,12 +93,13 @@ class Dispatch:
         self.vector = VectorExecutor(old, delta)
         self.vector_datoms = VECTOR_DATOMS
         self.last = "local"  # the executor of the latest step or evaluation
-        self._old, self._tick, self._settings = old, delta, spark
+        self._old, self._tick = old, delta
         self._delta = delta.arrangement  # what the row-at-a-time executors and Spark read
-        self._spark: SparkExecutor | None = None
-        self._spark_failed = False
-        if mode == "spark":
-            self._spark = self._start_spark()
+        self.backend: SparkBackend | None = None
+        if mode != "local":
+            from workers.executors.spark.backend import SparkBackend
+
+            self.backend = SparkBackend(spark, old, delta, required=mode == "spark")
 
     def prepare(self, plan: Body) -> Prepared:
         if isinstance(plan, RulesPlan):
@@ -111,7 +114,7 @@ class Dispatch:
         ``auto`` a query's derived relations are kept locally: its ticks are small)."""
         from workers.executors.spark.rules import SparkJoins
 
-        spark = self._spark
+        spark = self.spark
         assert spark is not None
         return PreparedRules(plan, self._old.ids, self._delta,
                              lambda relations: SparkJoins(spark, self._old, self._delta,
@@ -120,11 +123,11 @@ class Dispatch:
     def step(self, prepared: Prepared, delta_datoms: int, work: Work) -> dict[Row, int]:
         """The tick's set changes of one query, on the executor the tick's size calls for
         (a query with derived relations: where its prepared joins run)."""
-        spark = self._spark_for(delta_datoms >= self.auto.tick_datoms, prepared)
-        if spark is not None:
+        if self._on_spark(delta_datoms >= self.auto.tick_datoms, prepared):
             self._tick.arranged()
-            rows = self._on_spark(
-                lambda: spark.step(spark.prepare(_plain(prepared), self._old, self._delta), work))
+            plan = _plain(prepared)
+            rows = self._attempt(
+                lambda spark: spark.step(spark.prepare(plan, self._old, self._delta), work))
             if rows is not None:
                 work.executor = "spark"
                 return rows
@@ -136,11 +139,10 @@ class Dispatch:
     def evaluate(self, prepared: Prepared, work: Work) -> dict[Row, int]:
         """The full result over the current state (a bootstrap when a query registers)."""
         large = self.mode == "auto" and len(self._old) >= self.auto.bootstrap_datoms
-        spark = self._spark_for(large, prepared)
-        if spark is not None:
-            rows = self._on_spark(
-                lambda: spark.evaluate(spark.prepare(_plain(prepared), self._old, self._delta),
-                                       work))
+        if self._on_spark(large, prepared):
+            plan = _plain(prepared)
+            rows = self._attempt(
+                lambda spark: spark.evaluate(spark.prepare(plan, self._old, self._delta), work))
             if rows is not None:
                 return rows
         full = None if prepared.vector is None else prepared.vector.full
@@ -149,54 +151,33 @@ class Dispatch:
         return self.local.evaluate(prepared.local, work)
 
     def applied(self) -> None:
-        """The shared arrangements took the tick's delta; Spark's mirror follows."""
-        spark = self._spark
-        if spark is not None:
-            self._on_spark(lambda: spark.applied(self._tick.datoms()))
+        """The shared arrangements took the tick's delta; Spark's state follows."""
+        if self.backend is not None:
+            self.backend.applied()
 
     def restored(self) -> None:
-        if self._spark is not None:
-            self._spark.restored()
+        if self.backend is not None:
+            self.backend.restored()
 
     @property
     def spark(self) -> SparkExecutor | None:
         """The Spark executor, once started."""
-        return self._spark
+        return None if self.backend is None else self.backend.executor
 
-    def _on_spark(self, action: Callable[[], T]) -> T | None:
-        """Run ``action`` on Spark.  Under ``spark`` a failure propagates; under ``auto`` it is
-        logged, the mirror is dropped (rebuilt from the spine on next use) and None says
-        "do it locally" — safe because executors only read the arrangements.  Spark fails
-        with many exception types (Py4J, PySpark, Arrow), hence the broad catch."""
-        try:
-            return action()
-        except Exception as error:
-            if self.mode != "auto" or self._spark is None:
-                raise
-            log.warning("executor=auto: Spark failed, this step runs locally: %s", error)
-            self._spark.restored()
+    def _attempt(self, action: Callable[[SparkExecutor], T]) -> T | None:
+        assert self.backend is not None
+        result = self.backend.attempt(action)
+        if result is None:
             self.last = "local"
-            return None
+        return result
 
-    def _spark_for(self, large: bool, prepared: Prepared) -> SparkExecutor | None:
-        """The Spark executor if this step goes there (then ``prepared.plan`` is a Plan)."""
+    def _on_spark(self, large: bool, prepared: Prepared) -> bool:
+        """Whether this step goes to Spark (then ``prepared.plan`` is a Plan)."""
         if prepared.local_only:  # its derived relations say where its joins run
             self.last = "spark" if self.mode == "spark" else "local"
-            return None
-        if self.mode == "local" or (self.mode == "auto" and not large):
+            return False
+        if self.backend is None or (self.mode == "auto" and not large):
             self.last = "local"
-            return None
-        if self._spark is None and not self._spark_failed:
-            try:
-                self._spark = self._start_spark()
-            except WorkersError as error:
-                self._spark_failed = True
-                log.warning("executor=auto stays local: %s", error)
-        self.last = "local" if self._spark is None else "spark"
-        return self._spark
-
-    def _start_spark(self) -> SparkExecutor:
-        from workers.executors.spark import SparkExecutor, SparkSettings, spark_session
-
-        session = spark_session(self._settings or SparkSettings())
-        return SparkExecutor(session, self._old)
+            return False
+        self.last = "local" if self.backend.ready() is None else "spark"
+        return self.last == "spark"

@@ -21,6 +21,7 @@ from workers.executors.extenders import (
     compile_extender,
 )
 from workers.executors.ops import AbsentOp, CheckOp, CompiledOp, ComputeOp, FilterOp
+from workers.executors.share import WHOLE, Share
 from workers.executors.work import Work
 from workers.plan.ir import Absent, ExtenderSpec, Filter, JoinProgram, Level, Op
 
@@ -76,15 +77,19 @@ def seed_rows(program: CompiledProgram, work: Work) -> dict[Row, int]:
     return rows
 
 
-def run(program: CompiledProgram, rows: dict[Row, int], work: Work) -> dict[Row, int]:
-    """Extend ``rows`` through the program; return the projected, consolidated Z-set."""
+def run(program: CompiledProgram, rows: dict[Row, int], work: Work,
+        share: Share = WHOLE) -> dict[Row, int]:
+    """Extend ``rows`` through the program; return the projected, consolidated Z-set (of
+    the first level's rows in ``share``: an evaluation split between tasks)."""
     for check in program.checks:
         work.calls += len(rows)
         work.elements += len(rows)
         rows = {row: w * cw for row, w in rows.items() if (cw := check.weight(row))}
-    for stage in program.levels:
+    for depth, stage in enumerate(program.levels):
         rows = _extend(rows, stage, work) if isinstance(stage, tuple) else \
             _expand(rows, stage, work)
+        if depth == 0 and share.count > 1:
+            rows = {row: w for row, w in rows.items() if share.holds(row)}
         if not rows:
             return {}
     return project(program, rows)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from workers.arrangements import ArrangementRegistry, MemoryArrangement
 from workers.executors.extenders import Row
 from workers.executors.generic_join import CompiledProgram, compile_program, run, seed_rows
+from workers.executors.share import WHOLE, Share
 from workers.executors.work import Work
 from workers.plan.ir import BinaryTerm, DeltaTerm, Term
 from workers.zset import add_into
@@ -49,27 +50,29 @@ def compile_term(term: Term, db: ArrangementRegistry, delta: MemoryArrangement) 
     return CompiledStage(extend, compile_program(term.seeded, db, delta))
 
 
-def derivation_change(terms: Sequence[CompiledTerm], work: Work) -> dict[Row, int]:
-    """The tick's change of the query's derivation counts, over the ``:find`` columns."""
+def derivation_change(terms: Sequence[CompiledTerm], work: Work,
+                      share: Share = WHOLE) -> dict[Row, int]:
+    """The tick's change of the query's derivation counts, over the ``:find`` columns (from
+    the ``share`` of each term's seed rows: every term is linear in them)."""
     total: dict[Row, int] = {}
     for term in terms:
         if isinstance(term, CompiledDelta):
-            add_into(total, _seeded(term.program, work))
+            add_into(total, _seeded(term.program, work, share))
         elif isinstance(term, CompiledChain):
-            add_into(total, _chain(term.chain, work))
+            add_into(total, _chain(term.chain, work, share))
         else:  # a recursive stage replaces the running change of the partial join
             so_far = run(term.extend, total, work) if term.extend is not None and total else {}
-            total = add_into(so_far, _seeded(term.seeded, work))
+            total = add_into(so_far, _seeded(term.seeded, work, share))
     return total
 
 
-def _seeded(program: CompiledProgram, work: Work) -> dict[Row, int]:
-    rows = seed_rows(program, work)
+def _seeded(program: CompiledProgram, work: Work, share: Share) -> dict[Row, int]:
+    rows = share.rows(seed_rows(program, work))
     return run(program, rows, work) if rows else {}
 
 
-def _chain(programs: Sequence[CompiledProgram], work: Work) -> dict[Row, int]:
-    rows = _seeded(programs[0], work)
+def _chain(programs: Sequence[CompiledProgram], work: Work, share: Share) -> dict[Row, int]:
+    rows = _seeded(programs[0], work, share)
     for program in programs[1:]:
         if not rows:
             return {}

@@ -35,6 +35,7 @@ from workers.arrangements.batch import Ids, Ints, Mask, sort_order, starts
 from workers.arrangements.delta import TickDelta
 from workers.arrangements.spine import Located, SpineArrangement
 from workers.executors.extenders import Row, lookup_depth, with_ids
+from workers.executors.share import WHOLE, Share
 from workers.executors.work import Work
 from workers.plan.ir import (
     DATOMS,
@@ -213,10 +214,20 @@ def prepare_vector(plan: Plan, db: ArrangementRegistry, delta: TickDelta) -> Vec
 
 def step(plan: VectorPlan, seeds: list[Frame], work: Work) -> dict[Row, int]:
     """The tick's set changes: the terms' derivation changes summed, then ``distinct``."""
+    return distinct(plan, derivations(plan, seeds, work), work)
+
+
+def derivations(plan: VectorPlan, seeds: list[Frame], work: Work) -> Frame:
+    """The change of the derivation counts: each term's from its seeds, summed."""
     outputs = [run(program, frame, work) for program, frame in zip(plan.terms, seeds,
                                                                    strict=True)]
     columns = [np.concatenate([o.columns[j] for o in outputs]) for j in range(plan.find)]
-    derivations = _consolidate(columns, np.concatenate([o.weights for o in outputs]))
+    return consolidated(columns, np.concatenate([o.weights for o in outputs]))
+
+
+def distinct(plan: VectorPlan, derivations: Frame, work: Work) -> dict[Row, int]:
+    """The set changes of consolidated derivation changes, recounting each row's
+    derivations in the old state (:mod:`workers.executors.distinct`, for arrays)."""
     if not len(derivations):
         return {}
     ones = np.ones(len(derivations), np.int64)
@@ -231,20 +242,22 @@ def step(plan: VectorPlan, seeds: list[Frame], work: Work) -> dict[Row, int]:
     return dict(zip(rows, change[keep].tolist(), strict=True))
 
 
-def run(program: VectorProgram, frame: Frame, work: Work, project: bool = True) -> Frame:
+def run(program: VectorProgram, frame: Frame, work: Work, project: bool = True,
+        share: Share = WHOLE) -> Frame:
     """The frame through the program's checks and levels, then projected and consolidated
     (``project``; else every row of the last level, for counting per origin).  A level's
     input is cut into pieces of at most ``PIECE_ROWS`` rows, each taken through the
-    remaining levels before the next (depth first), so a bootstrap's frames stay bounded."""
+    remaining levels before the next (depth first), so a bootstrap's frames stay bounded.
+    Of the first level's rows only those in ``share`` go on (an evaluation between tasks)."""
     for check in program.checks:
         present, factor = check.check(frame)
         work.calls += 1
         work.elements += len(frame)
         keep = np.flatnonzero(present)
         frame = frame.gather(keep, frame.weights[keep] * factor[keep])
-    pieces = _through(frame, program.levels, 0, work)
+    pieces = _through(frame, program.levels, 0, work, share)
     if project:  # each piece consolidated as it comes: only results are held
-        pieces = (_consolidate([p.columns[i] for i in program.output], p.weights)
+        pieces = (consolidated([p.columns[i] for i in program.output], p.weights)
                   for p in pieces)
     done = list(pieces)
     if not done:
@@ -253,7 +266,7 @@ def run(program: VectorProgram, frame: Frame, work: Work, project: bool = True) 
     columns = [np.concatenate(c) for c in zip(*(p.columns for p in done), strict=True)]
     weights = np.concatenate([p.weights for p in done])
     if project:
-        return _consolidate(columns, weights)
+        return consolidated(columns, weights)
     return Frame(columns, weights, np.concatenate([p.origin for p in done]))
 
 
@@ -261,7 +274,7 @@ PIECE_ROWS = 1 << 18
 
 
 def _through(frame: Frame, levels: tuple[tuple[VectorExtender, ...], ...], depth: int,
-             work: Work) -> Iterator[Frame]:
+             work: Work, share: Share = WHOLE) -> Iterator[Frame]:
     """The non-empty frames ``frame`` becomes after ``levels[depth:]``, piece by piece."""
     if not len(frame):
         return
@@ -270,7 +283,11 @@ def _through(frame: Frame, levels: tuple[tuple[VectorExtender, ...], ...], depth
         return
     for start in range(0, len(frame), PIECE_ROWS):
         piece = frame if len(frame) <= PIECE_ROWS else frame.rows(start, start + PIECE_ROWS)
-        yield from _through(_extend(piece, levels[depth], work), levels, depth + 1, work)
+        extended = _extend(piece, levels[depth], work)
+        if depth == 0 and share.count > 1:
+            held = np.flatnonzero(share.keys(extended.columns[-1]))
+            extended = extended.gather(held, extended.weights[held])
+        yield from _through(extended, levels, depth + 1, work)
 
 
 def _extend(frame: Frame, extenders: tuple[VectorExtender, ...], work: Work) -> Frame:
@@ -309,7 +326,7 @@ def _summed(rows: Ints, keys: Ids, weights: Ints) -> tuple[Ints, Ids, Ints]:
     return rows[first], keys[first], np.add.reduceat(weights, first) if len(first) else weights
 
 
-def _consolidate(columns: list[Ints], weights: Ints) -> Frame:
+def consolidated(columns: list[Ints], weights: Ints) -> Frame:
     """Equal rows added up, zeros dropped."""
     if not len(weights):
         return Frame(columns, weights, np.zeros(0, np.int64))
@@ -345,8 +362,8 @@ def seed_frame(spec: ExtenderSpec, delta: TickDelta) -> Frame:
             keep &= column == binds[step.arg]
     columns = [binds[j][keep] for j in range(len(binds))]
     if spec.weighted:
-        return _consolidate(columns, weights[keep])
-    seeds = _consolidate(columns, np.ones(int(keep.sum()), np.int64))  # presence: one each
+        return consolidated(columns, weights[keep])
+    seeds = consolidated(columns, np.ones(int(keep.sum()), np.int64))  # presence: one each
     seeds.weights[:] = 1
     return seeds
 
@@ -362,14 +379,27 @@ class VectorExecutor:
         return prepare_vector(plan, self._db, self._delta) if vectorisable(plan) else None
 
     def step(self, prepared: VectorPlan, work: Work) -> dict[Row, int]:
+        return distinct(prepared, self.derivations(prepared, work), work)
+
+    def derivations(self, prepared: VectorPlan, work: Work, share: Share = WHOLE) -> Frame:
+        """The change of the derivation counts from ``share`` of each term's seed rows."""
         seeds = [seed_frame(spec, self._delta) for spec in prepared.seeds]
-        return step(prepared, seeds, work)
+        if share.count > 1:
+            seeds = [seed.gather(rows, seed.weights[rows])
+                     for seed in seeds for rows in [share.positions(len(seed))]]
+        return derivations(prepared, seeds, work)
 
     def evaluate(self, full: VectorProgram, work: Work) -> dict[Row, int]:
-        """The query's result over the current state, ``{row: 1}``: the full program from
-        the one empty row, its rows of positive derivation count."""
+        """The query's result over the current state, ``{row: 1}``."""
+        out = self.evaluation(full, work)
+        return dict.fromkeys(zip(*(c.tolist() for c in out.columns), strict=True)
+                             if out.columns else [()] * len(out), 1)
+
+    def evaluation(self, full: VectorProgram, work: Work, share: Share = WHOLE) -> Frame:
+        """The result's rows: the full program from the one empty row, its rows of positive
+        derivation count.  Over a set every derivation counts +1, so the rows ``share``
+        derives are the result's rows from that share's first-level rows."""
         one = np.ones(1, np.int64)
-        out = run(full, Frame([], one, np.zeros(1, np.int64)), work)
+        out = run(full, Frame([], one, np.zeros(1, np.int64)), work, share=share)
         rows = np.flatnonzero(out.weights > 0)
-        return dict.fromkeys(zip(*(c[rows].tolist() for c in out.columns), strict=True)
-                             if out.columns else [()] * len(rows), 1)
+        return out.gather(rows, out.weights[rows])

@@ -468,7 +468,16 @@ def _plain_properties(port: int, controller_port: int, log_dir: Path) -> dict[st
         # and whoever takes over waits for that (see docs/fleet.md): look every second
         # for timed-out transactions, not every 10 s.
         "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
+        # Workers lose a dead member's partitions after their session timeout (3 s by
+        # default, docs/fleet.md): allow sessions that short in both group protocols (the
+        # classic minimum is 6 s, the consumer protocol's 45 s).
+        "group.min.session.timeout.ms": "1000",
+        "group.consumer.min.session.timeout.ms": "1000",
+        "group.consumer.min.heartbeat.interval.ms": "250",
         "log.segment.bytes": str(LOG_SEGMENT_BYTES),
+        # Apply retention within a second, not Kafka's 5 minutes: a test that sets a tiny
+        # retention on a topic sees its old segments really deleted in seconds.
+        "log.retention.check.interval.ms": "1000",
     }
 
 

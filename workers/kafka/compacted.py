@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
 from workers.config import WorkerConfig
 from workers.errors import ErrorCode, WorkersError
@@ -27,6 +27,7 @@ class KeyedRecord:
     offset: int
     partition: int = 0
     topic: str = ""
+    raw_key: bytes = b""  # the key as written (a view's rows are keyed by Avro bytes)
 
 
 class CompactedReader(Closing):
@@ -51,36 +52,63 @@ class CompactedReader(Closing):
             metadata = self._consumer.list_topics(topic, timeout=METADATA_TIMEOUT_S)
             self.partitions += [TopicPartition(topic, p)
                                 for p in sorted(metadata.topics[topic].partitions)]
-        self._consumer.assign([TopicPartition(tp.topic, tp.partition, 0)
+        # From the first record still stored: retention may have deleted the first offsets.
+        self._consumer.assign([TopicPartition(tp.topic, tp.partition, OFFSET_BEGINNING)
                                for tp in self.partitions])
         self.topics = topics
 
-    def catch_up(self, timeout_s: float = 30.0) -> list[KeyedRecord]:
+    def catch_up(self, timeout_s: float = 30.0,
+                 on_held: Callable[[list[KeyedRecord]], None] | None = None
+                 ) -> list[KeyedRecord]:
         """Every committed record up to the end of each partition as it is now — waiting
-        for the transactions open then to end (committed, aborted, or timed out)."""
+        for the transactions open then to end (committed, aborted, or timed out).  Once the
+        reading is held up by an open transaction, ``on_held`` is called (once) with the
+        records read so far: it may end that transaction (``workers.runtime.fencing``)."""
         deadline = time.monotonic() + timeout_s + OPEN_TRANSACTION_WAIT_S
-        highs = [self._end(tp, deadline) for tp in self.partitions]
+        watermarks = [self._watermarks(tp, deadline) for tp in self.partitions]
+        lows, highs = [low for low, _ in watermarks], [high for _, high in watermarks]
         records: list[KeyedRecord] = []
-        # Aborted and control records leave gaps in offsets: the consumer's position tells.
-        while any(position < high for position, high in zip(
-                self._positions(), highs, strict=True)):
+        # Aborted and control records leave gaps in offsets: the consumer's position tells;
+        # before the first fetch it is the first offset still stored.
+        while behind := [(tp, high) for tp, position, high in zip(
+                self.partitions, self._positions(lows), highs, strict=True) if position < high]:
             if time.monotonic() > deadline:
                 raise WorkersError(f"reading {', '.join(self.topics)}: a transaction stayed "
                                    f"open for {OPEN_TRANSACTION_WAIT_S:.0f} s",
                                    code=ErrorCode.KAFKA)
-            records += self._read(POLL_S)
+            read = list(self._read(POLL_S))
+            records += read
+            if not read and on_held is not None and self._held(behind):
+                on_held(records)
+                on_held = None
         return records
 
-    def _end(self, partition: TopicPartition, deadline: float) -> int:
-        """The partition's high watermark; a topic just created may not be known to this
-        client yet (``Unknown partition``): asked again until ``deadline``."""
+    def _held(self, behind: list[tuple[TopicPartition, int]]) -> bool:
+        """Whether a partition's last stable offset (the end a ``read_committed`` consumer
+        is told) is below its high watermark and the consumer has reached it."""
+        for tp, high in behind:
+            stable = self._consumer.get_watermark_offsets(tp, timeout=METADATA_TIMEOUT_S)[1]
+            (position,) = self._consumer.position([tp])
+            if stable < high and position.offset >= stable:
+                return True
+        return False
+
+    def _watermarks(self, partition: TopicPartition, deadline: float) -> tuple[int, int]:
+        """The partition's low and high watermarks; a topic just created may not be known to
+        this client yet (``Unknown partition``): asked again until ``deadline``."""
         while True:
             try:
-                return int(self._ends.get_watermark_offsets(partition, timeout=5.0)[1])
+                low, high = self._ends.get_watermark_offsets(partition, timeout=5.0)
+                return int(low), int(high)
             except KafkaException:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(POLL_S)
+
+    def low_watermarks(self) -> list[int]:
+        """Each partition's first offset still stored (retention deletes from the start)."""
+        return [int(self._ends.get_watermark_offsets(tp, timeout=METADATA_TIMEOUT_S)[0])
+                for tp in self.partitions]
 
     def poll(self) -> list[KeyedRecord]:
         return list(self._read(0))
@@ -88,14 +116,16 @@ class CompactedReader(Closing):
     def _read(self, timeout_s: float) -> Iterator[KeyedRecord]:
         for message in data_messages(self._consumer.consume(500, timeout_s),
                                      ", ".join(self.topics)):
-            key = (message.key() or b"").decode(errors="replace")  # names; row keys unused
-            yield KeyedRecord(key, message.value(), message.offset() or 0,
-                              message.partition() or 0, message.topic() or "")
+            raw_key = message.key() or b""
+            yield KeyedRecord(raw_key.decode(errors="replace"), message.value(),
+                              message.offset() or 0, message.partition() or 0,
+                              message.topic() or "", raw_key)
 
-    def _positions(self) -> list[int]:
+    def _positions(self, lows: list[int]) -> list[int]:
         if not self.partitions:
             return []
-        return [max(tp.offset, 0) for tp in self._consumer.position(self.partitions)]
+        return [tp.offset if tp.offset >= 0 else low
+                for tp, low in zip(self._consumer.position(self.partitions), lows, strict=True)]
 
     def close(self) -> None:
         self._consumer.close()

@@ -23,6 +23,7 @@ from workers.kafka.avro import AvroCodec, registry_for
 from workers.kafka.closing import Closing, close_producer
 from workers.kafka.messages import Row, row_to_avro
 from workers.kafka.topics import Topics
+from workers.kafka.views import MARKER, view_row
 
 TRANSACTION_TIMEOUT_S = 30.0  # init/commit/abort calls; well under transaction.timeout.ms
 QUEUE_FULL_WAIT_S = 0.1  # back off while librdkafka's send queue drains
@@ -30,6 +31,9 @@ RETRY_FOR_S = 120.0  # a retriable transaction call is tried again this long
 RETRY_WAIT_S = 0.5
 HUNG_CALL_S = 3 * TRANSACTION_TIMEOUT_S  # a transaction call blocked this long never returns
 HUNG_EXIT_CODE = 75  # EX_TEMPFAIL: restart me
+# Header of every change row: the registration it belongs to, so that a subscriber can tell
+# the changes after its snapshot from those of an earlier registration of the same name.
+REGISTRATION_HEADER = "deltalog.registration"
 log = logging.getLogger(__name__)
 
 
@@ -51,6 +55,7 @@ class ResultSink(Closing):
         self._changes = AvroCodec("result_change", registry)
         self._progress = AvroCodec("progress", registry)
         self._dead_letters = AvroCodec("dead_letter", registry)
+        self._views = AvroCodec("view_row", registry)
         self.worker = transactional_id
 
     def init(self) -> None:
@@ -59,13 +64,31 @@ class ResultSink(Closing):
     def begin(self) -> None:
         self._call(self._producer.begin_transaction)
 
-    def change(self, query: str, row: Row, weight: int, tx_first: int, tx_last: int,
-               snapshot: bool = False) -> None:
+    def change(self, query: str, registration: int, row: Row, weight: int, tx_first: int,
+               tx_last: int, snapshot: bool = False) -> bytes:
+        """A change row; returns its key (the row's, as its view record has it too)."""
         values = row_to_avro(row)
-        self._produce(self._topics.results(query), self._keys.encode({"values": values}),
+        key = self._keys.encode({"values": values})
+        self._produce(self._topics.results(query), key,
                       self._changes.encode({"query": query, "values": values, "weight": weight,
                                             "tx_first": tx_first, "tx_last": tx_last,
-                                            "snapshot": snapshot}))
+                                            "snapshot": snapshot}),
+                      [(REGISTRATION_HEADER, str(registration).encode())])
+        return key
+
+    def view(self, query: str, registration: int, row: Row, weight: int, tx_last: int,
+             key: bytes | None = None) -> None:
+        """A row's weight in the view now; weight 0: it left (a tombstone).  ``key``: the
+        row's key if already encoded."""
+        self._produce(self._topics.view(query),
+                      key or self._keys.encode({"values": row_to_avro(row)}),
+                      self._views.encode(view_row(query, row, weight, tx_last, registration))
+                      if weight else None)
+
+    def view_marker(self, query: str, registration: int, tx_last: int) -> None:
+        """The last record of the tick in the view topic: the view is complete at tx_last."""
+        self._produce(self._topics.view(query), self._keys.encode({"values": row_to_avro(MARKER)}),
+                      self._views.encode(view_row(query, MARKER, 0, tx_last, registration)))
 
     def progress(self, query: str, registration: int, tx_last: int) -> None:
         self._produce(self._topics.progress, query.encode(), self._progress.encode(
@@ -102,12 +125,13 @@ class ResultSink(Closing):
                     raise
                 time.sleep(RETRY_WAIT_S)
 
-    def _produce(self, topic: str, key: bytes | None, value: bytes) -> None:
+    def _produce(self, topic: str, key: bytes | None, value: bytes | None,
+                 headers: list[tuple[str, str | bytes | None]] | None = None) -> None:
         """Queue one record; a full queue waits for it to drain, a producer fenced meanwhile
         (say, its transaction outlived ``transaction.timeout.ms``) fails the transaction."""
         while True:
             try:
-                self._producer.produce(topic, value, key)
+                self._producer.produce(topic, value, key, headers=headers)
                 return
             except BufferError:
                 self._producer.poll(QUEUE_FULL_WAIT_S)

@@ -12,9 +12,21 @@ from workers.errors import ErrorCode, WorkersError
 
 QUERY_NAME = re.compile(r"[A-Za-z0-9._-]{1,200}")
 ADMIN_TIMEOUT_S = 30.0  # topic creation on a busy single-node broker
+# Retention and cleanup of every topic deltalog creates (docs/pipeline.md, "Topics"): no topic
+# is left to the broker's default retention.
 COMPACTED = {"cleanup.policy": "compact"}
 # The tx log is the source of truth (every worker rebuilds from it): never delete from it.
 DURABLE = {"retention.ms": "-1", "retention.bytes": "-1"}
+DAY_MS = 24 * 3600 * 1000
+# A query's change stream: nothing reads it back but its consumers, who start from the view
+# (``subscribe``); a consumer more than a week behind starts again from the view.
+CHANGES = {"cleanup.policy": "delete", "retention.ms": str(7 * DAY_MS)}
+# A query's view: compacted.  Compaction never touches the active segment, so small segments
+# (Kafka's least, 1 MiB, or an hour) keep the part not compacted yet small beside the view.
+VIEW = {"cleanup.policy": "compact", "segment.ms": str(3600 * 1000),
+        "segment.bytes": str(1 << 20), "min.cleanable.dirty.ratio": "0.5"}
+# Dead letters wait for an operator: a month, not the broker's week.
+DEAD_LETTERS = {"cleanup.policy": "delete", "retention.ms": str(30 * DAY_MS)}
 # Queries are owned by partition: more partitions than workers lets a fleet grow to that many.
 QUERY_PARTITIONS = 12
 
@@ -42,6 +54,13 @@ class Topics:
     def results(self, query: str) -> str:
         return f"{self.prefix}.results.{query}"
 
+    def view(self, query: str) -> str:
+        return f"{self.prefix}.views.{query}"
+
+    def of_query(self, query: str) -> dict[str, dict[str, str]]:
+        """The topics of one query (its change stream and its view) with their configs."""
+        return {self.results(query): CHANGES, self.view(query): VIEW}
+
 
 def check_query_name(name: str) -> str:
     """Query names become topic names: letters, digits, ``.``, ``_`` and ``-`` only."""
@@ -56,7 +75,7 @@ def ensure_topics(admin: AdminClient, topics: Topics,
                   query_partitions: int = QUERY_PARTITIONS) -> None:
     """Create the fixed topics if they are missing: tx and progress with one partition
     each; queries with ``query_partitions`` (the units of ownership a fleet shares out)."""
-    create(admin, {topics.tx: DURABLE, topics.progress: COMPACTED, topics.dlq: {}})
+    create(admin, {topics.tx: DURABLE, topics.progress: COMPACTED, topics.dlq: DEAD_LETTERS})
     create(admin, {topics.queries: COMPACTED}, partitions=query_partitions)
 
 

@@ -19,6 +19,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ResourceType,
+)
 
 from workers.config import WorkerConfig
 from workers.kafka.closing import Closing
@@ -28,6 +35,9 @@ from workers.runtime.process import client_id
 
 log = logging.getLogger(__name__)
 WATERMARK_TIMEOUT_S = 10.0
+ADMIN_TIMEOUT_S = 30.0
+CATCH_UP_WAIT_S = 1.0  # longest one poll reads newly assigned partitions
+CATCH_UP_POLL_S = 0.02
 
 
 @dataclass(slots=True)
@@ -41,19 +51,16 @@ class Polled:
 class Ownership(Closing):
     """A member of the workers' consumer group on the queries topic."""
 
-    def __init__(self, config: WorkerConfig, topic: str) -> None:
-        session_ms = config.session_timeout_ms
+    def __init__(self, config: WorkerConfig, topic: str, admin: AdminClient) -> None:
+        group = config.group_id or f"{config.topic_prefix}.workers"
         self._consumer = Consumer(config.kafka(**{
-            "group.id": config.group_id or f"{config.topic_prefix}.workers",
+            "group.id": group,
             "client.id": client_id(config.worker_id),
             "enable.auto.commit": False,
             "isolation.level": "read_committed",
             "auto.offset.reset": "earliest",
             "enable.partition.eof": False,
-            "session.timeout.ms": session_ms,
-            "heartbeat.interval.ms": max(session_ms // 4, 100),
-            # A rebalance moves only the partitions that change owner; the others stay put.
-            "partition.assignment.strategy": "cooperative-sticky",
+            **_liveness(config, group, admin),
         }))
         self.topic = topic
         self.owned: set[int] = set()
@@ -65,14 +72,20 @@ class Ownership(Closing):
                                  on_revoke=self._on_revoke, on_lost=self._on_revoke)
 
     def poll(self, timeout_s: float = 0.0) -> Polled:
-        """Registrations and revocations since the last call (rebalances happen in here)."""
-        messages = self._consumer.consume(500, timeout_s)
-        for record in self._records(messages):
-            if record.partition in self._high:
-                self._staged[record.partition].append(record)
-            elif record.partition in self.owned:
-                self._polled.records.append(record)
-        self._release_caught_up()
+        """Registrations and revocations since the last call (rebalances happen in here).
+        Partitions just assigned are read to their end in this call (for up to
+        ``CATCH_UP_WAIT_S``), not one batch per tick: a takeover waits for no tick."""
+        deadline = time.monotonic() + CATCH_UP_WAIT_S
+        while True:
+            messages = self._consumer.consume(500, CATCH_UP_POLL_S if self._high else timeout_s)
+            for record in self._records(messages):
+                if record.partition in self._high:
+                    self._staged[record.partition].append(record)
+                elif record.partition in self.owned:
+                    self._polled.records.append(record)
+            self._release_caught_up()
+            if not self._high or time.monotonic() > deadline:
+                break
         polled, self._polled = self._polled, Polled()
         return polled
 
@@ -143,3 +156,24 @@ class Ownership(Closing):
         for partition in done:
             del self._high[partition]
             self._polled.records += latest(self._staged.pop(partition, [])).values()
+
+
+def _liveness(config: WorkerConfig, group: str, admin: AdminClient) -> dict[str, Any]:
+    """How the group notices a dead member: after ``session_timeout_ms`` without a heartbeat
+    (one every third of it).  The classic protocol takes both from each member, with
+    cooperative-sticky assignment (a rebalance moves only the partitions that change owner);
+    the consumer protocol (KIP-848) assigns on the broker, incrementally, and reads both
+    from the group's configuration, set here."""
+    session_ms = config.session_timeout_ms
+    heartbeat_ms = max(session_ms // 3, 250)
+    if config.group_protocol == "consumer":
+        resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+            ConfigEntry(name, str(value), incremental_operation=AlterConfigOpType.SET)
+            for name, value in (("consumer.session.timeout.ms", session_ms),
+                                ("consumer.heartbeat.interval.ms", heartbeat_ms))])
+        for future in admin.incremental_alter_configs([resource]).values():
+            future.result(ADMIN_TIMEOUT_S)
+        return {"group.protocol": "consumer"}
+    return {"group.protocol": "classic", "session.timeout.ms": session_ms,
+            "heartbeat.interval.ms": heartbeat_ms,
+            "partition.assignment.strategy": "cooperative-sticky"}

@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Self
 from workers.config import WorkerConfig
 from workers.kafka.sink import HUNG_EXIT_CODE
 
+CLIENT_PREFIX = "deltalog-"
 STOP_TIMEOUT_S = 30.0  # a clean shutdown (SIGTERM) gets this long before SIGKILL
 
 
@@ -30,7 +31,14 @@ def transactional_id(worker_id: str) -> str:
 
 def client_id(worker_id: str) -> str:
     """The worker's client id in the workers' consumer group (``deltalog status`` shows it)."""
-    return f"deltalog-{worker_id}"
+    return f"{CLIENT_PREFIX}{worker_id}"
+
+
+def transactional_id_of_client(client: str) -> str | None:
+    """The transactional id of the worker a group member's client id names (None: not a
+    worker's)."""
+    return transactional_id(client.removeprefix(CLIENT_PREFIX)) if client.startswith(
+        CLIENT_PREFIX) else None
 
 
 class WorkerProcess:

@@ -9,8 +9,9 @@ Start, in numbered steps:
 
 1. create the fixed topics if missing;
 2. ``init_transactions``: abort what a previous incarnation left open, fence it;
-3. load the newest snapshot at or before the fleet's committed progress from the shared
-   store (the position; the log after it is read tick by tick);
+3. load the newest snapshot from the shared store at or before the fleet's committed
+   progress and no later than the transaction log's committed dead letters (the position;
+   the log after it is read tick by tick);
 4. join the group and wait for the first assignment.
 
 A query given to this worker resumes after its committed progress ``Q``:
@@ -20,8 +21,14 @@ A query given to this worker resumes after its committed progress ``Q``:
 - ``Q`` = position: it resumes as it is;
 - ``Q`` > position (this worker is behind): it waits, and ticks stop at ``Q`` until then;
 - ``Q`` < position (it comes from a worker that was behind, or this worker's transaction
-  was lost): its committed view is read back from its results topic and the difference to
+  was lost): its committed view is read back from its view topic and the difference to
   the current result is emitted as one tick ``Q+1..position``.
+
+Every query taken up has its view topic read (:mod:`workers.kafka.views`): it is the base of
+a catch-up and of a bag's weights.  A view topic without this registration's view (a
+registration that replaces another, a deployment from before view topics) is rebuilt in the
+next tick: from the current result when ``Q`` = position or the query is new, else from the
+change stream once (exact while its history is complete; :meth:`Worker._integrated_view`).
 
 One tick:
 
@@ -29,11 +36,12 @@ One tick:
 2. poll a batch of transactions (bounded by count, bytes and wait; never past a waiting
    query's progress);
 3. decode them and apply them as one engine tick; refused or undecodable records become
-   dead letters (written by the owner of the queries topic's partition 0).  A tick whose
+   dead letters, exactly once (see "Dead letters" below).  A tick whose
    delta is larger than ``tick_max_datoms`` is stepped in pieces: the first is held like a
    whole tick, the others are written as they are computed, so an enormous change (a hub
    retracted) is never in memory whole;
-4. in one Kafka transaction: snapshot rows, change rows, dead letters, every live query's
+4. in one Kafka transaction: snapshot rows, change rows, the new weights of the rows they
+   touch in each view topic (ending with the view's marker), dead letters, every live query's
    progress, and the group's metadata (``send_offsets_to_transaction``: a worker that lost
    its partitions cannot commit) — commit.  A transaction that fails is abandoned with
    its producer (a new one's ``init_transactions`` aborts it) and its held output carried
@@ -41,6 +49,14 @@ One tick:
    is owned anew instead, caught up from its committed progress like a query taken over;
 5. resume the waiting queries the position has reached; snapshot the database if the
    interval has elapsed.
+
+Dead letters of the transaction log are written by the owner of the queries topic's
+partition 0, with their own progress ``D`` (the ``DEAD_LETTERS`` key of ``deltalog.progress``)
+in the same Kafka transaction, so they change hands like a query: the new owner writes the
+refusals after ``D`` and none before.  Every worker keeps the refusals it met after the
+committed ``D`` it last read (offset, code, reason; the records themselves are read again
+from the log when needed), and starts from a snapshot no later than ``D``: whichever worker
+takes partition 0 over knows every refusal after ``D``.
 """
 
 from __future__ import annotations
@@ -59,7 +75,7 @@ from confluent_kafka.admin import AdminClient
 from workers import metrics
 from workers.config import WorkerConfig
 from workers.engine import Changes, Engine
-from workers.errors import WorkersError
+from workers.errors import ErrorCode, WorkersError
 from workers.kafka.avro import AvroCodec, DecodeError, registry_for
 from workers.kafka.clients import progress_table
 from workers.kafka.closing import Closing
@@ -68,18 +84,23 @@ from workers.kafka.messages import Row, row_from_avro, transaction_from_avro
 from workers.kafka.sink import ResultSink, TransactionFailed
 from workers.kafka.source import TxRecord, TxSource
 from workers.kafka.topics import Topics, check_query_name, create, ensure_topics
+from workers.kafka.views import View, read_views
 from workers.runtime.backpressure import TickSize, resident_bytes
 from workers.runtime.checkpoint import Snapshots, SnapshotStore
 from workers.runtime.faults import crash_point
+from workers.runtime.fencing import fence_absent
 from workers.runtime.observe import StateGauges, forget_query, observe_steps
 from workers.runtime.ownership import Ownership, Polled
 from workers.runtime.process import transactional_id
 from workers.runtime.registration import Registration, parse_registration
+from workers.runtime.views import ViewWrites
 from workers.zset import add, add_into, neg
 
 log = logging.getLogger(__name__)
 POLL_S = 0.2  # one wait for the group while starting
 THROTTLE_PAUSE_S = 0.05  # pause per tick while over the memory ceiling
+DEAD_LETTERS = "#tx-dead-letters"  # progress key of the tx log's dead letters (not a query name)
+REREAD_TIMEOUT_S = 60.0  # reading refused records again from the log
 
 
 @dataclass(slots=True)
@@ -91,10 +112,21 @@ class TickOutput:
     dead_letters: list[tuple[str, int, str, str, bytes]] = field(default_factory=list)
     refused: dict[str, int] = field(default_factory=dict)  # query -> registration offset
     first: dict[str, int] = field(default_factory=dict)  # query -> tx_first of a catch-up
+    # query -> (what its view topic holds, its view before ``changes``): the view is rewritten
+    replaced: dict[str, tuple[dict[Row, int], dict[Row, int]]] = field(default_factory=dict)
 
     def drop(self, query: str) -> None:
-        for table in (self.snapshots, self.changes, self.refused, self.first):
+        for table in (self.snapshots, self.changes, self.refused, self.first, self.replaced):
             table.pop(query, None)
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """A record of the transaction log refused (undecodable, or refused by the engine)."""
+
+    offset: int
+    code: str
+    reason: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +136,7 @@ class Waiting:
     registration: Registration
     record: KeyedRecord
     progress: int
+    view: View
 
 
 class Worker(Closing):
@@ -131,6 +164,9 @@ class Worker(Closing):
         self._partition_of: dict[str, int] = {}  # query owned here -> its queries partition
         self._waiting: dict[str, Waiting] = {}
         self._pending = TickOutput()
+        self._refused: list[Refused] = []  # refusals after the last dead-letter progress read
+        self._dead_letters_done: int | None = None  # owner of partition 0: its D
+        self._views = ViewWrites()
         self.committed = -1  # the position: last transaction the arrangements include
         self._source: TxSource | None = None
         self._ownership: Ownership | None = None
@@ -151,7 +187,7 @@ class Worker(Closing):
         config = self.config
         ensure_topics(self._admin, self.topics, config.query_partitions)  # Step 1
         self._sink.init()  # Step 2
-        state = self.snapshots.load(at_most=_fleet_progress(config))  # Step 3
+        state = self.snapshots.load(at_most=_snapshot_bound(self._progress()))  # Step 3
         if state is not None:
             self.engine.restore(state)
             log.info("loaded snapshot at tx %d", state.tx)
@@ -160,7 +196,7 @@ class Worker(Closing):
         self._source = self._clients.enter_context(
             TxSource(config, self.topics.tx, self.committed + 1))
         self._ownership = self._clients.enter_context(
-            Ownership(config, self.topics.queries))  # Step 4
+            Ownership(config, self.topics.queries, self._admin))  # Step 4
         deadline = time.monotonic() + 2 * config.session_timeout_ms / 1000
         while time.monotonic() < deadline and (not self._ownership.assigned_once
                                                or self._ownership.catching_up):
@@ -197,12 +233,13 @@ class Worker(Closing):
         batch = self._source.next_batch(tick_tx, config.tick_max_bytes,  # Step 2
                                         config.tick_max_wait_s, until=until)
         rest = self._apply(batch, output)  # Step 3
-        if not (batch or output.snapshots or output.changes or output.dead_letters
-                or output.refused):
+        letters = self._dead_letters(batch)
+        if not (batch or output.snapshots or output.changes or output.replaced
+                or output.dead_letters or output.refused or letters):
             self.engine.idle()
             return False
         tx_last = batch[-1].offset if batch else self.committed
-        committed = self._commit(output, rest, self.committed + 1, tx_last)  # Step 4
+        committed = self._commit(output, rest, letters, self.committed + 1, tx_last)  # Step 4
         self.committed = tx_last
         self._resume_waiting()  # Step 5
         self._observe(batch)
@@ -213,10 +250,10 @@ class Worker(Closing):
         return True
 
     def _apply(self, batch: Sequence[TxRecord], output: TickOutput) -> Iterator[Changes]:
-        """Apply a batch of transactions as one tick.  Undecodable and refused ones become
-        dead letters (from the owner of partition 0 only, so each is written once).  The
-        first piece of the change goes into ``output``; the rest (a tick larger than
-        ``tick_max_datoms``) are returned, computed as ``_commit`` writes them."""
+        """Apply a batch of transactions as one tick.  Undecodable and refused ones are kept
+        for their dead letters (:meth:`_dead_letters`).  The first piece of the change goes
+        into ``output``; the rest (a tick larger than ``tick_max_datoms``) are returned,
+        computed as ``_commit`` writes them."""
         decoded: list[tuple[Any, int]] = []
         refused: list[tuple[TxRecord, WorkersError]] = []
         for record in batch:
@@ -232,41 +269,80 @@ class Worker(Closing):
         by_offset = {record.offset: record for record in batch}
         refused += [(by_offset[refusal.tx_id], refusal.error) for refusal in refusals]
         metrics.TX_CONSUMED.inc(len(batch) - len(refused))
-        writes_dead_letters = self._ownership is not None and 0 in self._ownership.owned
         for record, err in sorted(refused, key=lambda pair: pair[0].offset):
             metrics.TX_REFUSED.labels(err.code.value).inc()
-            if writes_dead_letters:
-                output.dead_letters.append((self.topics.tx, record.offset, err.code.value,
-                                            str(err), record.value))
+            self._refused.append(Refused(record.offset, err.code.value, str(err)))
         for query, rows in next(observed, {}).items():
             add_into(output.changes.setdefault(query, {}), rows)
         return observed
+
+    def _dead_letters(self, batch: Sequence[TxRecord]) -> list[tuple[Refused, bytes]]:
+        """The transaction log's dead letters this tick writes, with their records: as the
+        owner of partition 0, every refusal after its dead-letter progress (those of a
+        hand-over may precede this batch: their records are read again from the log)."""
+        done = self._dead_letters_done
+        if done is None:
+            return []
+        due = [refused for refused in self._refused if refused.offset > done]
+        payloads = {record.offset: record.value for record in batch}
+        missing = {refused.offset for refused in due} - payloads.keys()
+        if missing:
+            payloads |= self._reread(missing)
+        return [(refused, payloads[refused.offset]) for refused in due]
+
+    def _reread(self, offsets: set[int]) -> dict[int, bytes]:
+        """The records of the transaction log at ``offsets``."""
+        found: dict[int, bytes] = {}
+        deadline = time.monotonic() + REREAD_TIMEOUT_S
+        with TxSource(self.config, self.topics.tx, min(offsets)) as source:
+            while len(found) < len(offsets):
+                if time.monotonic() > deadline:
+                    raise WorkersError(f"cannot read tx log records {sorted(offsets)} again",
+                                       code=ErrorCode.KAFKA)
+                found |= {record.offset: record.value for record in source.next_batch(
+                    self.config.tick_max_tx, self.config.tick_max_bytes, POLL_S,
+                    until=max(offsets)) if record.offset in offsets}
+        return found
 
     def _observed(self, piece: Changes) -> Changes:
         observe_steps(self.engine.last_work)
         return piece
 
-    def _commit(self, output: TickOutput, rest: Iterator[Changes], tx_first: int,
-                tx_last: int) -> bool:
+    def _commit(self, output: TickOutput, rest: Iterator[Changes],
+                letters: list[tuple[Refused, bytes]], tx_first: int, tx_last: int) -> bool:
         """Write the tick in one Kafka transaction — ``output``, then the ``rest`` of the
-        change piece by piece; False when the transaction is lost."""
+        change piece by piece, the transaction log's dead ``letters`` and their progress;
+        False when the transaction is lost."""
         assert self._ownership is not None
         sink = self._sink
         streamed: set[str] = set()
         try:
             sink.begin()
             for query, (at, rows) in output.snapshots.items():
+                registration = self._registrations[query].offset
                 for row, weight in rows.items():
-                    sink.change(query, row, weight, at, at, snapshot=True)
+                    sink.change(query, registration, row, weight, at, at, snapshot=True)
+            for query, (held, view) in output.replaced.items():
+                self._write_view(query, self._views.replaced(
+                    query, held, add(view, output.changes.get(query, {}))), tx_last)
             for query, rows in output.changes.items():
-                self._write(query, rows, output.first.get(query, tx_first), tx_last)
+                self._write(query, rows, output.first.get(query, tx_first), tx_last,
+                            view=query not in output.replaced)
             for piece in rest:
                 for query, rows in piece.items():
                     streamed.add(query)
                     self._write(query, rows, output.first.get(query, tx_first), tx_last)
+            for query in sorted({*output.replaced, *output.changes, *streamed}):
+                sink.view_marker(query, self._registrations[query].offset, tx_last)
             for topic, offset, code, reason, payload in output.dead_letters:
                 sink.dead_letter(topic, 0, offset, code, reason, payload)
-                metrics.DLQ_RECORDS.labels(code).inc()
+            for refused, payload in letters:
+                sink.dead_letter(self.topics.tx, 0, refused.offset, refused.code,
+                                 refused.reason, payload)
+            dead_letters_done = self._dead_letters_done
+            if dead_letters_done is not None:
+                dead_letters_done = max(dead_letters_done, tx_last)
+                sink.progress(DEAD_LETTERS, -1, dead_letters_done)
             live = {query: record.offset for query, record in self._registrations.items()}
             for query, registration in {**output.refused, **live}.items():
                 sink.progress(query, registration, tx_last)
@@ -275,19 +351,46 @@ class Worker(Closing):
             sink.commit()
         except TransactionFailed as error:
             metrics.KAFKA_TRANSACTIONS.labels("aborted").inc()
+            self._views.aborted()
             for piece in rest:  # the database reaches tx_last all the same
                 streamed.update(piece)
             self._lost(error, output, tx_first, streamed)
             return False
+        self._views.committed()
         metrics.KAFKA_TRANSACTIONS.labels("committed").inc()
+        for code in [letter[2] for letter in output.dead_letters] + [
+                refused.code for refused, _ in letters]:
+            metrics.DLQ_RECORDS.labels(code).inc()
+        if dead_letters_done is not None:
+            self._dead_letters_written(dead_letters_done)
         crash_point("after-commit")
         return True
 
-    def _write(self, query: str, rows: dict[Row, int], tx_first: int, tx_last: int) -> None:
+    def _dead_letters_written(self, done: int) -> None:
+        """The transaction log's dead letters are committed up to ``done``."""
+        self._dead_letters_done = done
+        self._forget_refused(done)
+
+    def _forget_refused(self, done: int) -> None:
+        """Refusals up to ``done`` have their dead letters committed."""
+        self._refused = [refused for refused in self._refused if refused.offset > done]
+
+    def _write(self, query: str, rows: dict[Row, int], tx_first: int, tx_last: int,
+               view: bool = True) -> None:
+        """A query's change rows, and (``view``) the new weights of those rows in its view."""
+        registration = self._registrations[query].offset
+        weights = self._views.changed(query, rows) if view else None
         for row, weight in rows.items():
-            self._sink.change(query, row, weight, tx_first, tx_last)
+            key = self._sink.change(query, registration, row, weight, tx_first, tx_last)
             metrics.RESULT_ROWS.labels("+" if weight > 0 else "-").inc()
+            if weights is not None:
+                self._sink.view(query, registration, row, weights[row], tx_last, key)
         crash_point("mid-produce")
+
+    def _write_view(self, query: str, weights: dict[Row, int], tx_last: int) -> None:
+        registration = self._registrations[query].offset
+        for row, weight in weights.items():
+            self._sink.view(query, registration, row, weight, tx_last)
 
     def _lost(self, error: TransactionFailed, output: TickOutput, tx_first: int,
               streamed: set[str]) -> None:
@@ -354,34 +457,74 @@ class Worker(Closing):
             if partition in polled.revoked:
                 self._drop(name, output)
         assert self._ownership is not None
+        if 0 in polled.revoked:
+            self._dead_letters_done = None
+        takes_dead_letters = 0 in self._ownership.owned and self._dead_letters_done is None
         records = [r for r in self._reown if r.partition in self._ownership.owned]
         records += polled.records
         self._reown = []
+        if records or takes_dead_letters:
+            self._take(records, takes_dead_letters, output)
+        metrics.QUERIES.set(len(self._registrations))
+
+    def _take(self, records: list[KeyedRecord], dead_letters_too: bool,
+              output: TickOutput) -> None:
+        """Take up ``records`` of the queries table and, when partition 0 has just come
+        here, the transaction log's dead letters, from the committed progress."""
+        started = time.monotonic()
+        progress = self._progress()
+        read_s = time.monotonic() - started
+        if dead_letters_too:
+            dead_letters = progress.get(DEAD_LETTERS)
+            self._dead_letters_written(self.committed if dead_letters is None
+                                       else dead_letters["tx_last"])
+            log.info("writing the tx log's dead letters after tx %d", self._dead_letters_done)
         if records:
-            progress = progress_table(self.config)
             done = {record: _committed_progress(record, progress.get(record.key))
                     for record in records}
-            views = self._committed_views([record.key for record, tx in done.items()
-                                           if tx is not None and tx < self.committed])
+            views = self._committed_views([record.key for record in records
+                                           if record.value is not None],
+                                          {p["worker"] for p in progress.values()})
+            viewed_s = time.monotonic() - started
             for record in records:
-                self._register(record, done[record], views, output)
-            create(self._admin, {self.topics.results(record.key): {} for record in records
-                                 if record.key in self._registrations})
-        metrics.QUERIES.set(len(self._registrations))
+                self._register(record, done[record], views.get(record.key, View()), output)
+            log.info("took %d registrations up in %.2f s: progress read in %.2f s, committed "
+                     "views in %.2f s", len(records), time.monotonic() - started, read_s,
+                     viewed_s - read_s)
+            create(self._admin, {topic: config for record in records
+                                 if record.key in self._registrations or record.key in self._waiting
+                                 for topic, config in self.topics.of_query(record.key).items()})
+
+    def _progress(self) -> dict[str, dict[str, Any]]:
+        """The committed progress table; a read held up by a dead worker's open transaction
+        ends it (:mod:`workers.runtime.fencing`).  The refusals whose dead letters it shows
+        committed are forgotten."""
+        progress = progress_table(self.config, on_held=self._fence)
+        dead_letters = progress.get(DEAD_LETTERS)
+        if dead_letters is not None and self._dead_letters_done is None:
+            self._forget_refused(dead_letters["tx_last"])
+        return progress
+
+    def _fence(self, writers: set[str]) -> None:
+        """Fence the ``writers`` gone from the group, never this worker (not a member while
+        it starts): fencing itself would cost its producer."""
+        fence_absent(self.config, self._admin, writers - {self._sink.worker})
 
     def _drop(self, name: str, output: TickOutput) -> None:
         if name in self._registrations:
             self.engine.unregister(name)
             del self._registrations[name]
+            self._views.forget(name)
             forget_query(name)
         self._waiting.pop(name, None)
         self._partition_of.pop(name, None)
         output.drop(name)
 
-    def _register(self, record: KeyedRecord, done: int | None,
-                  views: dict[str, dict[Row, int]], output: TickOutput) -> None:
+    def _register(self, record: KeyedRecord, done: int | None, view: View,
+                  output: TickOutput) -> None:
         """Apply one record of the query table (a tombstone unregisters); ``done`` is the
-        committed progress of this registration (None: a new query)."""
+        committed progress of this registration (None: a new query), ``view`` what its view
+        topic holds."""
         name = record.key
         self._drop(name, output)
         if record.value is None:
@@ -394,11 +537,12 @@ class Worker(Closing):
             check_query_name(name)
             if done is not None and done > self.committed:
                 self.engine.plan(registration.edn, registration.inputs)  # refuse it now
-                self._waiting[name] = Waiting(registration, record, done)
+                self._waiting[name] = Waiting(registration, record, done, view)
                 log.info("query %s waits for tx %d", name, done, extra={"query": name})
                 return
             rows = self.engine.register(name, registration.edn, registration.inputs,
-                                        bootstrap=done is None or done < self.committed)
+                                        bootstrap=done is None or done < self.committed
+                                        or not view.of(record.offset))
         except WorkersError as err:
             self._partition_of.pop(name, None)
             log.warning("query %s refused: %s", name, err, extra={"query": name})
@@ -409,39 +553,63 @@ class Worker(Closing):
                 output.refused[name] = record.offset
             return
         self._registrations[name] = record
+        self._views.own(name, self.engine.is_bag(name), view.rows)
         if done is None:
             output.snapshots[name] = (self.committed, rows)
+            output.replaced[name] = (view.rows, rows)
             log.info("query %s registered", name, extra={"query": name})
         elif done < self.committed:
-            output.changes[name] = add(rows, neg(views[name]))
+            committed = view.rows if view.of(record.offset) else self._integrated_view(name)
+            output.changes[name] = add(rows, neg(committed))
             output.first[name] = done + 1
+            if not view.of(record.offset):
+                output.replaced[name] = (view.rows, committed)
             log.info("query %s caught up from tx %d", name, done, extra={"query": name})
         else:
-            log.info("query %s resumed", name, extra={"query": name})
+            self._resumed(name, view, rows, output)
+
+    def _resumed(self, name: str, view: View, rows: dict[Row, int], output: TickOutput) -> None:
+        """A query resumed as it was; its view is built from ``rows``, its current result,
+        if its topic does not hold it yet."""
+        if not view.of(self._registrations[name].offset):
+            output.replaced[name] = (view.rows, rows)
+            log.info("query %s: its view is built from its current result", name,
+                     extra={"query": name})
+        log.info("query %s resumed", name, extra={"query": name})
 
     def _resume_waiting(self) -> None:
         for name, waiting in list(self._waiting.items()):
             if waiting.progress == self.committed:
                 del self._waiting[name]
-                registration = waiting.registration
-                self.engine.register(name, registration.edn, registration.inputs,
-                                     bootstrap=False)
-                self._registrations[name] = waiting.record
-                self._partition_of[name] = waiting.record.partition
-                log.info("query %s resumed", name, extra={"query": name})
+                registration, record, view = waiting.registration, waiting.record, waiting.view
+                rows = self.engine.register(name, registration.edn, registration.inputs,
+                                            bootstrap=not view.of(record.offset))
+                self._registrations[name] = record
+                self._partition_of[name] = record.partition
+                self._views.own(name, self.engine.is_bag(name), view.rows)
+                self._resumed(name, view, rows, self._pending)
 
-    def _committed_views(self, names: list[str]) -> dict[str, dict[Row, int]]:
-        """Each query's result as its committed change stream integrates to."""
-        views: dict[str, dict[Row, int]] = {name: {} for name in names}
-        if not names:
-            return views
-        query_of = {self.topics.results(name): name for name in names}
-        with CompactedReader(self.config, *query_of) as reader:
+    def _committed_views(self, names: list[str], writers: set[str]) -> dict[str, View]:
+        """Each query's committed view, as its view topic holds it: bounded by the view's
+        size, not the history (one reader for all the queries a takeover moves); a read held
+        up by an open transaction ends those of the ``writers`` no longer in the group."""
+        return read_views(self.config, names, on_held=lambda _: self._fence(writers))
+
+    def _integrated_view(self, name: str) -> dict[Row, int]:
+        """A query's committed view as its change stream integrates to, for a query caught
+        up before it had a view topic (an upgrade): exact only while the stream is complete;
+        retention having deleted its beginning is logged as an error."""
+        topic = self.topics.results(name)
+        view: dict[Row, int] = {}
+        with CompactedReader(self.config, topic) as reader:
+            if any(low > 0 for low in reader.low_watermarks()):
+                log.error("query %s: the beginning of %s was deleted before its view was "
+                          "built: its catch-up starts from what remains", name, topic,
+                          extra={"query": name})
             for record in reader.catch_up():
                 change = self._change_codec.decode(record.value or b"")
-                add_into(views[query_of[record.topic]],
-                         {row_from_avro(change["values"]): change["weight"]})
-        return views
+                add_into(view, {row_from_avro(change["values"]): change["weight"]})
+        return view
 
     # -- snapshots and shutdown ------------------------------------------------------------
 
@@ -458,12 +626,15 @@ class Worker(Closing):
 
 
 
-def _fleet_progress(config: WorkerConfig) -> int:
-    """The last transaction any query committed (-1: none): the bound of the snapshot a
-    worker starts from.  Snapshots are written after committed ticks, so one beyond it was
-    left by another log (a topic deleted and created again) and is not read; a fleet with
-    no query yet replays the log."""
-    return max((int(p["tx_last"]) for p in progress_table(config).values()), default=-1)
+def _snapshot_bound(progress: dict[str, dict[str, Any]]) -> int:
+    """The last snapshot a worker may start from: the last transaction any query committed
+    (-1: none) — snapshots are written after committed ticks, so one beyond it was left by
+    another log (a topic deleted and created again), and a fleet with no query yet replays
+    the log — and no later than the committed dead letters, whose refusals after them a
+    worker must have met itself (docs/fleet.md)."""
+    bound = max((int(p["tx_last"]) for p in progress.values()), default=-1)
+    dead_letters = progress.get(DEAD_LETTERS)
+    return bound if dead_letters is None else min(bound, int(dead_letters["tx_last"]))
 
 
 def _committed_progress(record: KeyedRecord, progress: dict[str, Any] | None) -> int | None:

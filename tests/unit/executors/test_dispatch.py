@@ -9,8 +9,9 @@ import pytest
 
 from workers.engine import Engine
 from workers.errors import ErrorCode, WorkersError
-from workers.executors.dispatch import AutoPolicy, Dispatch
+from workers.executors.dispatch import AutoPolicy
 from workers.executors.spark import SparkSettings
+from workers.executors.spark.backend import SparkBackend
 
 
 @pytest.fixture
@@ -78,7 +79,7 @@ class FailingSpark:
 
 def _engine_on(mode: str, monkeypatch: pytest.MonkeyPatch) -> tuple[Engine, FailingSpark]:
     spark = FailingSpark()
-    monkeypatch.setattr(Dispatch, "_start_spark", lambda self: spark)
+    monkeypatch.setattr(SparkBackend, "_start", lambda self: spark)
     return Engine(executor=mode, auto=AutoPolicy(tick_datoms=1, bootstrap_datoms=0)), spark
 
 
@@ -89,7 +90,7 @@ def test_auto_redoes_a_failed_spark_step_locally(monkeypatch: pytest.MonkeyPatch
         assert engine.register("q", "[:find ?a :where [?a :g/to ?b]]") == {}
         assert engine.transact("[[:db/add 1 :g/to 2]]") == {"q": {(1,): 1}}
     assert engine.dispatch.last == "local"
-    assert spark.restored_count >= 2  # the mirror is dropped, to be rebuilt from the tries
+    assert spark.restored_count >= 2  # the state is dropped, to be written again
     assert any("Spark failed, this step runs locally" in r.getMessage() for r in caplog.records)
 
 

@@ -34,4 +34,6 @@ RECORDS: dict[str, dict[str, Any]] = {
     "dead_letter": {"topic": "deltalog.tx", "partition": 0, "offset": 17, "code": "undecodable",
                     "reason": "not a deltalog Avro record", "payload": b"\xff\x00garbage",
                     "worker": "w-1"},
+    "view_row": {"query": "tri", "values": [1, "x", {"items": [2, 3]}], "weight": 2,
+                 "tx_last": 12, "registration": 3},
 }

@@ -11,13 +11,20 @@ from workers.kafka.topics import Topics, check_query_name, create
 
 @pytest.mark.parametrize(("topics", "names"), [
     (Topics(), ("deltalog.tx", "deltalog.queries", "deltalog.progress", "deltalog.dlq",
-                "deltalog.results.tri")),
+                "deltalog.results.tri", "deltalog.views.tri")),
     (Topics("test-42"), ("test-42.tx", "test-42.queries", "test-42.progress", "test-42.dlq",
-                         "test-42.results.tri")),
+                         "test-42.results.tri", "test-42.views.tri")),
 ], ids=["default", "custom"])
 def test_topic_names(topics: Topics, names: tuple[str, ...]) -> None:
-    assert (topics.tx, topics.queries, topics.progress, topics.dlq,
-            topics.results("tri")) == names
+    assert (topics.tx, topics.queries, topics.progress, topics.dlq, topics.results("tri"),
+            topics.view("tri")) == names
+
+
+def test_every_topic_of_a_query_has_its_retention_set() -> None:
+    configs = Topics().of_query("tri")
+    assert configs["deltalog.results.tri"]["cleanup.policy"] == "delete"
+    assert "retention.ms" in configs["deltalog.results.tri"]
+    assert configs["deltalog.views.tri"]["cleanup.policy"] == "compact"
 
 
 def test_topics_are_frozen() -> None:

@@ -5,7 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from workers.config import from_env
-from workers.runtime.process import WorkerProcess, transactional_id
+from workers.runtime.process import (
+    WorkerProcess,
+    client_id,
+    transactional_id,
+    transactional_id_of_client,
+)
 
 NO_BROKER = from_env({}, bootstrap_servers="127.0.0.1:1")
 
@@ -30,3 +35,9 @@ def test_flags_pass_through_as_dashed_options_and_none_is_left_out(tmp_path: Pat
     worker.stop()
     assert "--metrics-port" not in worker.process.args
     assert "argument --tick-max-tx: invalid int value: 'many'" in worker.tail()
+
+
+def test_a_group_member_s_client_id_names_its_worker_s_transactional_id() -> None:
+    """What a new owner fences: the worker behind a client id (docs/fleet.md, "Fencing")."""
+    assert transactional_id_of_client(client_id("w-7.a")) == transactional_id("w-7.a")
+    assert transactional_id_of_client("rdkafka") is None

@@ -1,13 +1,16 @@
-"""The Spark executor: the same plans on PySpark DataFrames.
+"""The Spark executor: the local executors' code run inside Spark tasks.
 
 - ``session``: starts (or reaches) Spark, with a clear error when it cannot;
-- ``frames``: values as ids, Z-sets as inline tables or DataFrames, results back;
-- ``mirror``: the database as a compacted DataFrame next to the local arrangements;
-- ``sql``: one Spark SQL query per step, as named subqueries;
-- ``relations``: one pattern read through one extender spec;
-- ``join``: a JoinProgram the BigJoin way (count, choose, propose, intersect);
+- ``backend``: when Spark starts for an engine, and what a failed Spark job does;
+- ``state``: the database as immutable files under a state location (base + a batch per
+  tick, a manifest per version, compacted in the background);
+- ``cache``: the state as a task opens it, cached per Python worker and caught up;
+- ``tasks``: the ``mapInArrow`` bodies (derive, distinct, evaluate, join a share);
+- ``executor``: a step as one job of two stages, an evaluation as one stage;
+- ``rules``: derived relations' join programs, their levels as Spark jobs;
 - ``jobs``: job groups — progress of long actions, jobs and stages per action;
-- ``executor``: a strategy's terms and ``distinct``, one query per step.
+- ``standalone``: a standalone cluster (master and workers) on 127.0.0.1 from the pip
+  PySpark, for the tests and ``bench cluster``.
 
 The local engine imports none of this until an engine asks for Spark (``dispatch``).
 """

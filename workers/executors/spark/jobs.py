@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 Progress = Callable[[str], None]
 log = logging.getLogger("deltalog.spark")
 PROGRESS_INTERVAL_S = 5.0
+# Group names are unique per process, not per JobGroups: engines in one process share the
+# SparkContext, and a name used twice would count the other engine's jobs too.
+_GROUP_NUMBERS = count()
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +43,6 @@ class JobGroups:
         self._context: SparkContext | None = None if connect else session.sparkContext
         self.progress, self.interval_s = progress, interval_s
         self.last = JobCount()
-        self._numbers = count()
 
     @contextmanager
     def action(self, what: str) -> Iterator[None]:
@@ -48,7 +50,7 @@ class JobGroups:
         if self._context is None:
             yield
             return
-        group = f"deltalog-{next(self._numbers)}"
+        group = f"deltalog-{next(_GROUP_NUMBERS)}"
         self._context.setJobGroup(group, what)
         tracker = self._context.statusTracker()
         done = threading.Event()

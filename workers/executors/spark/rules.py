@@ -1,11 +1,12 @@
-"""Derived relations on Spark: DRed's join programs run as Spark SQL.
+"""Derived relations on Spark: DRed's join programs, their GenericJoin levels in tasks.
 
 The DRed control loop (:mod:`workers.executors.rules`) stays on the driver with the
 query's relations; each join program it runs is cut into pieces: runs of GenericJoin
-levels go to Spark (one query each, reading the shared datoms' mirror and the derived
-relations' tuples), and the ops between them — predicates, function bindings, negations,
-late checks — run on the driver over the collected rows, with the same code as the local
-executor (built-ins decode the value ids they read).
+levels go to Spark (one job each: tasks run the local GenericJoin over shares of the rows,
+reading the state's files and the derived relations' tuples shipped with the job), and the
+ops between them — predicates, function bindings, negations, late checks — run on the
+driver over the collected rows, with the same code as the local executor (built-ins decode
+the value ids they read, and only the driver holds the value dictionary).
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ import shutil
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from workers.errors import ErrorCode, WorkersError
@@ -24,6 +25,9 @@ SMALL_JOB_CONF: Mapping[str, str] = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
+    # A step is two stages of Python tasks: adaptive execution would run each as a job of
+    # its own and re-plan between them, for nothing to optimise.
+    "spark.sql.adaptive.enabled": "false",
     "spark.driver.memory": "2g",
 }
 LOOPBACK_CONF: Mapping[str, str] = {
@@ -34,11 +38,14 @@ LOOPBACK_CONF: Mapping[str, str] = {
 
 @dataclass(frozen=True, slots=True)
 class SparkSettings:
-    """Where Spark runs; ``conf`` entries override the defaults above."""
+    """Where Spark runs; ``conf`` entries override the defaults above; ``state``: where the
+    executor writes the database for its tasks (a directory or a ``pyarrow.fs`` URL that
+    every executor reaches; None: a temporary directory per engine)."""
 
     master: str = "local[*]"
     remote: str | None = None
     conf: Mapping[str, str] = field(default_factory=dict)
+    state: str | None = None
 
     def cores(self) -> int:
         """Cores of an embedded master (``local[N]``/``local[*]``); 2 for a cluster."""
@@ -59,10 +66,10 @@ def spark_session(settings: SparkSettings = SparkSettings()) -> SparkSession:
                            "this Python environment lacks: reinstall deltalog with its "
                            "dependencies (pip install -e . in a checkout), or use "
                            "executor=local", code=ErrorCode.SPARK) from error
+    _local_python_workers()
     if settings.remote is not None:
         return _connect(SparkSession, settings)
     _require_java()
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if settings.master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.master(settings.master).appName("deltalog")
@@ -95,6 +102,18 @@ def _connect(session_class: type[SparkSession], settings: SparkSettings) -> Spar
         raise WorkersError(f"cannot reach Spark Connect at {settings.remote!r}: {error} "
                            "(is the server up, and the URL sc://host:port?)",
                            code=ErrorCode.SPARK) from error
+
+
+def _local_python_workers() -> None:
+    """Spark's Python workers on this machine (a local master, a local Connect server) run
+    deltalog's task code: the driver's interpreter, and the driver's copy of deltalog first
+    on their path, so they import the same version — a checkout, not whatever is installed.
+    A cluster's executors need deltalog installed in their Python environment."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    root = str(Path(__file__).resolve().parents[3])
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if root not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([root, *paths])
 
 
 def _require_java() -> None:

@@ -1,0 +1,160 @@
+"""The state location: a batch file per tick, compaction that keeps the Z-set, and a task's
+cache that catches up on new batches only (no Spark needed: the files are the contract)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from workers.arrangements.delta import DatomColumns
+from workers.executors.spark import cache
+from workers.executors.spark.cache import open_state
+from workers.executors.spark.state import MANIFEST, Manifest, StateStore
+
+Datom = tuple[int, int, int]
+
+
+def columns(delta: dict[Datom, int]) -> DatomColumns:
+    return DatomColumns.of(delta)
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache() -> None:
+    cache.forget()
+
+
+def test_each_append_is_one_new_file_and_a_new_version(tmp_path: Path) -> None:
+    store = StateStore(str(tmp_path))
+    store.reset(columns({(1, 0, 2): 1}))
+    store.append(columns({(2, 0, 3): 1}))
+    store.append(columns({(1, 0, 2): -1}))
+    manifest = store.manifest
+    assert manifest is not None and manifest.version == 2
+    assert [b.version for b in manifest.batches] == [1, 2]
+    files = {p.name for p in tmp_path.iterdir()} - {MANIFEST}
+    assert files == {p.path for p in manifest.parts()}
+    assert Manifest.from_json(str(tmp_path), (tmp_path / MANIFEST).read_text()) == manifest
+    assert open_state(manifest).state.datoms() == {(2, 0, 3): 1}
+
+
+def test_compaction_sums_the_batches_and_drops_zero_rows(tmp_path: Path) -> None:
+    store = StateStore(str(tmp_path), compact_batches=1_000, compact_datoms=1_000)
+    store.reset(columns({(1, 0, 2): 1, (1, 0, 3): 1}))
+    store.append(columns({(1, 0, 2): -1, (4, 0, 5): 1}))
+    store.append(columns({(4, 0, 5): -1, (6, 0, 7): 1}))
+    before = store.manifest
+    assert before is not None
+    store.compact_in_background()
+    store.settle()
+    after = store.manifest
+    assert after is not None and after.version == before.version and not after.batches
+    assert after.base is not None and after.base.rows == 2  # the zero rows are gone
+    assert store.compactions == 1
+    cache.forget()
+    assert open_state(after).state.datoms() == {(1, 0, 3): 1, (6, 0, 7): 1}
+    store.append(columns({(8, 0, 9): 1}))  # the next append deletes what compaction left
+    files = {p.name for p in tmp_path.iterdir()} - {MANIFEST}
+    assert files == {p.path for p in store.manifest.parts()}  # type: ignore[union-attr]
+
+
+def test_compaction_is_due_after_enough_batches(tmp_path: Path) -> None:
+    store = StateStore(str(tmp_path), compact_batches=3, compact_datoms=1_000)
+    store.reset(columns({}))
+    for tick in range(3):
+        store.append(columns({(tick, 0, tick + 1): 1}))
+    store.settle()
+    assert store.compactions == 1
+    assert store.manifest is not None and store.manifest.version == 3
+
+
+def test_a_cached_state_reads_only_the_new_batches(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    store = StateStore(str(tmp_path), compact_batches=1_000, compact_datoms=1_000)
+    store.reset(columns({(1, 0, 2): 1}))
+    store.append(columns({(2, 0, 3): 1}))
+    first = open_state(store.manifest)  # type: ignore[arg-type]
+    read: list[str] = []
+    original = cache.read_part
+    monkeypatch.setattr(cache, "read_part", lambda location, part: (read.append(part.path),
+                                                                     original(location, part))[1])
+    store.append(columns({(3, 0, 4): 1}))
+    store.append(columns({(2, 0, 3): -1}))
+    again = open_state(store.manifest)  # type: ignore[arg-type]
+    assert again is first
+    assert read == [b.path for b in store.manifest.batches[-2:]]  # type: ignore[union-attr]
+    assert again.state.datoms() == {(1, 0, 2): 1, (3, 0, 4): 1}
+    store.compact_in_background()  # folds what the cache already holds: still caught up
+    store.settle()
+    assert open_state(store.manifest) is first  # type: ignore[arg-type]
+
+
+def test_a_cache_behind_a_compaction_reads_the_new_base(tmp_path: Path) -> None:
+    store = StateStore(str(tmp_path), compact_batches=1_000, compact_datoms=1_000)
+    store.reset(columns({(1, 0, 2): 1}))
+    first = open_state(store.manifest)  # type: ignore[arg-type]
+    store.append(columns({(2, 0, 3): 1}))
+    store.compact_in_background()
+    store.settle()
+    store.append(columns({(3, 0, 4): 1}))
+    again = open_state(store.manifest)  # type: ignore[arg-type]
+    assert again is not first
+    assert again.state.datoms() == {(1, 0, 2): 1, (2, 0, 3): 1, (3, 0, 4): 1}
+
+
+def test_a_reset_starts_a_new_epoch(tmp_path: Path) -> None:
+    store = StateStore(str(tmp_path))
+    store.reset(columns({(1, 0, 2): 1}))
+    first = open_state(store.manifest)  # type: ignore[arg-type]
+    manifest = store.reset(columns({(5, 0, 6): 1}))
+    state = open_state(manifest)
+    assert state is not first and state.state.datoms() == {(5, 0, 6): 1}
+
+
+def test_the_default_location_is_a_temporary_directory_removed_on_close() -> None:
+    store = StateStore()
+    store.reset(columns({(1, 0, 2): 1}))
+    location = Path(store.location)
+    assert (location / MANIFEST).exists()
+    store.close()
+    assert not location.exists()
+
+
+ticks = st.lists(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 1), st.integers(0, 5)),
+                          max_size=6), min_size=1, max_size=12)
+
+
+@settings(max_examples=40)
+@given(ticks=ticks, compact_every=st.integers(1, 5))
+def test_the_state_is_the_sum_of_its_ticks_through_compactions(
+        tmp_path_factory: pytest.TempPathFactory, ticks: list[list[Datom]],
+        compact_every: int) -> None:
+    """Each tick toggles some datoms of a set (adds absent ones, retracts present ones):
+    whatever the compactions, every version a task opens is the set so far."""
+    cache.forget()
+    location = str(tmp_path_factory.mktemp("state"))
+    store = StateStore(location, compact_batches=compact_every, compact_datoms=1_000)
+    expected: set[Datom] = set()
+    store.reset(columns({}))
+    for toggled in ticks:
+        delta = {d: -1 if d in expected else 1 for d in set(toggled)}
+        expected ^= set(delta)
+        store.append(columns(delta))
+        manifest = store.manifest
+        assert manifest is not None
+        assert set(open_state(manifest).state.datoms()) == expected
+    store.settle()
+    cache.forget()
+    final = open_state(store.manifest)  # type: ignore[arg-type]
+    assert final.state.datoms() == dict.fromkeys(expected, 1)
+    assert len(final) == len(expected)
+
+
+def test_ids_beyond_int16_survive_the_files(tmp_path: Path) -> None:
+    store = StateStore(str(tmp_path))
+    big = (70_000, 7, 2**20)
+    store.reset(DatomColumns(*(np.array([x], np.int32) for x in big), np.ones(1, np.int64)))
+    assert open_state(store.manifest).state.datoms() == {big: 1}  # type: ignore[arg-type]

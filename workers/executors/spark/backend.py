@@ -1,0 +1,81 @@
+"""Spark for one engine: when it starts, and what a failed Spark job does.
+
+- ``required`` (``executor=spark``): Spark starts with the engine; an engine that cannot
+  start it fails right there, and a failed job propagates (the worker restarts and resumes
+  exactly once).  It never falls back silently.
+- otherwise (``auto``): Spark starts on first need; if it cannot, the engine says why in the
+  log once and stays local; a failed job is logged, the executor's state dropped (written
+  again from the arrangements on next use) and ``None`` says "do it locally" — safe,
+  because executors only read the arrangements.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
+
+from workers.arrangements import ArrangementRegistry
+from workers.arrangements.delta import TickDelta
+from workers.errors import WorkersError
+from workers.executors.spark.session import SparkSettings, spark_session
+
+if TYPE_CHECKING:
+    from workers.executors.spark.executor import SparkExecutor
+
+T = TypeVar("T")
+log = logging.getLogger("deltalog.dispatch")
+
+
+class SparkBackend:
+    """Starts the :class:`SparkExecutor` of one engine and runs its actions."""
+
+    def __init__(self, settings: SparkSettings | None, db: ArrangementRegistry,
+                 tick: TickDelta, required: bool) -> None:
+        self.settings = settings or SparkSettings()
+        self.required = required
+        self.executor: SparkExecutor | None = None
+        self._db, self._tick = db, tick
+        self._failed = False
+        if required:
+            self.executor = self._start()
+
+    def ready(self) -> SparkExecutor | None:
+        """The executor, started now if this is its first need (None: it cannot start)."""
+        if self.executor is None and not self._failed:
+            try:
+                self.executor = self._start()
+            except WorkersError as error:
+                self._failed = True
+                log.warning("executor=auto stays local: %s", error)
+        return self.executor
+
+    def attempt(self, action: Callable[[SparkExecutor], T]) -> T | None:
+        """``action`` on the started executor; its failure as the module's docstring says.
+        Spark fails with many exception types (Py4J, PySpark, Arrow), hence the broad catch."""
+        executor = self.executor
+        assert executor is not None, "attempt after ready"
+        try:
+            return action(executor)
+        except Exception as error:
+            if self.required:
+                raise
+            log.warning("executor=auto: Spark failed, this step runs locally: %s", error)
+            executor.restored()
+            return None
+
+    def applied(self) -> None:
+        """The shared arrangements took the tick's delta; Spark's state follows."""
+        if self.executor is not None:
+            self.attempt(lambda executor: executor.applied(self._tick.columns()))
+
+    def restored(self) -> None:
+        """The shared arrangements were replaced by a snapshot."""
+        if self.executor is not None:
+            self.executor.restored()
+
+    def _start(self) -> SparkExecutor:
+        from workers.executors.spark.executor import SparkExecutor
+
+        return SparkExecutor(spark_session(self.settings), self._db,
+                             location=self.settings.state)

@@ -1,0 +1,229 @@
+"""The database's datoms where Spark's tasks read them: immutable files under a location.
+
+Design (``docs/spark.md``, "The state location"):
+
+- the state is a **compacted base** plus **one Z-set batch per tick**, each an Arrow IPC file
+  of id columns ``e, a, v`` (int32) and ``w`` (int64), written once and never changed;
+- a **manifest** names the files of one version (``manifest.json``, replaced atomically);
+  a step ships the manifest it read to its tasks, so a task opens exactly that version
+  whatever happens to the location meanwhile;
+- :meth:`StateStore.append` writes the tick's effective delta as a new batch (the only write
+  per tick — never a rewrite);
+- compaction sums the base and the batches of one version (equal datoms added, zero weights
+  dropped: the Z-set is unchanged) into a new base, in a background thread; the manifest then
+  swaps to the new base plus the batches appended since.  Files the swap left behind are
+  deleted by the next append, on the driver's thread: a step runs between two appends, so no
+  running step still reads them.
+
+The location is a local directory (the default: a temporary one per engine) or any URL
+``pyarrow.fs`` opens (``s3://``, ``gs://``, ``hdfs://``...): on a cluster, one every executor
+reaches.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import threading
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from workers.arrangements.batch import consolidate, sort_order
+from workers.arrangements.delta import DatomColumns
+
+MANIFEST = "manifest.json"
+# Compact when the batches since the base hold this many datoms, or at least as many as the
+# base (so a compaction's cost is amortised over as many appended datoms as it rewrites) ...
+COMPACT_DATOMS = 50_000
+# ... or when there are this many batches (each is one file a catching-up task opens).
+COMPACT_BATCHES = 100
+SCHEMA = pa.schema([("e", pa.int32()), ("a", pa.int32()), ("v", pa.int32()), ("w", pa.int64())])
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One file of the state: the datoms' change up to ``version`` (a base: from nothing; a
+    batch: from ``version - 1``), with its number of rows."""
+
+    path: str
+    version: int
+    rows: int
+
+
+@dataclass(frozen=True, slots=True)
+class Manifest:
+    """One version of the state: ``base`` plus ``batches`` (versions ``base.version + 1 ..
+    version``, in order).  ``epoch`` changes when the state is replaced (a restored
+    snapshot): a reader's cache of another epoch is stale."""
+
+    location: str
+    epoch: str
+    version: int
+    base: Part | None
+    batches: tuple[Part, ...]
+
+    def to_json(self) -> str:
+        def part(p: Part | None) -> Any:
+            return None if p is None else [p.path, p.version, p.rows]
+        return json.dumps({"epoch": self.epoch, "version": self.version,
+                           "base": part(self.base), "batches": [part(b) for b in self.batches]})
+
+    @staticmethod
+    def from_json(location: str, text: str) -> Manifest:
+        data = json.loads(text)
+        base = None if data["base"] is None else Part(*data["base"])
+        return Manifest(location, data["epoch"], data["version"], base,
+                        tuple(Part(*b) for b in data["batches"]))
+
+    def parts(self) -> tuple[Part, ...]:
+        return ((self.base,) if self.base is not None else ()) + self.batches
+
+
+def filesystem(location: str) -> tuple[pafs.FileSystem, str]:
+    """The file system of ``location`` and the path inside it (a plain path: local)."""
+    if "://" in location:
+        return pafs.FileSystem.from_uri(location)  # type: ignore[no-any-return]
+    return pafs.LocalFileSystem(), location
+
+
+def read_part(location: str, part: Part) -> DatomColumns:
+    """One file's datoms (a local file is memory-mapped, not copied)."""
+    fs, root = filesystem(location)
+    path = f"{root}/{part.path}"
+    if isinstance(fs, pafs.LocalFileSystem):
+        with pa.memory_map(path) as source:
+            table = pa.ipc.open_file(source).read_all()
+    else:
+        with fs.open_input_file(path) as source:
+            table = pa.ipc.open_file(source).read_all()
+    e, a, v, w = (table.column(name).to_numpy() for name in SCHEMA.names)
+    return DatomColumns(e, a, v, w)
+
+
+class StateStore:
+    """The driver's side: writes the base and the batches, compacts, swaps the manifest."""
+
+    def __init__(self, location: str | None = None, compact_datoms: int = COMPACT_DATOMS,
+                 compact_batches: int = COMPACT_BATCHES) -> None:
+        self._temporary = None if location else tempfile.TemporaryDirectory(
+            prefix="deltalog-spark-state-")
+        self.location = location or self._temporary.name  # type: ignore[union-attr]
+        self.compact_datoms, self.compact_batches = compact_datoms, compact_batches
+        self.compactions = 0
+        self._fs, self._root = filesystem(self.location)
+        self._fs.create_dir(self._root, recursive=True)
+        self._lock = threading.Lock()  # guards the manifest and the garbage list
+        self._compacting: threading.Thread | None = None
+        self._garbage: list[str] = []
+        self.manifest: Manifest | None = None  # None: no state written yet
+
+    def reset(self, columns: DatomColumns) -> Manifest:
+        """Start a new epoch whose base is ``columns`` (the whole state, each datom once)."""
+        self.drop()
+        with self._lock:
+            epoch = uuid.uuid4().hex[:12]
+            base = self._write(f"base-{epoch}-0.arrow", columns, 0)
+            self._publish(Manifest(self.location, epoch, 0, base, ()))
+        self._collect()
+        return self.manifest  # type: ignore[return-value]
+
+    def drop(self) -> None:
+        """Forget the state (the arrangements were replaced); :meth:`reset` starts anew."""
+        self.settle()
+        with self._lock:
+            if self.manifest is not None:
+                self._garbage.extend(p.path for p in self.manifest.parts())
+            self.manifest = None
+
+    def append(self, delta: DatomColumns) -> None:
+        """The tick's effective delta as the next version's batch."""
+        manifest = self.manifest
+        assert manifest is not None, "append after reset"
+        self._collect()
+        version = manifest.version + 1
+        part = self._write(f"batch-{manifest.epoch}-{version}.arrow", delta, version)
+        with self._lock:
+            current = self.manifest
+            assert current is not None
+            self._publish(Manifest(self.location, current.epoch, version, current.base,
+                                   current.batches + (part,)))
+        if self._due():
+            self.compact_in_background()
+
+    def _due(self) -> bool:
+        manifest = self.manifest
+        assert manifest is not None
+        pending = sum(b.rows for b in manifest.batches)
+        base = manifest.base.rows if manifest.base is not None else 0
+        return (len(manifest.batches) >= self.compact_batches
+                or pending >= max(self.compact_datoms, base))
+
+    def compact_in_background(self) -> None:
+        """Fold the current version's batches into a new base, unless one is being built."""
+        if self._compacting is not None and self._compacting.is_alive():
+            return
+        manifest = self.manifest
+        assert manifest is not None
+        self._compacting = threading.Thread(target=self._compact, args=(manifest,),
+                                            name="deltalog-state-compaction", daemon=True)
+        self._compacting.start()
+
+    def settle(self) -> None:
+        """Wait for a running compaction (tests, benchmarks, a reset)."""
+        if self._compacting is not None:
+            self._compacting.join()
+            self._compacting = None
+
+    def _compact(self, manifest: Manifest) -> None:
+        parts = [read_part(self.location, p) for p in manifest.parts()]
+        e, a, v, w = (np.concatenate([getattr(c, name) for c in parts])
+                      for name in ("e", "a", "v", "w"))
+        order = sort_order(e, a, v)
+        (e, a, v), summed = consolidate((e[order], a[order], v[order]), w[order])
+        weights = np.ones(len(e), np.int64) if summed is None else summed  # None: all 1
+        base = self._write(f"base-{manifest.epoch}-{manifest.version}.arrow",
+                           DatomColumns(e, a, v, weights), manifest.version)
+        with self._lock:
+            current = self.manifest
+            assert current is not None
+            if current.epoch != manifest.epoch:  # reset meanwhile: this base is stale
+                self._garbage.append(base.path)
+                return
+            later = tuple(b for b in current.batches if b.version > manifest.version)
+            self._garbage.extend(p.path for p in manifest.parts())
+            self._publish(Manifest(self.location, current.epoch, current.version, base, later))
+            self.compactions += 1
+
+    def _write(self, name: str, columns: DatomColumns, version: int) -> Part:
+        table = pa.table([pa.array(columns.e, pa.int32()), pa.array(columns.a, pa.int32()),
+                          pa.array(columns.v, pa.int32()), pa.array(columns.w, pa.int64())],
+                         schema=SCHEMA)
+        with self._fs.open_output_stream(f"{self._root}/{name}") as sink, \
+                pa.ipc.new_file(sink, SCHEMA) as writer:
+            writer.write_table(table)
+        return Part(name, version, len(columns))
+
+    def _publish(self, manifest: Manifest) -> None:
+        """Replace the manifest file (write aside, then move: readers see one or the other)."""
+        aside = f"{self._root}/{MANIFEST}.{uuid.uuid4().hex[:8]}"
+        with self._fs.open_output_stream(aside) as sink:
+            sink.write(manifest.to_json().encode())
+        self._fs.move(aside, f"{self._root}/{MANIFEST}")
+        self.manifest = manifest
+
+    def _collect(self) -> None:
+        """Delete the files no manifest names any more (see the module's docstring)."""
+        with self._lock:
+            garbage, self._garbage = self._garbage, []
+        for path in garbage:
+            self._fs.delete_file(f"{self._root}/{path}")
+
+    def close(self) -> None:
+        self.settle()
+        if self._temporary is not None:
+            self._temporary.cleanup()

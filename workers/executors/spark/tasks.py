@@ -1,0 +1,226 @@
+"""What runs inside Spark's tasks: the local executors' own code, over the state's files.
+
+Every function here is a ``mapInArrow`` body: it takes the record batches of its partition
+and yields record batches of id rows (columns ``c0..c{n-1}``, weight ``w``).  Each task
+opens the state at the step's version (:func:`~workers.executors.spark.cache.open_state`,
+cached per Python worker), binds the plan to it and to the tick's delta (shipped with the
+task: a tick is small), and runs the executor the local engine runs — the vectorised one
+when it takes the plan, else row at a time — for its :class:`Share`:
+
+- :func:`derive` (a step's first stage): the derivation change from the seed rows of its
+  share (the input rows are the share numbers, one per partition);
+- :func:`distinguish` (a step's second stage, after a shuffle by row): all the derivation
+  changes of its rows, summed, then ``distinct`` against the same old state;
+- :func:`step` (a small tick's one stage, one task): both of the above;
+- :func:`evaluate` (a bootstrap, one stage): the result's rows of its share of the first
+  variable's values;
+- :func:`join` (a join program of derived relations, one stage): its share of the rows
+  handed in, through the program's levels.
+
+The tasks read ids only: a plan's constants come numbered by the driver (:class:`PlanIds`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from workers.arrangements import ArrangementRegistry
+from workers.arrangements.delta import DatomColumns, TickDelta
+from workers.arrangements.relation import RelationArrangement
+from workers.arrangements.values import ValueIds
+from workers.executors.distinct import set_changes
+from workers.executors.extenders import Relations, Row
+from workers.executors.generic_join import compile_program, run
+from workers.executors.local import LocalExecutor, PreparedPlan
+from workers.executors.share import Share
+from workers.executors.spark.cache import PlanIds, open_state
+from workers.executors.spark.state import Manifest
+from workers.executors.terms import derivation_change
+from workers.executors.vectorised import Frame, VectorExecutor, consolidated, distinct
+from workers.executors.work import Work
+from workers.plan.ir import JoinProgram, Plan, Step, StepKind
+
+WEIGHT = "w"
+
+
+def column(i: int) -> str:
+    return f"c{i}"
+
+
+def schema(width: int) -> str:
+    """The Spark schema of id rows ``width`` wide with their weights."""
+    return ", ".join([*(f"{column(i)} long" for i in range(width)), f"{WEIGHT} long"])
+
+
+@dataclass(frozen=True, slots=True)
+class Tick:
+    """What every task of one step or evaluation needs (pickled into the task)."""
+
+    manifest: Manifest
+    plan: Plan
+    constants: dict[Any, int]
+    delta: DatomColumns
+    shares: int
+
+
+@dataclass(frozen=True, slots=True)
+class Rows:
+    """A join program of derived relations, the rows it starts from and the relations'
+    tuples (each a state and a change), for :func:`join`."""
+
+    manifest: Manifest
+    program: JoinProgram
+    constants: dict[Any, int]
+    delta: DatomColumns
+    shares: int
+    rows: dict[Row, int]
+    relations: dict[str, tuple[RelationArrangement, RelationArrangement]]
+
+
+def constants(node: Any, ids: ValueIds) -> dict[Any, int]:
+    """The ids of every constant in a plan (numbered now if new), keyed as :class:`PlanIds`
+    looks them up."""
+    found: dict[Any, int] = {}
+
+    def walk(item: Any) -> None:
+        if isinstance(item, Step) and item.kind is StepKind.CONST:
+            found[PlanIds.key(item.arg)] = ids.intern(item.arg)
+        elif dataclasses.is_dataclass(item) and not isinstance(item, type):
+            for field in dataclasses.fields(item):
+                walk(getattr(item, field.name))
+        elif isinstance(item, tuple):
+            for each in item:
+                walk(each)
+
+    walk(node)
+    return found
+
+
+def tuples(relations: Relations) -> dict[str, tuple[RelationArrangement, RelationArrangement]]:
+    """Derived relations as their tuples alone (a task builds the tries it reads)."""
+    def rows_of(arrangement: RelationArrangement) -> RelationArrangement:
+        copy = RelationArrangement()
+        copy.rows = arrangement.rows
+        return copy
+    return {name: (rows_of(state), rows_of(change))
+            for name, (state, change) in relations.items()}
+
+
+class Bound:
+    """One task's view: the state at the step's version and the tick's delta, with the
+    executors bound to them."""
+
+    def __init__(self, manifest: Manifest, constants: dict[Any, int],
+                 delta: DatomColumns) -> None:
+        self.db: ArrangementRegistry = open_state(manifest)
+        self.db.ids = PlanIds(constants)
+        self.delta = TickDelta()
+        self.delta.reset(delta)
+        self.vector = VectorExecutor(self.db, self.delta)
+
+    def local(self, plan: Plan) -> PreparedPlan:
+        prepared = LocalExecutor().prepare(plan, self.db, self.delta.arranged())
+        assert isinstance(prepared, PreparedPlan)
+        return prepared
+
+
+def derive(tick: Tick, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    bound = Bound(tick.manifest, tick.constants, tick.delta)
+    vector = bound.vector.prepare(tick.plan)
+    local = bound.local(tick.plan) if vector is None else None
+    for share in _shares(batches, tick.shares):
+        if local is not None:
+            yield _from_rows(derivation_change(local.terms, Work(), share), len(tick.plan.find))
+        else:
+            assert vector is not None
+            yield _from_frame(bound.vector.derivations(vector, Work(), share))
+
+
+def distinguish(tick: Tick, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    width = len(tick.plan.find)
+    table = pa.Table.from_batches(list(batches), schema=_arrow_schema(width))
+    if table.num_rows:
+        yield _set_changes(Bound(tick.manifest, tick.constants, tick.delta), tick.plan, table)
+
+
+def step(tick: Tick, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """A whole step in one task (a small tick): :func:`derive` then :func:`distinguish`."""
+    derived = pa.Table.from_batches(list(derive(tick, batches)),
+                                    schema=_arrow_schema(len(tick.plan.find)))
+    if derived.num_rows:
+        yield _set_changes(Bound(tick.manifest, tick.constants, tick.delta), tick.plan, derived)
+
+
+def _set_changes(bound: Bound, plan: Plan, table: pa.Table) -> pa.RecordBatch:
+    """The set changes of the derivation changes in ``table`` (summed here)."""
+    width = len(plan.find)
+    vector = bound.vector.prepare(plan)
+    if vector is None:
+        rows = to_rows(table, width)
+        return _from_rows(set_changes(bound.local(plan).support, rows, Work()), width)
+    columns = [table.column(column(i)).to_numpy() for i in range(width)]
+    derivations = consolidated(columns, table.column(WEIGHT).to_numpy())
+    return _from_rows(distinct(vector, derivations, Work()), width)
+
+
+def evaluate(tick: Tick, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    bound = Bound(tick.manifest, tick.constants, tick.delta)
+    vector = bound.vector.prepare(tick.plan)
+    full = None if vector is None else vector.full
+    local = bound.local(tick.plan) if full is None else None
+    for share in _shares(batches, tick.shares):
+        if local is not None:  # over a set, every derivation counts +1
+            rows = run(local.full, {(): 1}, Work(), share)
+            yield _from_rows(dict.fromkeys(rows, 1), len(tick.plan.full.output))
+        else:
+            assert full is not None
+            yield _from_frame(bound.vector.evaluation(full, Work(), share))
+
+
+def join(task: Rows, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    bound = Bound(task.manifest, task.constants, task.delta)
+    program = compile_program(task.program, bound.db, bound.delta.arranged(), task.relations)
+    for share in _shares(batches, task.shares):
+        yield _from_rows(run(program, share.rows(task.rows), Work()), len(task.program.output))
+
+
+def _shares(batches: Iterable[pa.RecordBatch], count: int) -> Iterator[Share]:
+    """The shares this partition holds (its input rows are share numbers)."""
+    for batch in batches:
+        for index in batch.column(0).to_pylist():
+            yield Share(index, count)
+
+
+def _arrow_schema(width: int) -> pa.Schema:
+    return pa.schema([(name, pa.int64()) for name in [*map(column, range(width)), WEIGHT]])
+
+
+def _from_frame(frame: Frame) -> pa.RecordBatch:
+    arrays = [pa.array(c, pa.int64()) for c in frame.columns] + [pa.array(frame.weights,
+                                                                          pa.int64())]
+    return pa.RecordBatch.from_arrays(arrays, schema=_arrow_schema(len(frame.columns)))
+
+
+def _from_rows(rows: Mapping[Row, int], width: int) -> pa.RecordBatch:
+    columns = list(zip(*rows, strict=True)) if rows else [() for _ in range(width)]
+    arrays = [pa.array(c, pa.int64()) for c in columns]
+    arrays.append(pa.array(list(rows.values()), pa.int64()))
+    return pa.RecordBatch.from_arrays(arrays, schema=_arrow_schema(width))
+
+
+def to_rows(table: pa.Table, width: int) -> dict[Row, int]:
+    """Collected id rows as a Z-set (equal rows from several tasks summed, zeros dropped)."""
+    weights = table.column(WEIGHT).to_pylist()
+    if not width:  # no find columns: at most one (empty) row
+        total = sum(weights)
+        return {(): total} if total else {}
+    columns = [table.column(column(i)).to_pylist() for i in range(width)]
+    out: dict[Row, int] = {}
+    for row, weight in zip(zip(*columns, strict=True), weights, strict=True):
+        out[row] = out.get(row, 0) + weight
+    return {row: weight for row, weight in out.items() if weight}

@@ -1,0 +1,61 @@
+"""Ending a dead worker's open Kafka transaction at once, instead of waiting for its timeout.
+
+A worker killed mid-tick leaves its transaction open.  A ``read_committed`` reader stops at
+the last stable offset, before it, and a new owner reads progress and results up to the high
+watermark (``CompactedReader``): it would wait until the coordinator times the transaction
+out.  ``init_transactions`` under the dead worker's transactional id ends it now: the
+coordinator aborts it, writes the abort markers, and bumps the producer epoch, so that
+producer, were it only paused, can never write again.
+
+Whom: the writers the progress records name (every worker writes the progress of each of
+its queries in every tick) that are not members of the workers' group.  Fencing is never
+needed for exactness (docs/fleet.md, "Fencing"): the group generation already keeps a worker
+that lost its partitions from committing; fencing only shortens the wait, so a member, alive
+and about to commit, is left alone.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+
+from confluent_kafka import KafkaException, Producer
+from confluent_kafka.admin import AdminClient
+
+from workers.config import WorkerConfig
+from workers.kafka.closing import close_producer
+from workers.runtime.process import transactional_id_of_client
+
+log = logging.getLogger(__name__)
+TIMEOUT_S = 30.0
+
+
+def fence_absent(config: WorkerConfig, admin: AdminClient, writers: Iterable[str]) -> None:
+    """End the open transactions of those ``writers`` (transactional ids) whose worker is not
+    a member of the workers' group now."""
+    group = config.group_id or f"{config.topic_prefix}.workers"
+    try:
+        members = admin.describe_consumer_groups([group])[group].result(TIMEOUT_S).members
+    except KafkaException as error:  # the wait then lasts until the transaction times out
+        log.warning("not fencing: the workers' group cannot be described: %s", error)
+        return
+    present = {transactional_id_of_client(member.client_id) for member in members}
+    for writer in sorted(set(writers) - present):
+        fence(config, writer)
+
+
+def fence(config: WorkerConfig, transactional_id: str) -> None:
+    """``init_transactions`` as ``transactional_id``: its open transaction is aborted, and
+    the call returns once the abort is written."""
+    started = time.monotonic()
+    producer = Producer(config.kafka(**{"transactional.id": transactional_id}))
+    try:
+        producer.init_transactions(TIMEOUT_S)
+    except KafkaException as error:  # the wait then lasts until the transaction times out
+        log.warning("could not fence %s: %s", transactional_id, error)
+        return
+    finally:
+        close_producer(producer, 0.0)
+    log.info("fenced %s (its open transaction aborted) in %.2f s", transactional_id,
+             time.monotonic() - started)

@@ -292,6 +292,11 @@ class Engine:
                 changes[name] = rows
         return changes
 
+    def idle(self) -> None:
+        """Nothing to step now: the time goes to compacting the database in the background
+        (the next ticks search one batch instead of several; docs/engine.md)."""
+        self.db.state.compact_idle()
+
     def _decode(self, rows: dict[Row, int]) -> dict[Row, int]:
         """Rows of value ids as rows of values (one value per id: no two rows merge)."""
         value = self.db.ids.value

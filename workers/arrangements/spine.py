@@ -210,16 +210,25 @@ class SpineArrangement:
 
     # -- background compaction -----------------------------------------------------------
 
-    def _compact_in_background(self) -> None:
+    def compact_idle(self) -> None:
+        """The owner has nothing else to do: start merging every batch into one when the
+        newer ones hold a 64th of the oldest (not the eighth a write waits for), so the
+        ticks after the idle time search one batch (ticks of 1,000 on 10^6 edges, thread
+        CPU: 11.5 ms on batches of 900,000 + 100,000, 8.9 ms on one).  Not for less: a
+        merge rewrites the oldest batch, so the newer ones must pay for it."""
+        self._adopt()
+        self._compact_in_background(share=64)
+
+    def _compact_in_background(self, share: int = 8) -> None:
         """Merge every batch into one on the compaction thread, when the spine is large and
-        the newer batches hold an eighth of the oldest: a batch read then searches one
+        the newer batches hold a ``share``-th of the oldest: a batch read then searches one
         batch, not O(log n) (ticks of 1,000 on 10^7 datoms: ~35% less).  The merge is a
         sum, so the Z-set is the same before and after; NumPy's sorts and copies release
         the GIL, so it runs beside the ticks on another core."""
         batches = self.batches
         if (self.compact_from is None or self._compaction is not None or len(batches) < 2
                 or sum(map(len, batches)) < self.compact_from
-                or 8 * sum(map(len, batches[1:])) < len(batches[0])):
+                or share * sum(map(len, batches[1:])) < len(batches[0])):
             return
         self._compaction = (len(batches), self._compactor.submit(DatomBatch.merged,
                                                                   list(batches)))

@@ -236,6 +236,7 @@ class Worker(Closing):
         letters = self._dead_letters(batch)
         if not (batch or output.snapshots or output.changes or output.replaced
                 or output.dead_letters or output.refused or letters):
+            self.engine.idle()
             return False
         tx_last = batch[-1].offset if batch else self.committed
         committed = self._commit(output, rest, letters, self.committed + 1, tx_last)  # Step 4

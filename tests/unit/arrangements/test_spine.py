@@ -79,3 +79,19 @@ def test_a_small_spine_is_not_compacted_in_the_background() -> None:
     spine.update_columns(*_edges(800, 1000))
     spine.settle()
     assert [len(batch) for batch in spine.batches] == [800, 200]
+
+
+def test_an_idle_spine_is_compacted_once_the_newer_batches_hold_a_64th() -> None:
+    spine = SpineArrangement(compact_from=100)
+    spine.update_columns(*_edges(0, 900))
+    spine.update_columns(*_edges(900, 1000))  # a ninth: no compaction on the write
+    spine.settle()
+    assert [len(batch) for batch in spine.batches] == [900, 100]
+    spine.compact_idle()
+    spine.settle()
+    assert [len(batch) for batch in spine.batches] == [1000]
+    assert spine.count(IndexOrder.AEV, (0,)) == 1000
+    spine.update_columns(*_edges(1000, 1010))  # a 100th: not worth rewriting the oldest
+    spine.compact_idle()
+    spine.settle()
+    assert [len(batch) for batch in spine.batches] == [1000, 10]

@@ -4,7 +4,8 @@
 First the ``:find`` (aggregates, pulls with their patterns, ``:with``, the find
 specification and keys), then the body: a flat plan's patterns, full, support and delta
 terms; a rules plan's strata, and for each rule its full, support (rederive), seeded (old:
-over-delete, new: insert) and witness (the support check of over-delete candidates, with its premises) programs.
+over-delete, new: insert) and witness (over-delete candidates' support check, with its
+premises) programs.
 
 An extender prints as ``p1 old AEV[:g/to ?a +?c]``: pattern, role, index — of the datoms,
 or a derived relation and the order of its columns (``rule:reach/10``) — then one item per

@@ -46,6 +46,7 @@ KEEP = 3  # snapshots kept: a reader that loses a race with pruning has older on
 PREFIX, SUFFIX, TEMPORARY = "snapshot-", ".zip", ".tmp"
 LEGACY = ".pickle"  # written by deltalog before this format: never read (pickles run code)
 TX_DIGITS = 20  # names sort as numbers do
+LISTING_ATTEMPTS = 10  # listings retried when a file vanishes while the directory is read
 
 
 class SnapshotStore:
@@ -124,14 +125,25 @@ class SnapshotStore:
 
     def _snapshots(self, suffix: str) -> list[tuple[int, str]]:
         """``(tx, path)`` of the files named ``snapshot-<tx>...<suffix>``, oldest first."""
-        selector = pafs.FileSelector(self.directory, allow_not_found=True)
         found = []
-        for info in self.filesystem.get_file_info(selector):
+        for info in self._listing():
             name = info.base_name
             digits = name[len(PREFIX):len(PREFIX) + TX_DIGITS]
             if name.startswith(PREFIX) and name.endswith(suffix) and digits.isdigit():
                 found.append((int(digits), info.path))
         return sorted(found)
+
+    def _listing(self) -> list[pafs.FileInfo]:
+        """The directory's entries.  A local listing reads each entry's details after its
+        name, so a file another worker prunes in between fails the listing: list again (a
+        few times at most; pruning keeps the directory small)."""
+        selector = pafs.FileSelector(self.directory, allow_not_found=True)
+        for _ in range(LISTING_ATTEMPTS - 1):
+            try:
+                return self.filesystem.get_file_info(selector)
+            except FileNotFoundError:
+                continue
+        return self.filesystem.get_file_info(selector)
 
     def _path(self, name: str) -> str:
         return f"{self.directory}/{name}"

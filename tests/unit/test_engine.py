@@ -120,6 +120,22 @@ def test_a_cycle_cut_from_its_entry_is_deleted_although_it_derives_itself() -> N
     assert engine.transact("[[:db/retract 1 :to 2]]") == {"r": {(2,): -1, (3,): -1}}
 
 
+def test_a_head_kept_through_a_new_edge_is_checked_again_when_its_premise_goes() -> None:
+    """reach(4, 4) (level 5+, from a later tick) loses 5 → 4 and gains 4 → 7 in one tick; in
+    the new state it has a derivation through 4 → 7 and reach(7, 4), of a lower level and
+    not marked yet — but reach(7, 4) rests on 5 → 4 too, three steps away, and is marked
+    later; a head derived from it through the new edge only must be checked again."""
+    engine = Engine()
+    engine.transact("[[:db/add 7 :to 8] [:db/add 8 :to 9] [:db/add 9 :to 5]"
+                    " [:db/add 5 :to 4]]")
+    everything = "[:find ?a ?b :in $ % :where (reach ?a ?b)]"
+    engine.register("r", everything, [REACH])
+    engine.transact("[[:db/add 4 :to 5]]")
+    changes = engine.transact("[[:db/retract 5 :to 4] [:db/add 4 :to 7]]")["r"]
+    assert changes.get((4, 4)) == -1
+    assert set(engine.result("r")) == set(engine.query(everything, [REACH]))
+
+
 def test_a_deleted_edge_with_another_path_changes_nothing() -> None:
     """1 → 2 → 4 and 1 → 3 → 4 → 5: removing 2 → 4 keeps every pair (proved through 3)."""
     engine = Engine()

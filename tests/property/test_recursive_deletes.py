@@ -57,6 +57,8 @@ def tx_of(ops: list[tuple[bool, tuple[int, int]]]) -> list[list[Any]]:
 @example(graph={(0, 1), (0, 2), (1, 3), (2, 3), (3, 4), (4, 3)},
          stream=[[(False, (1, 3))], [(False, (2, 3))], [(True, (1, 3))],
                  [(False, (0, 1)), (False, (4, 3))]])
+@example(graph={(1, 2), (2, 3), (3, 5), (5, 4)},  # reach(4, 4) kept through the new 4 → 1
+         stream=[[(True, (4, 5))], [(False, (5, 4)), (True, (4, 1))]])
 def test_deletes_in_recursive_strata_match_recompute(
         query: str, rules: str, graph: set[tuple[int, int]],
         stream: list[list[tuple[bool, tuple[int, int]]]]) -> None:

@@ -9,8 +9,8 @@ it peaked at ~330 MB — far over the ceiling.  Since each tick also writes ever
 row to the query's view topic (issue 17: twice the records a tick's Kafka transaction
 buffers until its commit) and the snapshot store reads through ``pyarrow.fs``, the loaded
 worker stands at ~130–145 MB (2026-11-24), so the ceiling is 200 MB: still far under what
-the whole tick needs.  The committed changes are checked: the hub's
-tick removes exactly the paths that no longer exist.
+the whole tick needs (319 MB at its peak, measured the same day).  The committed changes
+are checked: the hub's tick removes exactly the paths that no longer exist.
 """
 
 from __future__ import annotations

@@ -192,7 +192,7 @@ class Worker(Closing):
             self.engine.restore(state)
             log.info("loaded snapshot at tx %d", state.tx)
             self.committed = state.tx
-        self.engine.tx = self.committed
+        self.engine.seek(self.committed)
         self._source = self._clients.enter_context(
             TxSource(config, self.topics.tx, self.committed + 1))
         self._ownership = self._clients.enter_context(
@@ -264,7 +264,7 @@ class Worker(Closing):
         pieces, refusals = self.engine.transact_in_chunks(decoded, self.config.tick_max_datoms)
         observed = (self._observed(piece) for piece in pieces)
         if batch:
-            self.engine.tx = batch[-1].offset
+            self.engine.seek(batch[-1].offset)
         by_offset = {record.offset: record for record in batch}
         refused += [(by_offset[refusal.tx_id], refusal.error) for refusal in refusals]
         metrics.TX_CONSUMED.inc(len(batch) - len(refused))

@@ -37,6 +37,15 @@ class QueryState(enum.Enum):
         return cls.CATCHING_UP if progress < position else cls.RESUMING
 
 
+_AFTER_TAKING = frozenset({QueryState.LIVE, QueryState.DROPPED})
+TRANSITIONS: dict[QueryState, frozenset[QueryState]] = {  # state -> the states it may go to
+    QueryState.NEW: _AFTER_TAKING,
+    QueryState.RESUMING: _AFTER_TAKING,
+    QueryState.CATCHING_UP: _AFTER_TAKING,
+    QueryState.WAITING: frozenset({QueryState.RESUMING, QueryState.DROPPED}),
+    QueryState.LIVE: frozenset({QueryState.DROPPED}),
+    QueryState.DROPPED: frozenset(),
+}
 REGISTERED = frozenset({QueryState.NEW, QueryState.RESUMING, QueryState.CATCHING_UP,
                         QueryState.LIVE})  # registered in the engine, progress written each tick
 
@@ -68,6 +77,13 @@ class OwnedQuery:
         """The registration's offset in the queries table: names its progress and view."""
         return self.record.offset
 
+    def move(self, state: QueryState) -> None:
+        """Go to ``state``, if :data:`TRANSITIONS` allows it from this one."""
+        if state not in TRANSITIONS[self.state]:
+            raise IllegalTransition(f"query {self.name}: {self.state.value} cannot become "
+                                    f"{state.value}")
+        self.state = state
+
 
 class OwnedQueries:
     """The queries this worker owns, by name, and the records to own anew next tick."""
@@ -92,15 +108,15 @@ class OwnedQueries:
         reached = [query for query in self._queries.values()
                    if query.state is QueryState.WAITING and query.progress == position]
         for query in reached:
-            query.state = QueryState.RESUMING
+            query.move(QueryState.RESUMING)
         return reached
 
     def committed(self) -> None:
         """New, resuming, catching up → live: a tick including them committed (their first
         output, if any, with it)."""
         for query in self._queries.values():
-            if query.state in REGISTERED:
-                query.state = QueryState.LIVE
+            if query.state in REGISTERED - {QueryState.LIVE}:
+                query.move(QueryState.LIVE)
 
     def drop(self, name: str) -> QueryState | None:
         """Any state → dropped: its partition was revoked, or its registration removed or
@@ -109,7 +125,8 @@ class OwnedQueries:
         query = self._queries.pop(name, None)
         if query is None:
             return None
-        left, query.state = query.state, QueryState.DROPPED
+        left = query.state
+        query.move(QueryState.DROPPED)
         return left
 
     def lose(self, names: Iterable[str]) -> list[str]:

@@ -66,7 +66,7 @@ import gc
 import logging
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,6 +91,7 @@ from workers.runtime.faults import crash_point
 from workers.runtime.fencing import fence_absent
 from workers.runtime.observe import StateGauges, forget_query, observe_steps
 from workers.runtime.ownership import Ownership, Polled
+from workers.runtime.pieces import Pieces
 from workers.runtime.process import transactional_id
 from workers.runtime.queries import REGISTERED, OwnedQueries, OwnedQuery, QueryState
 from workers.runtime.registration import parse_registration
@@ -236,7 +237,7 @@ class Worker(Closing):
             self._maybe_snapshot()
         return True
 
-    def _apply(self, batch: Sequence[TxRecord], output: TickOutput) -> Iterator[Changes]:
+    def _apply(self, batch: Sequence[TxRecord], output: TickOutput) -> Pieces:
         """Apply a batch of transactions as one tick.  Undecodable and refused ones are kept
         for their dead letters (:meth:`_dead_letters`).  The first piece of the change goes
         into ``output``; the rest (a tick larger than ``tick_max_datoms``) are returned,
@@ -250,7 +251,7 @@ class Worker(Closing):
             except DecodeError as error:
                 refused.append((record, error))
         pieces, refusals = self.engine.transact_in_chunks(decoded, self.config.tick_max_datoms)
-        observed = (self._observed(piece) for piece in pieces)
+        stream = Pieces(self._observed(piece) for piece in pieces)
         if batch:
             self.engine.seek(batch[-1].offset)
         by_offset = {record.offset: record for record in batch}
@@ -259,9 +260,9 @@ class Worker(Closing):
         for record, err in sorted(refused, key=lambda pair: pair[0].offset):
             metrics.TX_REFUSED.labels(err.code.value).inc()
             self._refused.append(Refused(record.offset, err.code.value, str(err)))
-        for query, rows in next(observed, {}).items():
+        for query, rows in stream.first().items():
             add_into(output.changes.setdefault(query, {}), rows)
-        return observed
+        return stream
 
     def _dead_letters(self, batch: Sequence[TxRecord]) -> list[tuple[Refused, bytes]]:
         """The transaction log's dead letters this tick writes, with their records: as the
@@ -295,14 +296,13 @@ class Worker(Closing):
         observe_steps(self.engine.last_work)
         return piece
 
-    def _commit(self, output: TickOutput, rest: Iterator[Changes],
+    def _commit(self, output: TickOutput, rest: Pieces,
                 letters: list[tuple[Refused, bytes]], tx_first: int, tx_last: int) -> bool:
         """Write the tick in one Kafka transaction — ``output``, then the ``rest`` of the
         change piece by piece, the transaction log's dead ``letters`` and their progress;
         False when the transaction is lost."""
         assert self._ownership is not None
         sink = self._sink
-        streamed: set[str] = set()
         try:
             sink.begin()
             for query, (at, rows) in output.snapshots.items():
@@ -317,9 +317,8 @@ class Worker(Closing):
                             view=query not in output.replaced)
             for piece in rest:
                 for query, rows in piece.items():
-                    streamed.add(query)
                     self._write(query, rows, output.first.get(query, tx_first), tx_last)
-            for query in sorted({*output.replaced, *output.changes, *streamed}):
+            for query in sorted({*output.replaced, *output.changes, *rest.queries}):
                 sink.view_marker(query, self._queries[query].offset, tx_last)
             for topic, offset, code, reason, payload in output.dead_letters:
                 sink.dead_letter(topic, 0, offset, code, reason, payload)
@@ -338,9 +337,7 @@ class Worker(Closing):
         except TransactionFailed as error:
             metrics.KAFKA_TRANSACTIONS.labels("aborted").inc()
             self._views.aborted()
-            for piece in rest:  # the database reaches tx_last all the same
-                streamed.update(piece)
-            self._lost(error, output, tx_first, streamed)
+            self._lost(error, output, tx_first, rest.drain())
             return False
         self._views.committed()
         self._queries.committed()

@@ -153,6 +153,7 @@ class OwnedQueries:
         return name in self._queries
 
     def __iter__(self) -> Iterator[OwnedQuery]:
+        """Over a copy: the caller may drop queries as it goes."""
         return iter(list(self._queries.values()))
 
     def registered(self) -> dict[str, int]:
@@ -161,6 +162,7 @@ class OwnedQueries:
                 if query.state in REGISTERED}
 
     def waiting(self) -> int:
+        """How many queries wait: the worker is not ready while any does."""
         return sum(query.state is QueryState.WAITING for query in self._queries.values())
 
     def waits_for(self) -> int | None:

@@ -14,15 +14,16 @@ Start, in numbered steps:
    the log after it is read tick by tick);
 4. join the group and wait for the first assignment.
 
-A query given to this worker resumes after its committed progress ``Q``:
+A query given to this worker resumes after its committed progress ``Q``; the state it starts
+in (:mod:`workers.runtime.queries`, the one owner of the queries) says how:
 
-- no progress for this registration: a new query, it emits its current result as
-  snapshot rows at the position;
-- ``Q`` = position: it resumes as it is;
-- ``Q`` > position (this worker is behind): it waits, and ticks stop at ``Q`` until then;
-- ``Q`` < position (it comes from a worker that was behind, or this worker's transaction
-  was lost): its committed view is read back from its view topic and the difference to
-  the current result is emitted as one tick ``Q+1..position``.
+- *new* (no progress for this registration): it emits its current result as snapshot rows
+  at the position;
+- *resuming* (``Q`` = position): it resumes as it is;
+- *waiting* (``Q`` > position, this worker is behind): ticks stop at ``Q`` until then;
+- *catching up* (``Q`` < position: it comes from a worker that was behind, or this worker's
+  transaction was lost): its committed view is read back from its view topic and the
+  difference to the current result is emitted as one tick ``Q+1..position``.
 
 Every query taken up has its view topic read (:mod:`workers.kafka.views`): it is the base of
 a catch-up and of a bag's weights.  A view topic without this registration's view (a

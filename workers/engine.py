@@ -372,6 +372,12 @@ class Engine:
             rows = registered.pulling.reset(rows, PullReader(self.db, self.schema))
         return rows
 
+    def seek(self, tx: int) -> None:
+        """Put the position at ``tx``: the worker's position is a log offset, and the last
+        offset of a batch (or a snapshot's) may be one no transaction here was numbered by
+        (an undecodable record)."""
+        self.tx = tx
+
     def explain(self, query: Any, inputs: Sequence[Any] = ()) -> str:
         return explain(self.plan(query, inputs))
 

@@ -14,15 +14,16 @@ Start, in numbered steps:
    the log after it is read tick by tick);
 4. join the group and wait for the first assignment.
 
-A query given to this worker resumes after its committed progress ``Q``:
+A query given to this worker resumes after its committed progress ``Q``; the state it starts
+in (:mod:`workers.runtime.queries`, the one owner of the queries) says how:
 
-- no progress for this registration: a new query, it emits its current result as
-  snapshot rows at the position;
-- ``Q`` = position: it resumes as it is;
-- ``Q`` > position (this worker is behind): it waits, and ticks stop at ``Q`` until then;
-- ``Q`` < position (it comes from a worker that was behind, or this worker's transaction
-  was lost): its committed view is read back from its view topic and the difference to
-  the current result is emitted as one tick ``Q+1..position``.
+- *new* (no progress for this registration): it emits its current result as snapshot rows
+  at the position;
+- *resuming* (``Q`` = position): it resumes as it is;
+- *waiting* (``Q`` > position, this worker is behind): ticks stop at ``Q`` until then;
+- *catching up* (``Q`` < position: it comes from a worker that was behind, or this worker's
+  transaction was lost): its committed view is read back from its view topic and the
+  difference to the current result is emitted as one tick ``Q+1..position``.
 
 Every query taken up has its view topic read (:mod:`workers.kafka.views`): it is the base of
 a catch-up and of a bag's weights.  A view topic without this registration's view (a
@@ -66,7 +67,7 @@ import gc
 import logging
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,8 +92,10 @@ from workers.runtime.faults import crash_point
 from workers.runtime.fencing import fence_absent
 from workers.runtime.observe import StateGauges, forget_query, observe_steps
 from workers.runtime.ownership import Ownership, Polled
+from workers.runtime.pieces import Pieces
 from workers.runtime.process import transactional_id
-from workers.runtime.registration import Registration, parse_registration
+from workers.runtime.queries import REGISTERED, OwnedQueries, OwnedQuery, QueryState
+from workers.runtime.registration import parse_registration
 from workers.runtime.views import ViewWrites
 from workers.zset import add, add_into, neg
 
@@ -129,16 +132,6 @@ class Refused:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
-class Waiting:
-    """A query owned here whose progress is ahead of this worker's position."""
-
-    registration: Registration
-    record: KeyedRecord
-    progress: int
-    view: View
-
-
 class Worker(Closing):
     """One worker process: shared arrangements, the queries it owns, one tx log.  Its Kafka
     clients close with it (``with Worker(config) as worker``)."""
@@ -159,10 +152,7 @@ class Worker(Closing):
         self._admin = self._clients.enter_context(AdminClient(config.kafka()))
         self._sink = ResultSink(config, self.topics, transactional_id(config.worker_id))
         self._clients.callback(lambda: self._sink.close())  # the sink of the moment
-        self._registrations: dict[str, KeyedRecord] = {}  # live query -> its registration
-        self._reown: list[KeyedRecord] = []  # owned anew next tick (their tick was lost)
-        self._partition_of: dict[str, int] = {}  # query owned here -> its queries partition
-        self._waiting: dict[str, Waiting] = {}
+        self._queries = OwnedQueries()
         self._pending = TickOutput()
         self._refused: list[Refused] = []  # refusals after the last dead-letter progress read
         self._dead_letters_done: int | None = None  # owner of partition 0: its D
@@ -192,7 +182,7 @@ class Worker(Closing):
             self.engine.restore(state)
             log.info("loaded snapshot at tx %d", state.tx)
             self.committed = state.tx
-        self.engine.tx = self.committed
+        self.engine.seek(self.committed)
         self._source = self._clients.enter_context(
             TxSource(config, self.topics.tx, self.committed + 1))
         self._ownership = self._clients.enter_context(
@@ -203,8 +193,8 @@ class Worker(Closing):
             self._own(self._ownership.poll(POLL_S), self._pending)
         metrics.LAST_TX.set(self.committed)
         log.info("worker %s started at tx %d owning %d queries (strategy %s, executor %s)",
-                 config.worker_id, self.committed, len(self._registrations) + len(
-                     self._waiting), config.strategy, config.executor)
+                 config.worker_id, self.committed, len(self._queries), config.strategy,
+                 config.executor)
 
     # -- ticks ---------------------------------------------------------------------------
 
@@ -221,7 +211,7 @@ class Worker(Closing):
         output, self._pending = self._pending, TickOutput()
         self._own(self._ownership.poll(), output)  # Step 1
         config = self.config
-        until = min((w.progress for w in self._waiting.values()), default=None)
+        until = self._queries.waits_for()
         resident = resident_bytes()
         tick_tx = self._tick_size.next(resident)
         metrics.MEMORY_BYTES.set(resident)
@@ -249,7 +239,7 @@ class Worker(Closing):
             self._maybe_snapshot()
         return True
 
-    def _apply(self, batch: Sequence[TxRecord], output: TickOutput) -> Iterator[Changes]:
+    def _apply(self, batch: Sequence[TxRecord], output: TickOutput) -> Pieces:
         """Apply a batch of transactions as one tick.  Undecodable and refused ones are kept
         for their dead letters (:meth:`_dead_letters`).  The first piece of the change goes
         into ``output``; the rest (a tick larger than ``tick_max_datoms``) are returned,
@@ -263,18 +253,18 @@ class Worker(Closing):
             except DecodeError as error:
                 refused.append((record, error))
         pieces, refusals = self.engine.transact_in_chunks(decoded, self.config.tick_max_datoms)
-        observed = (self._observed(piece) for piece in pieces)
+        stream = Pieces(self._observed(piece) for piece in pieces)
         if batch:
-            self.engine.tx = batch[-1].offset
+            self.engine.seek(batch[-1].offset)
         by_offset = {record.offset: record for record in batch}
         refused += [(by_offset[refusal.tx_id], refusal.error) for refusal in refusals]
         metrics.TX_CONSUMED.inc(len(batch) - len(refused))
         for record, err in sorted(refused, key=lambda pair: pair[0].offset):
             metrics.TX_REFUSED.labels(err.code.value).inc()
             self._refused.append(Refused(record.offset, err.code.value, str(err)))
-        for query, rows in next(observed, {}).items():
+        for query, rows in stream.first().items():
             add_into(output.changes.setdefault(query, {}), rows)
-        return observed
+        return stream
 
     def _dead_letters(self, batch: Sequence[TxRecord]) -> list[tuple[Refused, bytes]]:
         """The transaction log's dead letters this tick writes, with their records: as the
@@ -308,18 +298,17 @@ class Worker(Closing):
         observe_steps(self.engine.last_work)
         return piece
 
-    def _commit(self, output: TickOutput, rest: Iterator[Changes],
+    def _commit(self, output: TickOutput, rest: Pieces,
                 letters: list[tuple[Refused, bytes]], tx_first: int, tx_last: int) -> bool:
         """Write the tick in one Kafka transaction — ``output``, then the ``rest`` of the
         change piece by piece, the transaction log's dead ``letters`` and their progress;
         False when the transaction is lost."""
         assert self._ownership is not None
         sink = self._sink
-        streamed: set[str] = set()
         try:
             sink.begin()
             for query, (at, rows) in output.snapshots.items():
-                registration = self._registrations[query].offset
+                registration = self._queries[query].offset
                 for row, weight in rows.items():
                     sink.change(query, registration, row, weight, at, at, snapshot=True)
             for query, (held, view) in output.replaced.items():
@@ -330,10 +319,9 @@ class Worker(Closing):
                             view=query not in output.replaced)
             for piece in rest:
                 for query, rows in piece.items():
-                    streamed.add(query)
                     self._write(query, rows, output.first.get(query, tx_first), tx_last)
-            for query in sorted({*output.replaced, *output.changes, *streamed}):
-                sink.view_marker(query, self._registrations[query].offset, tx_last)
+            for query in sorted({*output.replaced, *output.changes, *rest.queries}):
+                sink.view_marker(query, self._queries[query].offset, tx_last)
             for topic, offset, code, reason, payload in output.dead_letters:
                 sink.dead_letter(topic, 0, offset, code, reason, payload)
             for refused, payload in letters:
@@ -343,8 +331,7 @@ class Worker(Closing):
             if dead_letters_done is not None:
                 dead_letters_done = max(dead_letters_done, tx_last)
                 sink.progress(DEAD_LETTERS, -1, dead_letters_done)
-            live = {query: record.offset for query, record in self._registrations.items()}
-            for query, registration in {**output.refused, **live}.items():
+            for query, registration in {**output.refused, **self._queries.registered()}.items():
                 sink.progress(query, registration, tx_last)
             sink.send_offsets(self._ownership.offsets(), self._ownership.group_metadata())
             crash_point("before-commit")
@@ -352,11 +339,10 @@ class Worker(Closing):
         except TransactionFailed as error:
             metrics.KAFKA_TRANSACTIONS.labels("aborted").inc()
             self._views.aborted()
-            for piece in rest:  # the database reaches tx_last all the same
-                streamed.update(piece)
-            self._lost(error, output, tx_first, streamed)
+            self._lost(error, output, tx_first, rest.drain())
             return False
         self._views.committed()
+        self._queries.committed()
         metrics.KAFKA_TRANSACTIONS.labels("committed").inc()
         for code in [letter[2] for letter in output.dead_letters] + [
                 refused.code for refused, _ in letters]:
@@ -378,7 +364,7 @@ class Worker(Closing):
     def _write(self, query: str, rows: dict[Row, int], tx_first: int, tx_last: int,
                view: bool = True) -> None:
         """A query's change rows, and (``view``) the new weights of those rows in its view."""
-        registration = self._registrations[query].offset
+        registration = self._queries[query].offset
         weights = self._views.changed(query, rows) if view else None
         for row, weight in rows.items():
             key = self._sink.change(query, registration, row, weight, tx_first, tx_last)
@@ -388,7 +374,7 @@ class Worker(Closing):
         crash_point("mid-produce")
 
     def _write_view(self, query: str, weights: dict[Row, int], tx_last: int) -> None:
-        registration = self._registrations[query].offset
+        registration = self._queries[query].offset
         for row, weight in weights.items():
             self._sink.view(query, registration, row, weight, tx_last)
 
@@ -411,11 +397,9 @@ class Worker(Closing):
         for query in output.changes:
             output.first.setdefault(query, tx_first)
         self._pending = output
-        self._reown = [self._registrations[q] for q in sorted(streamed)
-                       if q in self._registrations]
-        if self._reown:
-            log.warning("queries %s had pieces written: owned anew next tick",
-                        ", ".join(r.key for r in self._reown))
+        lost = self._queries.lose(streamed)
+        if lost:
+            log.warning("queries %s had pieces written: owned anew next tick", ", ".join(lost))
 
     def _observe(self, batch: Sequence[TxRecord]) -> None:
         """The gauges after a tick: position, lag (records and age), snapshot age, sizes."""
@@ -441,31 +425,29 @@ class Worker(Closing):
             return False, "starting: not in the workers' group yet"
         if ownership.catching_up:
             return False, "reading the registrations of newly owned queries"
-        if self._waiting:
-            return False, f"{len(self._waiting)} queries wait for the log to reach their progress"
+        if waiting := self._queries.waiting():
+            return False, f"{waiting} queries wait for the log to reach their progress"
         lag = self.lag()
         if lag > self.config.ready_lag_tx:
             return False, f"{lag} transactions behind the log"
-        return True, f"caught up (lag {lag}), {len(self._registrations)} queries"
+        return True, f"caught up (lag {lag}), {len(self._queries.registered())} queries"
 
     # -- queries -------------------------------------------------------------------------
 
     def _own(self, polled: Polled, output: TickOutput) -> None:
         """Drop the queries of revoked partitions; take the registrations that arrived.  The
         committed views of the queries to catch up are read together (one reader)."""
-        for name, partition in list(self._partition_of.items()):
-            if partition in polled.revoked:
-                self._drop(name, output)
+        for query in self._queries:
+            if query.partition in polled.revoked:
+                self._drop(query.name, output)
         assert self._ownership is not None
         if 0 in polled.revoked:
             self._dead_letters_done = None
         takes_dead_letters = 0 in self._ownership.owned and self._dead_letters_done is None
-        records = [r for r in self._reown if r.partition in self._ownership.owned]
-        records += polled.records
-        self._reown = []
+        records = self._queries.to_reown(self._ownership.owned) + polled.records
         if records or takes_dead_letters:
             self._take(records, takes_dead_letters, output)
-        metrics.QUERIES.set(len(self._registrations))
+        metrics.QUERIES.set(len(self._queries.registered()))
 
     def _take(self, records: list[KeyedRecord], dead_letters_too: bool,
               output: TickOutput) -> None:
@@ -492,7 +474,7 @@ class Worker(Closing):
                      "views in %.2f s", len(records), time.monotonic() - started, read_s,
                      viewed_s - read_s)
             create(self._admin, {topic: config for record in records
-                                 if record.key in self._registrations or record.key in self._waiting
+                                 if record.key in self._queries
                                  for topic, config in self.topics.of_query(record.key).items()})
 
     def _progress(self) -> dict[str, dict[str, Any]]:
@@ -511,13 +493,10 @@ class Worker(Closing):
         fence_absent(self.config, self._admin, writers - {self._sink.worker})
 
     def _drop(self, name: str, output: TickOutput) -> None:
-        if name in self._registrations:
+        if self._queries.drop(name) in REGISTERED:
             self.engine.unregister(name)
-            del self._registrations[name]
             self._views.forget(name)
             forget_query(name)
-        self._waiting.pop(name, None)
-        self._partition_of.pop(name, None)
         output.drop(name)
 
     def _register(self, record: KeyedRecord, done: int | None, view: View,
@@ -530,35 +509,34 @@ class Worker(Closing):
         if record.value is None:
             log.info("query %s removed", name, extra={"query": name})
             return
-        self._partition_of[name] = record.partition
-        resumed = done is not None
+        state = QueryState.taken_up(done, self.committed)
         try:
             registration = parse_registration(self._registration_codec, record.value)
             check_query_name(name)
-            if done is not None and done > self.committed:
+            if state is QueryState.WAITING:
                 self.engine.plan(registration.edn, registration.inputs)  # refuse it now
-                self._waiting[name] = Waiting(registration, record, done, view)
+                self._queries.take(record, registration, done, self.committed, view)
                 log.info("query %s waits for tx %d", name, done, extra={"query": name})
                 return
             rows = self.engine.register(name, registration.edn, registration.inputs,
-                                        bootstrap=done is None or done < self.committed
+                                        bootstrap=state is not QueryState.RESUMING
                                         or not view.of(record.offset))
         except WorkersError as err:
-            self._partition_of.pop(name, None)
             log.warning("query %s refused: %s", name, err, extra={"query": name})
-            if not resumed:  # a refusal already committed is not dead-lettered again
+            if done is None:  # a refusal already committed is not dead-lettered again
                 output.dead_letters.append((self.topics.queries, record.offset,
                                             err.code.value, f"query {name}: {err}",
                                             record.value))
                 output.refused[name] = record.offset
             return
-        self._registrations[name] = record
+        query = self._queries.take(record, registration, done, self.committed, view)
         self._views.own(name, self.engine.is_bag(name), view.rows)
-        if done is None:
+        if query.state is QueryState.NEW:
             output.snapshots[name] = (self.committed, rows)
             output.replaced[name] = (view.rows, rows)
             log.info("query %s registered", name, extra={"query": name})
-        elif done < self.committed:
+        elif query.state is QueryState.CATCHING_UP:
+            assert done is not None  # only a query with committed progress catches up
             committed = view.rows if view.of(record.offset) else self._integrated_view(name)
             output.changes[name] = add(rows, neg(committed))
             output.first[name] = done + 1
@@ -566,28 +544,25 @@ class Worker(Closing):
                 output.replaced[name] = (view.rows, committed)
             log.info("query %s caught up from tx %d", name, done, extra={"query": name})
         else:
-            self._resumed(name, view, rows, output)
+            self._resumed(query, rows, output)
 
-    def _resumed(self, name: str, view: View, rows: dict[Row, int], output: TickOutput) -> None:
+    def _resumed(self, query: OwnedQuery, rows: dict[Row, int], output: TickOutput) -> None:
         """A query resumed as it was; its view is built from ``rows``, its current result,
         if its topic does not hold it yet."""
-        if not view.of(self._registrations[name].offset):
-            output.replaced[name] = (view.rows, rows)
+        name = query.name
+        if not query.view.of(query.offset):
+            output.replaced[name] = (query.view.rows, rows)
             log.info("query %s: its view is built from its current result", name,
                      extra={"query": name})
         log.info("query %s resumed", name, extra={"query": name})
 
     def _resume_waiting(self) -> None:
-        for name, waiting in list(self._waiting.items()):
-            if waiting.progress == self.committed:
-                del self._waiting[name]
-                registration, record, view = waiting.registration, waiting.record, waiting.view
-                rows = self.engine.register(name, registration.edn, registration.inputs,
-                                            bootstrap=not view.of(record.offset))
-                self._registrations[name] = record
-                self._partition_of[name] = record.partition
-                self._views.own(name, self.engine.is_bag(name), view.rows)
-                self._resumed(name, view, rows, self._pending)
+        for query in self._queries.reached(self.committed):
+            registration = query.registration
+            rows = self.engine.register(query.name, registration.edn, registration.inputs,
+                                        bootstrap=not query.view.of(query.offset))
+            self._views.own(query.name, self.engine.is_bag(query.name), query.view.rows)
+            self._resumed(query, rows, self._pending)
 
     def _committed_views(self, names: list[str], writers: set[str]) -> dict[str, View]:
         """Each query's committed view, as its view topic holds it: bounded by the view's

@@ -186,11 +186,11 @@ class PreparedRules:
         while stratum.recursive and any(frontier.values()):
             current, frontier = frontier, {r.name: set() for r in stratum.relations}
             for relation, seeded in self._recursive_seeds(stratum):
-                tuples = [(row, 1) for row in current[seeded.relation]]
-                heads = self._derive(seeded, seeded.old, tuples, work)
+                marked = [(row, 1) for row in current[seeded.relation]]
+                heads = self._derive(seeded, seeded.old, marked, work)
                 if self.joins.per_fact:  # a head kept may rest on a marked tuple through
                     # a datom added this tick, which the old state does not lead to
-                    heads += self._derive(seeded, seeded.new, tuples, work)
+                    heads += self._derive(seeded, seeded.new, marked, work)
                 self._doom(stratum, relation, heads, doomed, frontier, work)
         return doomed
 

@@ -37,8 +37,9 @@ def fence_absent(config: WorkerConfig, admin: AdminClient, writers: Iterable[str
     group = config.group_id or f"{config.topic_prefix}.workers"
     try:
         members = admin.describe_consumer_groups([group])[group].result(TIMEOUT_S).members
-    except KafkaException as error:  # the wait then lasts until the transaction times out
-        log.warning("not fencing: the workers' group cannot be described: %s", error)
+    except (KafkaException, TimeoutError) as error:  # the broker unreachable: the wait
+        # then lasts until the transaction times out
+        log.warning("not fencing: the workers' group cannot be described: %r", error)
         return
     present = {transactional_id_of_client(member.client_id) for member in members}
     for writer in sorted(set(writers) - present):

@@ -35,6 +35,7 @@ from workers.runtime.process import client_id
 
 log = logging.getLogger(__name__)
 WATERMARK_TIMEOUT_S = 10.0
+OUTAGE_S = 300.0  # a broker restart waited out while assigning (the chaos test saw > 60 s)
 ADMIN_TIMEOUT_S = 30.0
 CATCH_UP_WAIT_S = 1.0  # longest one poll reads newly assigned partitions
 CATCH_UP_POLL_S = 0.02
@@ -123,8 +124,9 @@ class Ownership(Closing):
             log.info("assigned query partitions %s", sorted(tp.partition for tp in partitions))
 
     def _end(self, consumer: Consumer, partition: int) -> int:
-        """The partition's end now; asked again while the broker is not ready to say."""
-        deadline = time.monotonic() + WATERMARK_TIMEOUT_S
+        """The partition's end now; asked again while the broker is not ready to say (or
+        restarting: up to ``OUTAGE_S``)."""
+        deadline = time.monotonic() + OUTAGE_S
         while True:
             try:
                 return int(consumer.get_watermark_offsets(

@@ -103,7 +103,7 @@ log = logging.getLogger(__name__)
 POLL_S = 0.2  # one wait for the group while starting
 THROTTLE_PAUSE_S = 0.05  # pause per tick while over the memory ceiling
 DEAD_LETTERS = "#tx-dead-letters"  # progress key of the tx log's dead letters (not a query name)
-REREAD_TIMEOUT_S = 60.0  # reading refused records again from the log
+REREAD_TIMEOUT_S = 300.0  # reading refused records again from the log (outlasts a broker restart)
 
 
 @dataclass(slots=True)

@@ -71,6 +71,7 @@ TAKEOVER_TARGET_S = 5.0  # issue 17's target (median) at default settings
 POLL_S = 0.1  # between progress reads while waiting
 CAPACITY_TIMEOUT_S = 600.0
 SETTLE_TIMEOUT_S = 180.0
+CATCH_UP_TX_S = 500  # the slowest start-up catch-up allowed for: the warm-up history at this rate
 TAKEOVER_TIMEOUT_S = 120.0
 # The survivor's log lines that time a takeover's steps (workers.runtime.fencing, .worker).
 FENCED = re.compile(r"fenced \S+ \(its open transaction aborted\) in ([\d.]+) s")
@@ -259,14 +260,14 @@ def wait_assignment(watch: Watch, done: Callable[[dict[str, int]], bool],
 
 
 def settle(watch: Watch, queries: Sequence[str], workers: Sequence[WorkerProcess],
-           sender: Sender) -> float:
+           sender: Sender, timeout_s: float = SETTLE_TIMEOUT_S) -> float:
     """Wait until every worker holds query partitions, then until every query has passed
     the log end as it was then; the seconds it took."""
     started = time.monotonic()
     wanted = {w.client_id for w in workers}
-    wait_assignment(watch, lambda held: set(held) == wanted, workers, SETTLE_TIMEOUT_S)
+    wait_assignment(watch, lambda held: set(held) == wanted, workers, timeout_s)
     wait_progress(watch, queries, watch.last_tx() + 1, workers,
-                  started + SETTLE_TIMEOUT_S - time.monotonic(), sender)
+                  started + timeout_s - time.monotonic(), sender)
     return time.monotonic() - started
 
 
@@ -394,7 +395,9 @@ def takeover_scenario(bootstrap: str, args: argparse.Namespace,
                 worker.start()
             sender.start()
             for repeat in range(1, args.repeats + 1):
-                settle_s = settle(watch, names, workers, sender)
+                # The first settle catches up on the whole warm-up history.
+                history_s = args.warmup_tx / CATCH_UP_TX_S if repeat == 1 else 0.0
+                settle_s = settle(watch, names, workers, sender, SETTLE_TIMEOUT_S + history_s)
                 victim, survivor = workers[(repeat - 1) % 2], workers[repeat % 2]
                 log(f"takeover {repeat}: settled in {settle_s:.1f} s; kill -9 {victim.worker_id}")
                 rows.append(takeover_once(watch, names, victim, survivor, sender, repeat,

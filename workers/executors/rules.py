@@ -222,7 +222,7 @@ class PreparedRules:
         """Those of ``rows`` with a derivation in the new state whose premises in the
         stratum are unmarked and of lower levels (a rule reading only lower relations,
         whose tuples are final for the tick, needs no premise) — one join per rule for the
-        whole frontier."""
+        whole frontier, stopping at each row's first such derivation."""
         assert relation.levels is not None
         levels = relation.levels
         supported: set[Row] = set()
@@ -234,22 +234,24 @@ class PreparedRules:
                 if not any(s.recursive for s in rule.seeded):
                     supported |= self.joins.derivable(rule.support, left, work)
                 continue
-            width = len(rule.witness.seed_vars)
-            premises = tuple((self._relations[p.relation], steps) for p, steps
-                             in zip(rule.premises, self._premises[id(rule)], strict=True))
-            for witness in self.joins.run(rule.witness, dict.fromkeys(left, 1), work):
-                head = witness[:width]
-                if head not in supported and all(
-                        self._sound(premise, _build(steps, witness), levels[head], doomed)
-                        for premise, steps in premises):
-                    supported.add(head)
+            sound = self._sound_witness(rule, levels, doomed)
+            supported |= self.joins.witnessed(rule.witness, left, sound, work)
         return supported
 
-    @staticmethod
-    def _sound(relation: DerivedRelation, row: Row, below: int, doomed: Heads) -> bool:
-        """A premise a kept head may rest on: unmarked, and of a level below ``below``."""
-        assert relation.levels is not None
-        return relation.levels[row] < below and row not in doomed[relation.name]
+    def _sound_witness(self, rule: RulePlan, levels: dict[Row, int],
+                       doomed: Heads) -> Callable[[Row], bool]:
+        """The test of a row of ``rule``'s witness program (the head, then the premises'
+        variables): every premise in the stratum unmarked and of a level below the head's."""
+        assert rule.witness is not None
+        width = len(rule.witness.seed_vars)
+        premises = tuple((self._relations[p.relation], steps) for p, steps
+                         in zip(rule.premises, self._premises[id(rule)], strict=True))
+
+        def sound(witness: Row) -> bool:
+            below = levels[witness[:width]]
+            return all(_sound(premise, _build(steps, witness), below, doomed)
+                       for premise, steps in premises)
+        return sound
 
     def _add(self, relation: DerivedRelation, heads: Iterable[Row], found: Heads) -> None:
         new = [row for row in heads if not relation.present(row)]
@@ -308,6 +310,12 @@ class PreparedRules:
                     del relation.levels[row]
             relation.state.update(relation.change.rows)
             relation.change.reset()
+
+
+def _sound(relation: DerivedRelation, row: Row, below: int, doomed: Heads) -> bool:
+    """A premise a kept head may rest on: unmarked, and of a level below ``below``."""
+    assert relation.levels is not None
+    return relation.levels[row] < below and row not in doomed[relation.name]
 
 
 def _build(steps: tuple[Step, ...], row: Row) -> Row:

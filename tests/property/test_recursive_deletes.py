@@ -57,6 +57,9 @@ def tx_of(ops: list[tuple[bool, tuple[int, int]]]) -> list[list[Any]]:
 @example(graph={(0, 1), (0, 2), (1, 3), (2, 3), (3, 4), (4, 3)},
          stream=[[(False, (1, 3))], [(False, (2, 3))], [(True, (1, 3))],
                  [(False, (0, 1)), (False, (4, 3))]])
+# the hub's pair (0, 4) has three derivations; the first listed may rest on a marked pair
+@example(graph={(0, 1), (0, 2), (0, 3), (1, 4), (2, 4), (3, 4)},
+         stream=[[(False, (1, 4))], [(False, (3, 4))], [(True, (1, 4)), (False, (2, 4))]])
 def test_deletes_in_recursive_strata_match_recompute(
         query: str, rules: str, graph: set[tuple[int, int]],
         stream: list[list[tuple[bool, tuple[int, int]]]]) -> None:

@@ -38,7 +38,7 @@ derived relations belong to the query.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from workers.arrangements import IndexOrder, MemoryArrangement
 from workers.arrangements.relation import RelationArrangement
@@ -102,6 +102,12 @@ class PreparedRules:
                                           for premise in rule.premises)
                           for stratum in plan.strata for r in stratum.relations
                           for rule in r.rules}
+        # each recursive literal's old program with the seed row kept before the head, to
+        # tell which marked tuple a head is derived through
+        self._traced = {id(seeded): replace(seeded.old, output=tuple(
+                            range(len(seeded.old.seed_vars))) + seeded.old.output)
+                        for stratum in plan.strata for r in stratum.relations
+                        for rule in r.rules for seeded in rule.seeded if seeded.recursive}
         self._level = 0  # the last level given
         # levels given this tick, folded into the relations' levels by the commit (as the
         # change into the state: a big dict written mid-tick is traversed by the next young
@@ -186,10 +192,33 @@ class PreparedRules:
         while stratum.recursive and any(frontier.values()):
             current, frontier = frontier, {r.name: set() for r in stratum.relations}
             for relation, seeded in self._recursive_seeds(stratum):
-                tuples = ((row, 1) for row in current[seeded.relation])
-                self._doom(stratum, relation, self._derive(seeded, seeded.old, tuples, work),
-                           doomed, frontier, work)
+                heads = self._derived_above(seeded, relation, current[seeded.relation], work)
+                self._doom(stratum, relation, heads, doomed, frontier, work)
         return doomed
+
+    def _derived_above(self, seeded: SeededProgram, relation: DerivedRelation,
+                       marked: set[Row], work: Work) -> list[Row]:
+        """The heads the old program derives through the ``marked`` tuples, each only if of
+        a level above the tuple it is derived through: a derivation through a tuple not
+        below its head is not one the head's level rests on (module doc), so the mark takes
+        nothing from it — what would, marks a premise of lower level, reached in its round."""
+        source = self._relations[seeded.relation].levels
+        heads = relation.levels
+        assert source is not None and heads is not None
+        steps = self._unify[id(seeded)]
+        width = sum(s.kind is StepKind.BIND for s in steps)
+        seeds: dict[Row, int] = {}  # seed row → the lowest level of a tuple unified to it
+        for values in marked:
+            row = _unify(steps, values, width)
+            if row is not None:
+                level = source[values]
+                seeds[row] = min(level, seeds.get(row, level))
+        if not seeds:
+            return []
+        traced = self._traced[id(seeded)]
+        return [pair[width:] for pair, weight
+                in self.joins.run(traced, dict.fromkeys(seeds, 1), work).items()
+                if weight > 0 and heads.get(pair[width:], 0) > seeds[pair[:width]]]
 
     def _insert_recursively(self, stratum: DerivedStratum, found: Heads, work: Work) -> None:
         """Semi-naive: derive from the stratum's newest tuples until nothing is new."""

@@ -28,7 +28,8 @@ derivation, because marking a premise, or removing a lower tuple, makes every he
 from it a candidate again.  So a kept tuple is in the new result, circular support (two
 tuples proving each other) never keeps anything — one of the two has the higher level —
 and every tuple that really leaves is marked.  What is marked but still derivable comes
-back in step 2, as in plain DRed.
+back in step 2, as in plain DRed.  Since a head's level rests on premises below it, a
+marked tuple makes a head a candidate only if the head's level is above the tuple's.
 
 The tick's change of the query is the root relation's change; then every relation's change
 is folded into its state.  Only the shared datoms are read through ``old``/``delta``; the

@@ -7,6 +7,7 @@ tuples in the program's layout; the result is projected onto ``output`` and cons
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -149,29 +150,47 @@ def project(program: CompiledProgram, rows: dict[Row, int]) -> dict[Row, int]:
 def count_support(program: CompiledProgram, row: Row, cap: int, work: Work) -> int:
     """Derivations of ``row`` (bound to the program's seed columns) in the old state,
     counting only until ``cap`` is reached — depth first, so the search stops early."""
+    total = 0
+    for _, weight in derivations(program, row, work):
+        total += weight
+        if total >= cap:
+            break
+    return total
+
+
+def witnessed(program: CompiledProgram, row: Row, accept: Callable[[Row], bool],
+              work: Work) -> bool:
+    """Whether one derivation of ``row`` (bound to the seed columns) has an output row that
+    ``accept`` holds, stopping at the first: DRed's support check needs one witness per
+    candidate, not all of them (a hub's candidates have hundreds)."""
+    columns = program.output
+    return any(weight > 0 and accept(tuple(full[i] for i in columns))
+               for full, weight in derivations(program, row, work))
+
+
+def derivations(program: CompiledProgram, row: Row, work: Work) -> Iterator[tuple[Row, int]]:
+    """The full rows extending ``row`` (bound to the seed columns), lazily, depth first."""
     weight = 1
     for check in program.checks:
         work.calls += 1
         weight *= check.weight(row)
         if not weight:
-            return 0
-    return _count_from(program.levels, 0, row, weight, cap, work)
+            return
+    yield from _derive_from(program.levels, 0, row, weight, work)
 
 
-def _count_from(levels: tuple[Stage, ...], depth: int, row: Row, weight: int,
-                cap: int, work: Work) -> int:
+def _derive_from(levels: tuple[Stage, ...], depth: int, row: Row, weight: int,
+                 work: Work) -> Iterator[tuple[Row, int]]:
     if depth == len(levels):
-        return weight
+        yield row, weight
+        return
     stage = levels[depth]
     if isinstance(stage, tuple):
-        following = [(row + (value,), weight * value_weight)
-                     for value, value_weight in extend_one(row, stage, work).items()]
+        following: Iterable[tuple[Row, int]] = (
+            (row + (value,), weight * value_weight)
+            for value, value_weight in extend_one(row, stage, work).items())
     else:
         work.calls += 1
         following = stage.expand(row, weight)
-    total = 0
     for next_row, next_weight in following:
-        total += _count_from(levels, depth + 1, next_row, next_weight, cap, work)
-        if total >= cap:
-            break
-    return total
+        yield from _derive_from(levels, depth + 1, next_row, next_weight, work)

@@ -28,7 +28,8 @@ derivation, because marking a premise, or removing a lower tuple, makes every he
 from it a candidate again.  So a kept tuple is in the new result, circular support (two
 tuples proving each other) never keeps anything — one of the two has the higher level —
 and every tuple that really leaves is marked.  What is marked but still derivable comes
-back in step 2, as in plain DRed.
+back in step 2, as in plain DRed.  Since a head's level rests on premises below it, a
+marked tuple makes a head a candidate only if the head's level is above the tuple's.
 
 The tick's change of the query is the root relation's change; then every relation's change
 is folded into its state.  Only the shared datoms are read through ``old``/``delta``; the
@@ -38,7 +39,7 @@ derived relations belong to the query.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from workers.arrangements import IndexOrder, MemoryArrangement
 from workers.arrangements.relation import RelationArrangement
@@ -102,6 +103,13 @@ class PreparedRules:
                                           for premise in rule.premises)
                           for stratum in plan.strata for r in stratum.relations
                           for rule in r.rules}
+        # each recursive literal's old and new programs with the seed row kept before the
+        # head, to tell which marked tuple a head is derived through
+        self._traced = {id(program): replace(program, output=tuple(
+                            range(len(program.seed_vars))) + program.output)
+                        for stratum in plan.strata for r in stratum.relations
+                        for rule in r.rules for seeded in rule.seeded if seeded.recursive
+                        for program in (seeded.old, seeded.new)}
         self._level = 0  # the last level given
         # levels given this tick, folded into the relations' levels by the commit (as the
         # change into the state: a big dict written mid-tick is traversed by the next young
@@ -186,13 +194,44 @@ class PreparedRules:
         while stratum.recursive and any(frontier.values()):
             current, frontier = frontier, {r.name: set() for r in stratum.relations}
             for relation, seeded in self._recursive_seeds(stratum):
-                marked = [(row, 1) for row in current[seeded.relation]]
-                heads = self._derive(seeded, seeded.old, marked, work)
+                marked = current[seeded.relation]
+                heads = self._derived_above(seeded, seeded.old, relation, marked, work)
                 if self.joins.per_fact:  # a head kept may rest on a marked tuple through
                     # a datom added this tick, which the old state does not lead to
-                    heads += self._derive(seeded, seeded.new, marked, work)
+                    heads += self._derived_above(seeded, seeded.new, relation, marked, work)
                 self._doom(stratum, relation, heads, doomed, frontier, work)
         return doomed
+
+    def _derived_above(self, seeded: SeededProgram, program: JoinProgram,
+                       relation: DerivedRelation, marked: set[Row], work: Work) -> list[Row]:
+        """The heads ``program`` (the literal's old or new program) derives through the
+        ``marked`` tuples, each only if of a level above the tuple it is derived through: a
+        derivation through a tuple not below its head is not one the head's level rests on
+        (module doc), so the mark takes nothing from it — what would, marks a premise of
+        lower level, reached in its round.
+
+        The argument holds through the new state too: the derivation a head's level rests on
+        is either its old one (an untouched head) or the one the support check accepted
+        this tick (a kept head, whose level stays), and that check accepts only premises
+        of levels below the head's (:func:`_sound`) — so whichever state the derivation is
+        in, a marked tuple on it is below the head."""
+        source = self._relations[seeded.relation].levels
+        heads = relation.levels
+        assert source is not None and heads is not None
+        steps = self._unify[id(seeded)]
+        width = sum(s.kind is StepKind.BIND for s in steps)
+        seeds: dict[Row, int] = {}  # seed row → the lowest level of a tuple unified to it
+        for values in marked:
+            row = _unify(steps, values, width)
+            if row is not None:
+                level = source[values]
+                seeds[row] = min(level, seeds.get(row, level))
+        if not seeds:
+            return []
+        traced = self._traced[id(program)]
+        return [pair[width:] for pair, weight
+                in self.joins.run(traced, dict.fromkeys(seeds, 1), work).items()
+                if weight > 0 and heads.get(pair[width:], 0) > seeds[pair[:width]]]
 
     def _insert_recursively(self, stratum: DerivedStratum, found: Heads, work: Work) -> None:
         """Semi-naive: derive from the stratum's newest tuples until nothing is new."""
@@ -225,7 +264,7 @@ class PreparedRules:
         """Those of ``rows`` with a derivation in the new state whose premises in the
         stratum are unmarked and of lower levels (a rule reading only lower relations,
         whose tuples are final for the tick, needs no premise) — one join per rule for the
-        whole frontier."""
+        whole frontier, stopping at each row's first such derivation."""
         assert relation.levels is not None
         levels = relation.levels
         supported: set[Row] = set()
@@ -237,22 +276,24 @@ class PreparedRules:
                 if not any(s.recursive for s in rule.seeded):
                     supported |= self.joins.derivable(rule.support, left, work)
                 continue
-            width = len(rule.witness.seed_vars)
-            premises = tuple((self._relations[p.relation], steps) for p, steps
-                             in zip(rule.premises, self._premises[id(rule)], strict=True))
-            for witness in self.joins.run(rule.witness, dict.fromkeys(left, 1), work):
-                head = witness[:width]
-                if head not in supported and all(
-                        self._sound(premise, _build(steps, witness), levels[head], doomed)
-                        for premise, steps in premises):
-                    supported.add(head)
+            sound = self._sound_witness(rule, levels, doomed)
+            supported |= self.joins.witnessed(rule.witness, left, sound, work)
         return supported
 
-    @staticmethod
-    def _sound(relation: DerivedRelation, row: Row, below: int, doomed: Heads) -> bool:
-        """A premise a kept head may rest on: unmarked, and of a level below ``below``."""
-        assert relation.levels is not None
-        return relation.levels[row] < below and row not in doomed[relation.name]
+    def _sound_witness(self, rule: RulePlan, levels: dict[Row, int],
+                       doomed: Heads) -> Callable[[Row], bool]:
+        """The test of a row of ``rule``'s witness program (the head, then the premises'
+        variables): every premise in the stratum unmarked and of a level below the head's."""
+        assert rule.witness is not None
+        width = len(rule.witness.seed_vars)
+        premises = tuple((self._relations[p.relation], steps) for p, steps
+                         in zip(rule.premises, self._premises[id(rule)], strict=True))
+
+        def sound(witness: Row) -> bool:
+            below = levels[witness[:width]]
+            return all(_sound(premise, _build(steps, witness), below, doomed)
+                       for premise, steps in premises)
+        return sound
 
     def _add(self, relation: DerivedRelation, heads: Iterable[Row], found: Heads) -> None:
         new = [row for row in heads if not relation.present(row)]
@@ -311,6 +352,12 @@ class PreparedRules:
                     del relation.levels[row]
             relation.state.update(relation.change.rows)
             relation.change.reset()
+
+
+def _sound(relation: DerivedRelation, row: Row, below: int, doomed: Heads) -> bool:
+    """A premise a kept head may rest on: unmarked, and of a level below ``below``."""
+    assert relation.levels is not None
+    return relation.levels[row] < below and row not in doomed[relation.name]
 
 
 def _build(steps: tuple[Step, ...], row: Row) -> Row:

@@ -13,7 +13,7 @@ from workers.plan.ir import JoinProgram
 
 RIGHT = "[[(reach ?a ?b) [?a :g/to ?b]] [(reach ?a ?b) [?a :g/to ?c] (reach ?c ?b)]]"
 ADD, TO = keyword("db/add"), keyword("g/to")
-HUB, SINK, FANOUT = 0, 99, 20
+HUB, SINK, FANOUT = 0, 999, 100  # more successors than one chunk of the lazy search
 
 
 def hub_closure() -> tuple[PreparedRules, JoinProgram, Row]:

@@ -28,8 +28,9 @@ derivation, because marking a premise, or removing a lower tuple, makes every he
 from it a candidate again.  So a kept tuple is in the new result, circular support (two
 tuples proving each other) never keeps anything — one of the two has the higher level —
 and every tuple that really leaves is marked.  What is marked but still derivable comes
-back in step 2, as in plain DRed.  Since a head's level rests on premises below it, a
-marked tuple makes a head a candidate only if the head's level is above the tuple's.
+back in step 2, as in plain DRed.  Since a head's level rests on premises below it, a lost
+derivation (through a removed or a marked tuple) makes its head a candidate only if all its
+premises in the stratum are below the head.
 
 The tick's change of the query is the root relation's change; then every relation's change
 is folded into its state.  Only the shared datoms are read through ``old``/``delta``; the

@@ -59,6 +59,9 @@ def tx_of(ops: list[tuple[bool, tuple[int, int]]]) -> list[list[Any]]:
                  [(False, (0, 1)), (False, (4, 3))]])
 @example(graph={(1, 2), (2, 3), (3, 5), (5, 4)},  # reach(4, 4) kept through the new 4 → 1
          stream=[[(True, (4, 5))], [(False, (5, 4)), (True, (4, 1))]])
+# the hub's pair (0, 4) has three derivations; the first listed may rest on a marked pair
+@example(graph={(0, 1), (0, 2), (0, 3), (1, 4), (2, 4), (3, 4)},
+         stream=[[(False, (1, 4))], [(False, (3, 4))], [(True, (1, 4)), (False, (2, 4))]])
 def test_deletes_in_recursive_strata_match_recompute(
         query: str, rules: str, graph: set[tuple[int, int]],
         stream: list[list[tuple[bool, tuple[int, int]]]]) -> None:

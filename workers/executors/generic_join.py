@@ -7,7 +7,9 @@ tuples in the program's layout; the result is projected onto ``output`` and cons
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 from workers.arrangements import ArrangementRegistry, MemoryArrangement
@@ -26,6 +28,8 @@ from workers.executors.work import Work
 from workers.plan.ir import Absent, ExtenderSpec, Filter, JoinProgram, Level, Op
 
 EMPTY_ROW: Row = ()
+# proposals in the first chunk a depth-first search intersects (:func:`_extend_lazily`)
+FIRST_CHUNK = 16
 
 
 Stage = tuple[Extender, ...] | CompiledOp  # a GenericJoin level (its extenders), or an op
@@ -116,6 +120,12 @@ def _extend(rows: dict[Row, int], extenders: tuple[Extender, ...], work: Work) -
 
 def extend_one(row: Row, extenders: tuple[Extender, ...], work: Work) -> Candidates:
     """Values for the next variable of ``row``: smallest count proposes, the rest intersect."""
+    proposer = _proposer(row, extenders, work)
+    return _intersect(row, extenders, proposer, proposer.propose(row), work)
+
+
+def _proposer(row: Row, extenders: tuple[Extender, ...], work: Work) -> Extender:
+    """The extender with the smallest count for ``row``."""
     proposer = extenders[0]
     if len(extenders) > 1:
         smallest = -1
@@ -124,7 +134,12 @@ def extend_one(row: Row, extenders: tuple[Extender, ...], work: Work) -> Candida
             if smallest < 0 or size < smallest:
                 proposer, smallest = extender, size
         work.calls += len(extenders)
-    candidates = proposer.propose(row)
+    return proposer
+
+
+def _intersect(row: Row, extenders: tuple[Extender, ...], proposer: Extender,
+               candidates: Candidates, work: Work) -> Candidates:
+    """``candidates`` (from ``proposer``) intersected with every other extender."""
     work.calls += 1
     work.elements += len(candidates)
     for extender in extenders:
@@ -133,6 +148,23 @@ def extend_one(row: Row, extenders: tuple[Extender, ...], work: Work) -> Candida
             work.elements += len(candidates)
             candidates = extender.intersect(row, candidates)
     return candidates
+
+
+def _extend_lazily(row: Row, extenders: tuple[Extender, ...],
+                   work: Work) -> Iterator[tuple[Any, int]]:
+    """:func:`extend_one`'s values, many proposals intersected ``FIRST_CHUNK`` first: a
+    search that stops at its first accepted row (a delete's support check, a hub's
+    successors against a pair's sources) mostly stops in that chunk, and one that goes on
+    pays one more intersection call, not one per chunk; few proposals go in one call."""
+    proposer = _proposer(row, extenders, work)
+    proposals = proposer.propose(row)
+    if len(proposals) <= 4 * FIRST_CHUNK:
+        yield from _intersect(row, extenders, proposer, proposals, work).items()
+        return
+    rest = iter(proposals.items())
+    first = dict(islice(rest, FIRST_CHUNK))
+    yield from _intersect(row, extenders, proposer, first, work).items()
+    yield from _intersect(row, extenders, proposer, dict(rest), work).items()
 
 
 def project(program: CompiledProgram, rows: dict[Row, int]) -> dict[Row, int]:
@@ -149,29 +181,47 @@ def project(program: CompiledProgram, rows: dict[Row, int]) -> dict[Row, int]:
 def count_support(program: CompiledProgram, row: Row, cap: int, work: Work) -> int:
     """Derivations of ``row`` (bound to the program's seed columns) in the old state,
     counting only until ``cap`` is reached — depth first, so the search stops early."""
+    total = 0
+    for _, weight in derivations(program, row, work):
+        total += weight
+        if total >= cap:
+            break
+    return total
+
+
+def witnessed(program: CompiledProgram, row: Row, accept: Callable[[Row], bool],
+              work: Work) -> bool:
+    """Whether one derivation of ``row`` (bound to the seed columns) has an output row that
+    ``accept`` holds, stopping at the first: DRed's support check needs one witness per
+    candidate, not all of them (a hub's candidates have hundreds)."""
+    columns = program.output
+    return any(weight > 0 and accept(tuple(full[i] for i in columns))
+               for full, weight in derivations(program, row, work))
+
+
+def derivations(program: CompiledProgram, row: Row, work: Work) -> Iterator[tuple[Row, int]]:
+    """The full rows extending ``row`` (bound to the seed columns), lazily, depth first."""
     weight = 1
     for check in program.checks:
         work.calls += 1
         weight *= check.weight(row)
         if not weight:
-            return 0
-    return _count_from(program.levels, 0, row, weight, cap, work)
+            return
+    yield from _derive_from(program.levels, 0, row, weight, work)
 
 
-def _count_from(levels: tuple[Stage, ...], depth: int, row: Row, weight: int,
-                cap: int, work: Work) -> int:
+def _derive_from(levels: tuple[Stage, ...], depth: int, row: Row, weight: int,
+                 work: Work) -> Iterator[tuple[Row, int]]:
     if depth == len(levels):
-        return weight
+        yield row, weight
+        return
     stage = levels[depth]
     if isinstance(stage, tuple):
-        following = [(row + (value,), weight * value_weight)
-                     for value, value_weight in extend_one(row, stage, work).items()]
+        following: Iterable[tuple[Row, int]] = (
+            (row + (value,), weight * value_weight)
+            for value, value_weight in _extend_lazily(row, stage, work))
     else:
         work.calls += 1
         following = stage.expand(row, weight)
-    total = 0
     for next_row, next_weight in following:
-        total += _count_from(levels, depth + 1, next_row, next_weight, cap, work)
-        if total >= cap:
-            break
-    return total
+        yield from _derive_from(levels, depth + 1, next_row, next_weight, work)

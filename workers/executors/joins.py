@@ -2,6 +2,8 @@
 
 ``run``: the rows a join program derives from rows handed in over its seed variables;
 ``derivable``: which of the given head rows the (support) program can still derive;
+``witnessed``: which of the given rows have one output row of the (witness) program that a
+test accepts — the existence question, so the local join stops at the first;
 ``per_fact``: whether a small join is cheap enough for a delete's support check, which
 runs one per over-delete round (a function call here, a job on Spark; the name is from the
 per-fact proofs it replaced).
@@ -11,12 +13,18 @@ per-fact proofs it replaced).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
 from workers.arrangements import ArrangementRegistry, MemoryArrangement
 from workers.executors.extenders import Relations, Row
-from workers.executors.generic_join import CompiledProgram, compile_program, count_support, run
+from workers.executors.generic_join import (
+    CompiledProgram,
+    compile_program,
+    count_support,
+    run,
+    witnessed,
+)
 from workers.executors.work import Work
 from workers.plan.ir import JoinProgram
 
@@ -28,6 +36,9 @@ class Joins(Protocol):
             work: Work) -> dict[Row, int]: ...
 
     def derivable(self, program: JoinProgram, rows: Iterable[Row], work: Work) -> set[Row]: ...
+
+    def witnessed(self, program: JoinProgram, rows: Iterable[Row],
+                  accept: Callable[[Row], bool], work: Work) -> set[Row]: ...
 
 
 class LocalJoins:
@@ -55,3 +66,9 @@ class LocalJoins:
         """Depth first, stopping at each row's first derivation."""
         compiled = self.compiled(program)
         return {row for row in rows if count_support(compiled, row, 1, work)}
+
+    def witnessed(self, program: JoinProgram, rows: Iterable[Row],
+                  accept: Callable[[Row], bool], work: Work) -> set[Row]:
+        """Depth first, stopping at each row's first accepted output row."""
+        compiled = self.compiled(program)
+        return {row for row in rows if witnessed(compiled, row, accept, work)}

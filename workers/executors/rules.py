@@ -28,7 +28,9 @@ derivation, because marking a premise, or removing a lower tuple, makes every he
 from it a candidate again.  So a kept tuple is in the new result, circular support (two
 tuples proving each other) never keeps anything — one of the two has the higher level —
 and every tuple that really leaves is marked.  What is marked but still derivable comes
-back in step 2, as in plain DRed.
+back in step 2, as in plain DRed.  Since a head's level rests on premises below it, a lost
+derivation (through a removed or a marked tuple) makes its head a candidate only if all its
+premises in the stratum are below the head.
 
 The tick's change of the query is the root relation's change; then every relation's change
 is folded into its state.  Only the shared datoms are read through ``old``/``delta``; the
@@ -38,7 +40,8 @@ derived relations belong to the query.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from operator import itemgetter
 
 from workers.arrangements import IndexOrder, MemoryArrangement
 from workers.arrangements.relation import RelationArrangement
@@ -70,6 +73,8 @@ class DerivedStratum:
 
 
 MakeJoins = Callable[[Relations], Joins]
+# a rule's literals in its own stratum: each one's relation and how its tuple is read
+Premises = tuple[tuple[DerivedRelation, tuple[Step, ...]], ...]
 
 
 class PreparedRules:
@@ -96,12 +101,22 @@ class PreparedRules:
             for stratum in plan.strata)
         self._relations = {r.name: r for s in self.strata for r in s.relations}
         self.root = self._relations[plan.root]
-        self._premises = {id(rule): tuple(tuple(Step(s.kind, ids.intern(s.arg))
-                                                if s.kind is StepKind.CONST else s
-                                                for s in premise.steps)
-                                          for premise in rule.premises)
-                          for stratum in plan.strata for r in stratum.relations
-                          for rule in r.rules}
+        # each rule's literals in its own stratum: the relation, and how its tuple is read
+        # from a witness row (constants as value ids); none for a rule without a witness
+        self._premises: dict[int, Premises] = {
+            id(rule): tuple((self._relations[p.relation],
+                             tuple(Step(s.kind, ids.intern(s.arg))
+                                   if s.kind is StepKind.CONST else s for s in p.steps))
+                            for p in rule.premises)
+            for stratum in plan.strata for r in stratum.relations for rule in r.rules}
+        # each seeded program of a recursive stratum's rule with a witness, run with its
+        # whole row kept, to read the premises a head is derived through (their levels)
+        self._traced = {id(program): traced for stratum in plan.strata if stratum.recursive
+                        for r in stratum.relations for rule in r.rules
+                        if rule.witness is not None
+                        for seeded in rule.seeded for program in (seeded.old, seeded.new)
+                        if (traced := _traced(program, rule.witness,
+                                              self._premises[id(rule)])) is not None}
         self._level = 0  # the last level given
         # levels given this tick, folded into the relations' levels by the commit (as the
         # change into the state: a big dict written mid-tick is traversed by the next young
@@ -151,12 +166,12 @@ class PreparedRules:
     # -- DRed ------------------------------------------------------------------------------
 
     def _maintain(self, stratum: DerivedStratum, work: Work) -> None:
-        doomed = self._over_delete(stratum, work)
+        doomed, underivable = self._over_delete(stratum, work)
         for relation in stratum.relations:
             relation.change.update((row, -1) for row in doomed[relation.name])
         found: Heads = {r.name: set() for r in stratum.relations}
         for relation in stratum.relations:  # rederive
-            left = doomed[relation.name]
+            left = doomed[relation.name] - underivable[relation.name]
             for rule in relation.rules:
                 if left:
                     back = self.joins.derivable(rule.support, left, work)
@@ -172,27 +187,65 @@ class PreparedRules:
                                   found)
         self._insert_recursively(stratum, found, work)
 
-    def _over_delete(self, stratum: DerivedStratum, work: Work) -> Heads:
+    def _over_delete(self, stratum: DerivedStratum, work: Work) -> tuple[Heads, Heads]:
+        """The marked heads, and those of them the support check found no derivation of
+        at all in the new state: the rederive step, which reads a part of what the check
+        read (the new state less the marked heads, plus what it puts back — all present
+        when the check ran), cannot find one either, so it skips them (a head really
+        deleted was checked twice)."""
         doomed: Heads = {r.name: set() for r in stratum.relations}
         frontier: Heads = {r.name: set() for r in stratum.relations}
+        underivable: Heads = {r.name: set() for r in stratum.relations}
         for relation in stratum.relations:
             for rule in relation.rules:
                 for seeded in rule.seeded:
                     if not seeded.recursive:
                         tuples = self._changed(seeded, removed=True)
                         self._doom(stratum, relation,
-                                   self._derive(seeded, seeded.old, tuples, work),
-                                   doomed, frontier, work)
+                                   self._candidates(seeded, seeded.old, relation, tuples,
+                                                    work),
+                                   doomed, frontier, underivable, work)
         while stratum.recursive and any(frontier.values()):
             current, frontier = frontier, {r.name: set() for r in stratum.relations}
             for relation, seeded in self._recursive_seeds(stratum):
                 marked = [(row, 1) for row in current[seeded.relation]]
-                heads = self._derive(seeded, seeded.old, marked, work)
+                heads = self._candidates(seeded, seeded.old, relation, marked, work)
                 if self.joins.per_fact:  # a head kept may rest on a marked tuple through
                     # a datom added this tick, which the old state does not lead to
-                    heads += self._derive(seeded, seeded.new, marked, work)
-                self._doom(stratum, relation, heads, doomed, frontier, work)
-        return doomed
+                    heads += self._candidates(seeded, seeded.new, relation, marked, work)
+                self._doom(stratum, relation, heads, doomed, frontier, underivable, work)
+        return doomed, underivable
+
+    def _candidates(self, seeded: SeededProgram, program: JoinProgram,
+                    relation: DerivedRelation, tuples: Iterable[tuple[Row, int]],
+                    work: Work) -> list[Row]:
+        """The heads ``program`` (the literal's old or new program) derives from the
+        removed or marked ``tuples``, each only if one of those derivations has all its
+        premises in the stratum below the head's level: a derivation through a premise not
+        below its head is not one the head's level rests on (module doc), so losing the
+        tuple takes nothing from it — what would, removes or marks a premise of that lower
+        derivation, whose own round reaches the head.
+
+        The argument holds through the new state too: the derivation a head's level rests on
+        is either its old one (an untouched head) or the one the support check accepted
+        this tick (a kept head, whose level stays), and that check accepts only premises
+        of levels below the head's (:func:`_sound`) — so whichever state the derivation is
+        in, its premises are below the head.  A rule with no premise to read (no witness)
+        makes every head it derives a candidate."""
+        traced = self._traced.get(id(program))
+        if traced is None:
+            return self._derive(seeded, program, tuples, work)
+        levels = relation.levels
+        assert levels is not None
+        heads = []
+        for row in self._derive(seeded, traced.program, tuples, work):
+            head = traced.head(row)
+            level = levels.get(head)
+            # a premise without a level (none is: it is present) counts as below
+            if level is not None and all(premise.get(read(row), 0) < level
+                                         for premise, read in traced.premises):
+                heads.append(head)
+        return heads
 
     def _insert_recursively(self, stratum: DerivedStratum, found: Heads, work: Work) -> None:
         """Semi-naive: derive from the stratum's newest tuples until nothing is new."""
@@ -212,23 +265,27 @@ class PreparedRules:
                         yield relation, seeded
 
     def _doom(self, stratum: DerivedStratum, relation: DerivedRelation, heads: Iterable[Row],
-              doomed: Heads, frontier: Heads, work: Work) -> None:
+              doomed: Heads, frontier: Heads, underivable: Heads, work: Work) -> None:
         marked = doomed[relation.name]
         candidates = {row for row in heads if relation.state.weight(row) and row not in marked}
         if stratum.recursive and self.joins.per_fact:
-            candidates -= self._supported(relation, candidates, doomed, work)
+            supported, derived = self._supported(relation, candidates, doomed, work)
+            candidates -= supported
+            underivable[relation.name] |= candidates - derived
         marked |= candidates
         frontier[relation.name] |= candidates
 
     def _supported(self, relation: DerivedRelation, rows: set[Row], doomed: Heads,
-                   work: Work) -> set[Row]:
+                   work: Work) -> tuple[set[Row], set[Row]]:
         """Those of ``rows`` with a derivation in the new state whose premises in the
         stratum are unmarked and of lower levels (a rule reading only lower relations,
         whose tuples are final for the tick, needs no premise) — one join per rule for the
-        whole frontier."""
+        whole frontier, stopping at each row's first such derivation; and those the check
+        saw a derivation of, or could not tell (a rule without a witness)."""
         assert relation.levels is not None
         levels = relation.levels
         supported: set[Row] = set()
+        derived: set[Row] = set()
         for rule in relation.rules:
             left = rows - supported
             if not left:
@@ -236,23 +293,29 @@ class PreparedRules:
             if rule.witness is None:
                 if not any(s.recursive for s in rule.seeded):
                     supported |= self.joins.derivable(rule.support, left, work)
+                else:
+                    derived |= left
                 continue
-            width = len(rule.witness.seed_vars)
-            premises = tuple((self._relations[p.relation], steps) for p, steps
-                             in zip(rule.premises, self._premises[id(rule)], strict=True))
-            for witness in self.joins.run(rule.witness, dict.fromkeys(left, 1), work):
-                head = witness[:width]
-                if head not in supported and all(
-                        self._sound(premise, _build(steps, witness), levels[head], doomed)
-                        for premise, steps in premises):
-                    supported.add(head)
-        return supported
+            sound = self._sound_witness(rule, levels, doomed, derived)
+            supported |= self.joins.witnessed(rule.witness, left, sound, work)
+        return supported, derived | supported
 
-    @staticmethod
-    def _sound(relation: DerivedRelation, row: Row, below: int, doomed: Heads) -> bool:
-        """A premise a kept head may rest on: unmarked, and of a level below ``below``."""
-        assert relation.levels is not None
-        return relation.levels[row] < below and row not in doomed[relation.name]
+    def _sound_witness(self, rule: RulePlan, levels: dict[Row, int], doomed: Heads,
+                       derived: set[Row]) -> Callable[[Row], bool]:
+        """The test of a row of ``rule``'s witness program (the head, then the premises'
+        variables): every premise in the stratum unmarked and of a level below the head's.
+        Every head it is asked about is added to ``derived``."""
+        assert rule.witness is not None
+        width = len(rule.witness.seed_vars)
+        premises = self._premises[id(rule)]
+
+        def sound(witness: Row) -> bool:
+            head = witness[:width]
+            derived.add(head)
+            below = levels[head]
+            return all(_sound(premise, _build(steps, witness), below, doomed)
+                       for premise, steps in premises)
+        return sound
 
     def _add(self, relation: DerivedRelation, heads: Iterable[Row], found: Heads) -> None:
         new = [row for row in heads if not relation.present(row)]
@@ -311,6 +374,54 @@ class PreparedRules:
                     del relation.levels[row]
             relation.state.update(relation.change.rows)
             relation.change.reset()
+
+
+def _sound(relation: DerivedRelation, row: Row, below: int, doomed: Heads) -> bool:
+    """A premise a kept head may rest on: unmarked, and of a level below ``below``."""
+    assert relation.levels is not None
+    return relation.levels[row] < below and row not in doomed[relation.name]
+
+
+Read = Callable[[Row], Row]
+
+
+@dataclass(frozen=True, slots=True)
+class Traced:
+    """A seeded program run with its whole row kept (``program``), and how the head and
+    each premise in the stratum (its relation's levels) are read from the row."""
+
+    program: JoinProgram
+    head: Read
+    premises: tuple[tuple[dict[Row, int], Read], ...]
+
+
+def _traced(program: JoinProgram, witness: JoinProgram, premises: Premises) -> Traced | None:
+    """``program`` traced: the premises' steps moved from the witness row's columns to the
+    same variables' columns in ``program``'s row (None if one is not there)."""
+    layout = program.layout
+    names = [witness.layout[i] for i in witness.output]  # the witness row's variables
+    if not {names[s.arg] for _, steps in premises for s in steps
+            if s.kind is StepKind.BOUND} <= set(layout):
+        return None
+    read = []
+    for relation, steps in premises:
+        assert relation.levels is not None
+        moved = tuple(Step(StepKind.BOUND, layout.index(names[s.arg]))
+                      if s.kind is StepKind.BOUND else s for s in steps)
+        read.append((relation.levels, _reader(moved)))
+    return Traced(replace(program, output=tuple(range(len(layout)))),
+                  _reader(tuple(Step(StepKind.BOUND, i) for i in program.output)), tuple(read))
+
+
+def _reader(steps: tuple[Step, ...]) -> Read:
+    """:func:`_build` for ``steps`` as one function, an ``itemgetter`` when every step
+    reads a column (it is run on every derivation a delete lists)."""
+    if any(s.kind is not StepKind.BOUND for s in steps):
+        return lambda row: _build(steps, row)
+    if len(steps) == 1:
+        column = steps[0].arg
+        return lambda row: (row[column],)
+    return itemgetter(*(s.arg for s in steps))
 
 
 def _build(steps: tuple[Step, ...], row: Row) -> Row:

@@ -11,7 +11,7 @@ the value ids they read, and only the driver holds the value dictionary).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from workers.arrangements import ArrangementRegistry, MemoryArrangement
@@ -60,6 +60,14 @@ class SparkJoins:
     def derivable(self, program: JoinProgram, rows: Iterable[Row], work: Work) -> set[Row]:
         derived = self.run(program, dict.fromkeys(rows, 1), work)
         return {row for row, weight in derived.items() if weight > 0}
+
+    def witnessed(self, program: JoinProgram, rows: Iterable[Row],
+                  accept: Callable[[Row], bool], work: Work) -> set[Row]:
+        """The seed columns of the accepted output rows (all listed: one job either way)."""
+        width = len(program.seed_vars)
+        return {row[:width] for row, weight in self.run(program, dict.fromkeys(rows, 1),
+                                                        work).items()
+                if weight > 0 and accept(row)}
 
     def _cut(self, program: JoinProgram) -> tuple[Piece, ...]:
         found = self._pieces.get(id(program))

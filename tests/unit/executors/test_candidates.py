@@ -1,0 +1,83 @@
+"""Which heads a delete makes over-delete candidates (``PreparedRules._candidates``): only
+those whose lost derivation has every premise in the stratum below the head's level — a
+head resting on a lower derivation elsewhere is neither checked nor marked.  Deleting a hub's
+edge lost one derivation of every pair the hub reached through it, and checking them all
+was the deletes' tail.  And a marked head the check saw no derivation of is not asked
+again by the rederive step."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import pytest
+
+from workers.engine import Engine
+from workers.executors import Work
+from workers.executors.extenders import Row
+from workers.executors.rules import PreparedRules
+from workers.plan.ir import JoinProgram
+
+REACH = "[[(reach ?a ?b) [?a :to ?b]] [(reach ?a ?b) [?a :to ?c] (reach ?c ?b)]]"
+PAIRS = "[:find ?a ?b :in $ % :where (reach ?a ?b)]"
+
+
+def asked_by_deleting(monkeypatch: pytest.MonkeyPatch, edges: str, edge: str,
+                      ) -> tuple[set[tuple[int, ...]], set[tuple[int, ...]],
+                                 dict[tuple[int, ...], int]]:
+    """The pairs the support check is asked about when ``edge`` is retracted, those the
+    rederive step is asked about, and the query's change."""
+    engine = Engine()
+    engine.transact(edges)
+    engine.register("r", PAIRS, [REACH])
+    prepared = engine._queries["r"].prepared.local
+    assert isinstance(prepared, PreparedRules)
+    checked: set[Row] = set()
+    rederived: set[Row] = set()
+    witnessed, derivable = prepared.joins.witnessed, prepared.joins.derivable
+    recursive = next(s for s in prepared.strata if s.recursive)
+    supports = {id(rule.support) for r in recursive.relations for rule in r.rules
+                if rule.witness is not None}  # read by the rederive step only
+
+    def recording(program: JoinProgram, rows: Iterable[Row], accept: Callable[[Row], bool],
+                  work: Work) -> set[Row]:
+        rows = list(rows)
+        checked.update(rows)
+        return witnessed(program, rows, accept, work)
+
+    def recording_rederive(program: JoinProgram, rows: Iterable[Row], work: Work) -> set[Row]:
+        rows = list(rows)
+        if id(program) in supports:
+            rederived.update(rows)
+        return derivable(program, rows, work)
+
+    monkeypatch.setattr(prepared.joins, "witnessed", recording)
+    monkeypatch.setattr(prepared.joins, "derivable", recording_rederive)
+    changes = engine.transact(f"[[:db/retract {edge}]]").get("r", {})
+    ids = engine.db.ids
+    return ({tuple(ids.value(i) for i in row) for row in checked},
+            {tuple(ids.value(i) for i in row) for row in rederived}, changes)
+
+
+def test_a_head_resting_on_another_lower_derivation_is_not_checked(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """0 → 1 → 3 and 0 → 2 → 4 → 3: reach(0, 3) and reach(2, 3) come from the same join of
+    the registration (one level), so removing 0 → 2 takes from reach(0, 3) a derivation
+    its level does not rest on (that one goes through reach(1, 3), a level below)."""
+    checked, _, changes = asked_by_deleting(
+        monkeypatch, "[[:db/add 0 :to 1] [:db/add 1 :to 3] [:db/add 0 :to 2]"
+                     " [:db/add 2 :to 4] [:db/add 4 :to 3]]", "0 :to 2")
+    assert checked == {(0, 2), (0, 4)}
+    assert changes == {(0, 2): -1, (0, 4): -1}
+
+
+def test_a_head_whose_lower_derivation_is_lost_is_checked(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """0 → 2 → 3 and 0 → 1 → 4 → 3: now the lost derivation of reach(0, 3), through
+    reach(2, 3) (an edge), is the lower one; the check finds the other, through reach(1, 3)
+    — derived with it — not below it, so reach(0, 3) is marked and rederived."""
+    checked, rederived, changes = asked_by_deleting(
+        monkeypatch, "[[:db/add 0 :to 2] [:db/add 2 :to 3] [:db/add 0 :to 1]"
+                     " [:db/add 1 :to 4] [:db/add 4 :to 3]]", "0 :to 2")
+    assert (0, 3) in checked
+    assert rederived == {(0, 3)}  # reach(0, 2) is marked too, but the check saw it underivable
+    assert changes == {(0, 2): -1}

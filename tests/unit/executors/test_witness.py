@@ -1,0 +1,56 @@
+"""The support check's existence question (``Joins.witnessed``): the local join stops at a
+candidate's first accepted derivation, and goes on past rejected ones — a hub's candidate
+has one derivation per successor, and listing them all was the deletes' tail."""
+
+from __future__ import annotations
+
+from workers.edn import keyword
+from workers.engine import Engine
+from workers.executors import Work
+from workers.executors.extenders import Row
+from workers.executors.rules import PreparedRules
+from workers.plan.ir import JoinProgram
+
+RIGHT = "[[(reach ?a ?b) [?a :g/to ?b]] [(reach ?a ?b) [?a :g/to ?c] (reach ?c ?b)]]"
+ADD, TO = keyword("db/add"), keyword("g/to")
+HUB, SINK, FANOUT = 0, 999, 100  # more successors than one chunk of the lazy search
+
+
+def hub_closure() -> tuple[PreparedRules, JoinProgram, Row]:
+    """The closure of a hub with ``FANOUT`` successors, each leading to the sink: the pair
+    (hub, sink) has one derivation per successor.  Its witness program and that pair."""
+    engine = Engine()
+    engine.register("reach", "[:find ?a ?b :in $ % :where (reach ?a ?b)]", [RIGHT])
+    engine.transact([[ADD, HUB, TO, c] for c in range(1, FANOUT + 1)] +
+                    [[ADD, c, TO, SINK] for c in range(1, FANOUT + 1)])
+    prepared = engine._queries["reach"].prepared.local
+    assert isinstance(prepared, PreparedRules)
+    witness = next(rule.witness for s in prepared.strata for r in s.relations
+                   for rule in r.rules if rule.witness is not None)
+    ids = engine.db.ids
+    return prepared, witness, (ids.intern(HUB), ids.intern(SINK))
+
+
+def test_witnessed_stops_at_the_first_accepted_derivation() -> None:
+    prepared, witness, pair = hub_closure()
+    seen: list[Row] = []
+
+    def accept(row: Row) -> bool:
+        seen.append(row)
+        return True
+
+    assert prepared.joins.witnessed(witness, [pair], accept, Work()) == {pair}
+    assert len(seen) == 1
+
+
+def test_witnessed_goes_past_rejected_derivations() -> None:
+    prepared, witness, pair = hub_closure()
+    seen: list[Row] = []
+
+    def accept_the_last(row: Row) -> bool:
+        seen.append(row)
+        return len(seen) == FANOUT
+
+    assert prepared.joins.witnessed(witness, [pair], accept_the_last, Work()) == {pair}
+    assert len({row[2:] for row in seen}) == FANOUT  # every successor tried, once
+    assert prepared.joins.witnessed(witness, [pair], lambda row: False, Work()) == set()

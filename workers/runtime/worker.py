@@ -569,7 +569,7 @@ class Worker(Closing):
         """Each query's committed view, as its view topic holds it: bounded by the view's
         size, not the history (one reader for all the queries a takeover moves); a read held
         up by an open transaction ends those of the ``writers`` no longer in the group."""
-        return read_views(self.config, names, on_held=lambda _: self._fence(writers))
+        return read_views(self.config, names, on_held=lambda: self._fence(writers))
 
     def _integrated_view(self, name: str) -> dict[Row, int]:
         """A query's committed view as its change stream integrates to, for a query caught

@@ -2,16 +2,13 @@
 graph whose two-paths through the hub number ``SPOKES``² is stepped and written in pieces.
 And a tick in pieces whose transaction is lost loses and doubles nothing.
 
-The worker's peak resident memory (``VmHWM``) is read from ``/proc`` at the end.  Measured
-on 2 cores: in pieces of 50 datoms the worker was at ~101 MB loaded and peaked at ~106 MB
-(NumPy, imported for the columnar arrangements, is ~13 MB of it); held whole (one piece),
-it peaked at ~330 MB — far over the ceiling.  Loaded, the worker
-now stands at ~130–145 MB on a busy machine and ~185 MB in a quiet CI run (2026-11-24;
-the view topics, issue 17, double the records a tick's Kafka transaction buffers; the rest
-of the growth since 101 MB is not explained yet — see issue 17's note), so the ceiling is
-240 MB: still far under what the whole tick needs (319 MB at its peak on the busy machine).
-The committed changes
-are checked: the hub's tick removes exactly the paths that no longer exist.
+The worker's resident memory is read from ``/proc``: loaded (``VmRSS``) and at its peak at
+the end (``VmHWM``).  Measured on 2 cores, busy (2026-11-24, docs/fleet.md, "Worker
+memory"): in pieces of 50 datoms the worker is at ~107–110 MB loaded and peaks at
+~119–120 MB.  Of that, PyArrow (the snapshot store and format) is ~30 MB, 24 MB of them its
+libraries' pages, and NumPy ~13 MB.  Held whole (one piece), the hub's tick peaked at
+~319 MB — far over the ceiling.  The committed changes are checked: the hub's tick removes
+exactly the paths that no longer exist.
 """
 
 from __future__ import annotations
@@ -47,7 +44,7 @@ HUB = 0
 SPOKES = 700  # two-paths through the hub: 490,000
 EDGES_PER_TX = 100
 PIECE_DATOMS = 50  # a piece of the hub's retraction removes 35,000 paths
-CEILING_MB = 240
+CEILING_MB = 160
 HEADROOM_MB = 40  # loaded, the worker is this far under the ceiling
 TRANSACTION_MS = 60_000  # Kafka's default: ticks this large take longer than the 6 s default
 

@@ -31,6 +31,10 @@ RETRY_FOR_S = 120.0  # a retriable transaction call is tried again this long
 RETRY_WAIT_S = 0.5
 HUNG_CALL_S = 3 * TRANSACTION_TIMEOUT_S  # a transaction call blocked this long never returns
 HUNG_EXIT_CODE = 75  # EX_TEMPFAIL: restart me
+# Records librdkafka may queue before ``produce`` waits (its default: 100,000).  A full queue
+# of change and view records took ~33 MB more than one of this size, and glibc kept it after
+# the queue drained; the big ticks were no slower (docs/fleet.md, "Worker memory").
+QUEUE_MAX_RECORDS = 10_000
 # Header of every change row: the registration it belongs to, so that a subscriber can tell
 # the changes after its snapshot from those of an earlier registration of the same name.
 REGISTRATION_HEADER = "deltalog.registration"
@@ -46,6 +50,7 @@ class ResultSink(Closing):
             "transactional.id": transactional_id,
             "enable.idempotence": True,
             "linger.ms": 5,
+            "queue.buffering.max.messages": QUEUE_MAX_RECORDS,
             # A worker killed mid-tick leaves its transaction open until this timeout, and
             # read_committed readers (a new owner reading progress) wait for it.
             "transaction.timeout.ms": config.transaction_timeout_ms,

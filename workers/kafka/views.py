@@ -71,23 +71,25 @@ class _Folding:
             self.by_key[record.raw_key] = record.value
 
     def result(self, codec: AvroCodec) -> View:
+        """The view read; the records are let go as they are decoded (not held beside the
+        rows they become)."""
         view = View()
         marker = self.by_key.pop(self.marker_key, None)
         if marker is not None:
             value = codec.decode(marker)
             view.registration, view.tx = value["registration"], value["tx_last"]
-        for data in self.by_key.values():
-            value = codec.decode(data)
+        while self.by_key:
+            value = codec.decode(self.by_key.popitem()[1])
             view.rows[row_from_avro(value["values"])] = value["weight"]
         return view
 
 
 def read_views(config: WorkerConfig, queries: Sequence[str],
-               on_held: Callable[[list[KeyedRecord]], None] | None = None) -> dict[str, View]:
+               on_held: Callable[[], None] | None = None) -> dict[str, View]:
     """The committed view of each query, read with one consumer from the beginning of each
     view topic to its end, then on to the next marker: a transaction read in part (it went on
     past the end seen at the start) is read whole.  A query without a view topic has an empty
-    view and no marker.  ``on_held``: as :meth:`CompactedReader.catch_up`'s."""
+    view and no marker.  ``on_held``: as :meth:`CompactedReader.read_to_end`'s."""
     if not queries:
         return {}
     topics = Topics(config.topic_prefix)
@@ -97,7 +99,7 @@ def read_views(config: WorkerConfig, queries: Sequence[str],
     folding = {topic: _Folding(marker_key) for topic in query_of}
     codec = AvroCodec("view_row", registry)
     with CompactedReader(config, *query_of) as reader:
-        for record in reader.catch_up(on_held=on_held):
+        for record in reader.read_to_end(on_held=on_held):
             folding[record.topic].add(record)
         deadline = time.monotonic() + OPEN_TRANSACTION_WAIT_S
         while not all(f.at_marker for f in folding.values()):

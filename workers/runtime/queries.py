@@ -62,7 +62,9 @@ class OwnedQuery:
     registration: Registration
     state: QueryState
     progress: int | None  # its committed progress when taken up (None: a new query)
-    view: View  # what its view topic held when taken up
+    # What its view topic held when taken up, kept only while it waits: its rows are as many
+    # as the result's, and once registered the result is the engine's to hold.
+    view: View | None
 
     @property
     def name(self) -> str:
@@ -95,21 +97,28 @@ class OwnedQueries:
     def take(self, record: KeyedRecord, registration: Registration, progress: int | None,
              position: int, view: View) -> OwnedQuery:
         """A registration taken up (none of that name owned: drop it first).  Its state
-        follows from its committed ``progress`` against the ``position``."""
+        follows from its committed ``progress`` against the ``position``; its ``view`` is
+        kept only if it waits (the caller uses it at once otherwise)."""
         if record.key in self._queries:
             raise IllegalTransition(f"query {record.key} is already owned: drop it first")
+        state = QueryState.taken_up(progress, position)
         query = self._queries[record.key] = OwnedQuery(
-            record, registration, QueryState.taken_up(progress, position), progress, view)
+            record, registration, state, progress, view if state is QueryState.WAITING else None)
         return query
 
-    def reached(self, position: int) -> list[OwnedQuery]:
+    def reached(self, position: int) -> list[tuple[OwnedQuery, View]]:
         """Waiting → resuming: the queries whose progress the position has reached (ticks
-        never pass a waiting query's progress, so reached means equal)."""
+        never pass a waiting query's progress, so reached means equal), each with the view
+        it was taken up with, handed over rather than kept."""
         reached = [query for query in self._queries.values()
                    if query.state is QueryState.WAITING and query.progress == position]
+        views = []
         for query in reached:
             query.move(QueryState.RESUMING)
-        return reached
+            assert query.view is not None  # kept while it waited
+            views.append(query.view)
+            query.view = None
+        return list(zip(reached, views, strict=True))
 
     def committed(self) -> None:
         """New, resuming, catching up → live: a tick including them committed (their first

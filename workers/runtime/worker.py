@@ -544,31 +544,32 @@ class Worker(Closing):
                 output.replaced[name] = (view.rows, committed)
             log.info("query %s caught up from tx %d", name, done, extra={"query": name})
         else:
-            self._resumed(query, rows, output)
+            self._resumed(query, view, rows, output)
 
-    def _resumed(self, query: OwnedQuery, rows: dict[Row, int], output: TickOutput) -> None:
+    def _resumed(self, query: OwnedQuery, view: View, rows: dict[Row, int],
+                 output: TickOutput) -> None:
         """A query resumed as it was; its view is built from ``rows``, its current result,
-        if its topic does not hold it yet."""
+        if its topic does not hold it yet (``view``: what the topic holds)."""
         name = query.name
-        if not query.view.of(query.offset):
-            output.replaced[name] = (query.view.rows, rows)
+        if not view.of(query.offset):
+            output.replaced[name] = (view.rows, rows)
             log.info("query %s: its view is built from its current result", name,
                      extra={"query": name})
         log.info("query %s resumed", name, extra={"query": name})
 
     def _resume_waiting(self) -> None:
-        for query in self._queries.reached(self.committed):
+        for query, view in self._queries.reached(self.committed):
             registration = query.registration
             rows = self.engine.register(query.name, registration.edn, registration.inputs,
-                                        bootstrap=not query.view.of(query.offset))
-            self._views.own(query.name, self.engine.is_bag(query.name), query.view.rows)
-            self._resumed(query, rows, self._pending)
+                                        bootstrap=not view.of(query.offset))
+            self._views.own(query.name, self.engine.is_bag(query.name), view.rows)
+            self._resumed(query, view, rows, self._pending)
 
     def _committed_views(self, names: list[str], writers: set[str]) -> dict[str, View]:
         """Each query's committed view, as its view topic holds it: bounded by the view's
         size, not the history (one reader for all the queries a takeover moves); a read held
         up by an open transaction ends those of the ``writers`` no longer in the group."""
-        return read_views(self.config, names, on_held=lambda _: self._fence(writers))
+        return read_views(self.config, names, on_held=lambda: self._fence(writers))
 
     def _integrated_view(self, name: str) -> dict[Row, int]:
         """A query's committed view as its change stream integrates to, for a query caught

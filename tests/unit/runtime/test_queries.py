@@ -38,8 +38,10 @@ def _take(queries: OwnedQueries, progress: int | None, name: str = "tri",
 def test_a_registration_starts_in_the_state_its_progress_gives(progress: int | None,
                                                                state: QueryState) -> None:
     queries = OwnedQueries()
-    assert _take(queries, progress).state is state
+    query = _take(queries, progress)
+    assert query.state is state
     assert "tri" in queries and len(queries) == 1
+    assert (query.view is not None) is (state is QueryState.WAITING)  # kept only to wait
 
 
 @pytest.mark.parametrize("progress", [None, POSITION, POSITION - 5])
@@ -59,7 +61,8 @@ def test_a_waiting_query_resumes_when_the_position_reaches_its_progress() -> Non
     queries.committed()  # its progress is not written while it waits
     assert query.state is QueryState.WAITING and queries.registered() == {}
     assert queries.reached(POSITION + 1) == []
-    assert queries.reached(POSITION + 2) == [query]
+    assert queries.reached(POSITION + 2) == [(query, View())]
+    assert query.view is None  # handed over, not kept
     assert query.state is QueryState.RESUMING and queries.waits_for() is None
     assert queries.registered() == {"tri": 3}
     queries.committed()

@@ -23,8 +23,13 @@ DAY_MS = 24 * 3600 * 1000
 CHANGES = {"cleanup.policy": "delete", "retention.ms": str(7 * DAY_MS)}
 # A query's view: compacted.  Compaction never touches the active segment, so small segments
 # (Kafka's least, 1 MiB, or an hour) keep the part not compacted yet small beside the view.
+# Tombstones (rows that left) and transaction markers (one per tick) stay delete.retention.ms
+# after compaction (Kafka's default: a day, every row deleted in a day): two minutes keeps
+# them few, and a reader that takes longer than half of it reads again (``views.py``).
+VIEW_DELETE_RETENTION_MS = 2 * 60 * 1000
 VIEW = {"cleanup.policy": "compact", "segment.ms": str(3600 * 1000),
-        "segment.bytes": str(1 << 20), "min.cleanable.dirty.ratio": "0.5"}
+        "segment.bytes": str(1 << 20), "min.cleanable.dirty.ratio": "0.5",
+        "delete.retention.ms": str(VIEW_DELETE_RETENTION_MS)}
 # Dead letters wait for an operator: a month, not the broker's week.
 DEAD_LETTERS = {"cleanup.policy": "delete", "retention.ms": str(30 * DAY_MS)}
 # Queries are owned by partition: more partitions than workers lets a fleet grow to that many.

@@ -29,6 +29,7 @@ BENCHMARKS = {
     "fleet": "bench.service.fleet",
     "pipeline": "bench.service.pipeline",
     "views": "bench.service.views",
+    "tombstones": "bench.service.tombstones",
     "peers": "bench.peers.compare",
     "peers-report": "bench.peers.report",
     "data": "bench.data",

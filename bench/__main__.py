@@ -30,6 +30,7 @@ BENCHMARKS = {
     "pipeline": "bench.service.pipeline",
     "views": "bench.service.views",
     "memory": "bench.service.memory",
+    "tombstones": "bench.service.tombstones",
     "peers": "bench.peers.compare",
     "peers-report": "bench.peers.report",
     "data": "bench.data",

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from workers.errors import ErrorCode, WorkersError
 from workers.executors.dispatch import SPARK_BOOTSTRAP_DATOMS, SPARK_TICK_DATOMS, AutoPolicy
+from workers.kafka.topics import VIEW_TOMBSTONES_MS
 
 if TYPE_CHECKING:
     from workers.executors.spark.session import SparkSettings
@@ -88,6 +89,7 @@ class WorkerConfig:
     memory_limit_mb: int | None = None  # over it, ticks shrink and consumption slows
     ready_lag_tx: int = 1000  # ready when at most this many transactions behind the log
     transaction_timeout_ms: int = 6000  # a dead worker's open transaction ends after this
+    view_tombstones_ms: int = VIEW_TOMBSTONES_MS  # new view topics keep a left row's tombstone
     kafka_extra: Mapping[str, str] = field(default_factory=dict)
 
     def spark(self) -> SparkSettings:

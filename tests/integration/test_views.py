@@ -6,6 +6,7 @@ whose view topic is missing gets it built."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import subprocess
 import threading
@@ -33,9 +34,12 @@ from tests.integration.pipeline import (
 from tests.integration.test_cli import deltalog
 from workers.config import WorkerConfig
 from workers.edn import dumps
+from workers.errors import WorkersError
 from workers.kafka.clients import Change, QueryAdmin, Snapshot, follow, subscribe
 from workers.kafka.compacted import CompactedReader
-from workers.kafka.topics import Topics
+from workers.kafka.sink import ResultSink
+from workers.kafka.topics import Topics, create
+from workers.kafka.views import READ_ATTEMPTS, read_views, read_within_s
 from workers.runtime.process import WorkerProcess
 from workers.testing import evaluate_from_scratch
 from workers.zset import add_into
@@ -164,6 +168,34 @@ def test_a_query_registered_anew_replaces_its_view_and_ends_subscriptions(
     _check_subscription(TWO_PATH, subscriber.snapshot, subscriber.changes, states)
     snapshot = _snapshot(config, "q")
     assert snapshot.rows == evaluate_from_scratch(TRIANGLE, states[-1])
+
+
+def test_a_view_read_slower_than_the_tombstones_retention_is_read_again(
+        kafka_bootstrap: str) -> None:
+    """The cleaner drops a tombstone ``delete.retention.ms`` after compacting it, so a read
+    slower than :func:`read_within_s` may have missed a row's leaving: it is read again, and one
+    that stays that slow fails rather than give a view that may be wrong.  The clock is the
+    test's: each read takes as long as it says."""
+    config = isolated_config(kafka_bootstrap)
+    topics = Topics(config.topic_prefix)
+    create(AdminClient(config.kafka()), topics.of_query("q"))
+    with ResultSink(config, topics, f"{config.topic_prefix}-writer") as sink:
+        sink.init()
+        for tx, weights in enumerate([{(1,): 1, (2,): 1}, {(1,): 0}]):
+            sink.begin()
+            for row, weight in weights.items():
+                sink.view("q", 0, row, weight, tx)
+            sink.view_marker("q", 0, tx)
+            sink.commit()
+    within_s = read_within_s(config)
+    readings = iter([0.0, within_s + 1, 100.0, 100.0])  # slow, then in time
+    view = read_views(config, ["q"], clock=lambda: next(readings))["q"]
+    assert (view.rows, view.registration, view.tx) == ({(2,): 1}, 0, 1)
+    assert next(readings, None) is None  # read twice
+    slow = itertools.count(step=within_s + 1)
+    with pytest.raises(WorkersError, match=r"view_tombstones_ms"):
+        read_views(config, ["q"], clock=lambda: next(slow))
+    assert next(slow) == 2 * READ_ATTEMPTS * (within_s + 1)
 
 
 class _Subscriber:

@@ -23,6 +23,12 @@ DAY_MS = 24 * 3600 * 1000
 CHANGES = {"cleanup.policy": "delete", "retention.ms": str(7 * DAY_MS)}
 # A query's view: compacted.  Compaction never touches the active segment, so small segments
 # (Kafka's least, 1 MiB, or an hour) keep the part not compacted yet small beside the view.
+# Tombstones (rows that left) and transaction markers (one per tick) stay delete.retention.ms
+# after compaction (Kafka's default: a day, every row deleted in a day): two minutes by default
+# (the ``view_tombstones_ms`` setting) keeps them few, and a reader that takes longer than half
+# of it reads again (``views.py``) — a deployment with views too big to read in a minute
+# raises it.
+VIEW_TOMBSTONES_MS = 2 * 60 * 1000
 VIEW = {"cleanup.policy": "compact", "segment.ms": str(3600 * 1000),
         "segment.bytes": str(1 << 20), "min.cleanable.dirty.ratio": "0.5"}
 # Dead letters wait for an operator: a month, not the broker's week.
@@ -34,6 +40,7 @@ QUERY_PARTITIONS = 12
 @dataclass(frozen=True, slots=True)
 class Topics:
     prefix: str = "deltalog"
+    view_tombstones_ms: int = VIEW_TOMBSTONES_MS  # the view topics' delete.retention.ms
 
     @property
     def tx(self) -> str:
@@ -59,7 +66,8 @@ class Topics:
 
     def of_query(self, query: str) -> dict[str, dict[str, str]]:
         """The topics of one query (its change stream and its view) with their configs."""
-        return {self.results(query): CHANGES, self.view(query): VIEW}
+        return {self.results(query): CHANGES,
+                self.view(query): {**VIEW, "delete.retention.ms": str(self.view_tombstones_ms)}}
 
 
 def check_query_name(name: str) -> str:

@@ -12,11 +12,15 @@ Records, written by the query's owner in the same Kafka transaction as the tick'
 
 Compaction keeps the latest record of each key, and only in closed segments, so a reader that
 reads a view topic from its beginning up to a marker at or past the end it saw when it started
-holds exactly the rows that were current at that marker's transaction.
+holds exactly the rows that were current at that marker's transaction — provided it gets
+there within the topic's ``delete.retention.ms`` (the ``view_tombstones_ms`` setting): the cleaner
+drops a tombstone that long after it first compacts it, so a slower read may miss a row's
+leaving and keep the row.  A read that took longer starts again.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +33,10 @@ from workers.kafka.compacted import OPEN_TRANSACTION_WAIT_S, POLL_S, CompactedRe
 from workers.kafka.messages import Row, row_from_avro, row_to_avro
 from workers.kafka.topics import Topics
 
+log = logging.getLogger(__name__)
+
 MARKER: Row = ()  # the key of a tick's last record in a view topic
+READ_ATTEMPTS = 3
 
 
 @dataclass(slots=True)
@@ -85,13 +92,38 @@ class _Folding:
 
 
 def read_views(config: WorkerConfig, queries: Sequence[str],
-               on_held: Callable[[], None] | None = None) -> dict[str, View]:
+               on_held: Callable[[], None] | None = None,
+               clock: Callable[[], float] = time.monotonic) -> dict[str, View]:
     """The committed view of each query, read with one consumer from the beginning of each
     view topic to its end, then on to the next marker: a transaction read in part (it went on
     past the end seen at the start) is read whole.  A query without a view topic has an empty
-    view and no marker.  ``on_held``: as :meth:`CompactedReader.read_to_end`'s."""
+    view and no marker.  ``on_held``: as :meth:`CompactedReader.read_to_end`'s.  A read that
+    took longer than :func:`read_within_s` by ``clock`` may have missed tombstones: it is done
+    again, up to ``READ_ATTEMPTS`` times."""
     if not queries:
         return {}
+    within_s = read_within_s(config)
+    for _ in range(READ_ATTEMPTS):
+        started = clock()
+        views = _read_views_once(config, queries, on_held)
+        if clock() - started <= within_s:
+            return views
+        log.warning("reading the views of %s took longer than %.0f s (half the tombstones' "
+                    "retention): reading them again", ", ".join(queries), within_s)
+    raise WorkersError(f"reading the views of {', '.join(queries)} took longer than "
+                       f"{within_s:.0f} s {READ_ATTEMPTS} times: raise the view_tombstones_ms "
+                       "setting and the view topics' delete.retention.ms with it",
+                       code=ErrorCode.KAFKA)
+
+
+def read_within_s(config: WorkerConfig) -> float:
+    """How long a read of the views from their beginning to their markers may take and stay
+    exact: half the tombstones' retention, room for the cleaner's own timing."""
+    return config.view_tombstones_ms / 1000 / 2
+
+
+def _read_views_once(config: WorkerConfig, queries: Sequence[str],
+                     on_held: Callable[[], None] | None) -> dict[str, View]:
     topics = Topics(config.topic_prefix)
     query_of = {topics.view(query): query for query in queries}
     registry = registry_for(config.registry_url)

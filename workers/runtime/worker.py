@@ -138,7 +138,7 @@ class Worker(Closing):
 
     def __init__(self, config: WorkerConfig) -> None:
         self.config = config
-        self.topics = Topics(config.topic_prefix)
+        self.topics = Topics(config.topic_prefix, config.view_tombstones_ms)
         spark = None if config.executor == "local" else config.spark()
         self.engine = Engine(strategy=config.strategy, executor=config.executor, spark=spark,
                              auto=config.auto())

@@ -27,6 +27,13 @@ def test_every_topic_of_a_query_has_its_retention_set() -> None:
     assert configs["deltalog.views.tri"]["cleanup.policy"] == "compact"
 
 
+def test_view_topics_keep_tombstones_as_long_as_the_setting_says() -> None:
+    assert Topics().of_query("tri")["deltalog.views.tri"]["delete.retention.ms"] == "120000"
+    configs = Topics(view_tombstones_ms=5000).of_query("tri")
+    assert configs["deltalog.views.tri"]["delete.retention.ms"] == "5000"
+    assert "delete.retention.ms" not in configs["deltalog.results.tri"]
+
+
 def test_topics_are_frozen() -> None:
     with pytest.raises(AttributeError):
         Topics().prefix = "other"  # type: ignore[misc]

@@ -4,11 +4,12 @@ And a tick in pieces whose transaction is lost loses and doubles nothing.
 
 The worker's resident memory is read from ``/proc``: loaded (``VmRSS``) and at its peak at
 the end (``VmHWM``).  Measured on 2 cores, busy (2026-11-24, docs/fleet.md, "Worker
-memory"): in pieces of 50 datoms the worker is at ~107–110 MB loaded and peaks at
-~119–120 MB.  Of that, PyArrow (the snapshot store and format) is ~30 MB, 24 MB of them its
-libraries' pages, and NumPy ~13 MB.  Held whole (one piece), the hub's tick peaked at
-~319 MB — far over the ceiling.  The committed changes are checked: the hub's tick removes
-exactly the paths that no longer exist.
+memory"): in pieces of 50 datoms the worker is at ~107–111 MB loaded and peaks at
+~119–120 MB; NumPy is ~13 MB of it.  The worker snapshots every second here, so the loaded
+worker has written snapshots as a production one has (the first one used to map ~45 MB of
+PyArrow, and whether it came before the reading decided the test).  Held whole (one piece),
+the hub's tick peaked at ~319 MB — far over the ceiling.  The committed changes are checked:
+the hub's tick removes exactly the paths that no longer exist.
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ def test_retracting_a_hub_stays_within_the_memory_ceiling(kafka_bootstrap: str,
     worker = WorkerProcess(config, tmp_path / "snapshots", tmp_path / "w.log", metrics_port=port,
                            env={"DELTALOG_MEMORY_LIMIT_MB": str(CEILING_MB),
                                 "DELTALOG_TICK_MAX_DATOMS": str(PIECE_DATOMS),
+                                "DELTALOG_SNAPSHOT_INTERVAL_S": "1",
                                 # A tick of this size outlives the default 6 s transaction.
                                 "DELTALOG_TRANSACTION_TIMEOUT_MS": str(TRANSACTION_MS)})
     worker.start()

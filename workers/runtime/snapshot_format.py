@@ -9,18 +9,21 @@ of a JSON header and NumPy ``.npy`` arrays, read with ``allow_pickle=False``::
     kinds.npy          per value id: 0 an int64 (payload.npy holds it), 1 an object
     payload.npy        per value id: the int, or the object's index
     object_tags.npy    per object its type (a byte: s string, k keyword, d double, ...)
-    object_offsets.npy / object_text.npy   per object its text, as Arrow's string columns
+    object_offsets.npy / object_text.npy   per object its text: int64 offsets into UTF-8
 
 ZIP keeps a CRC-32 per member and its directory at the end, so a file cut short or damaged
 fails to read (:class:`SnapshotFormatError`) instead of loading a wrong database.  The ids
 and the order of the columns are checked too, so a forged file cannot crash a worker later.
 ``unzip -p FILE header.json`` shows what a snapshot holds; ``numpy.load`` reads its arrays.
+The texts are joined with NumPy, not PyArrow: a worker's first PyArrow array conversion maps
+~45 MB of its libraries, which every worker would then hold (docs/fleet.md, Worker memory).
 """
 
 from __future__ import annotations
 
 import datetime
 import io
+import itertools
 import json
 import uuid
 import zipfile
@@ -30,7 +33,6 @@ from typing import IO, Any
 import edn_format
 import numpy as np
 import numpy.typing as npt
-import pyarrow as pa
 
 from workers.arrangements.values import ValueIds
 from workers.db.schema import Attribute, Schema
@@ -67,8 +69,9 @@ def write(state: EngineState, stream: IO[bytes]) -> None:
     """Write ``state`` to a binary stream (it need not seek: a bucket's upload streams)."""
     kinds, payloads, objects = state.values.entries()
     tags, texts = zip(*map(_encode, objects), strict=True) if objects else ((), ())
-    text = pa.array(texts, pa.large_string())
-    _, offsets, data = text.buffers()
+    encoded = [text.encode("utf-8") for text in texts]
+    offsets = np.zeros(len(encoded) + 1, np.int64)
+    np.cumsum([len(data) for data in encoded], out=offsets[1:])
     header = {"format": FORMAT, "version": VERSION, "tx": state.tx,
               "datoms": len(state.columns[0]), "values": len(kinds),
               "schema": [[*_encode(attribute), declared.cardinality_one,
@@ -77,10 +80,8 @@ def write(state: EngineState, stream: IO[bytes]) -> None:
     arrays: dict[str, npt.NDArray[Any]] = {
         **dict(zip(COLUMNS, state.columns, strict=True)), "kinds": kinds, "payload": payloads,
         "object_tags": np.frombuffer("".join(tags).encode("ascii"), np.uint8),
-        "object_offsets": np.frombuffer(offsets, np.int64)[:len(texts) + 1] if texts
-        else np.zeros(1, np.int64),
-        "object_text": np.frombuffer(data, np.uint8) if data is not None
-        else np.zeros(0, np.uint8)}
+        "object_offsets": offsets,
+        "object_text": np.frombuffer(b"".join(encoded), np.uint8)}
     with zipfile.ZipFile(stream, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
         archive.writestr(HEADER, json.dumps(header))
         for name, array in arrays.items():
@@ -106,17 +107,14 @@ def read(data: bytes) -> EngineState:
     except SnapshotFormatError:
         raise
     except (zipfile.BadZipFile, KeyError, ValueError, TypeError, IndexError, OSError,
-            EOFError, MemoryError, pa.ArrowException) as error:
+            EOFError, MemoryError) as error:
         raise SnapshotFormatError(f"not a readable snapshot: {error!r}") from error
 
 
 def _state(header: dict[str, Any], arrays: dict[str, npt.NDArray[Any]]) -> EngineState:
     tags = arrays["object_tags"].tobytes().decode("ascii")
-    offsets, text = arrays["object_offsets"], arrays["object_text"]
-    strings = pa.LargeStringArray.from_buffers(len(tags), pa.py_buffer(offsets.astype(np.int64)),
-                                          pa.py_buffer(text.astype(np.uint8)))
-    strings.validate(full=True)  # offsets within the text, UTF-8
-    objects = [_DECODE[tag](item) for tag, item in zip(tags, strings.to_pylist(), strict=True)]
+    strings = _texts(arrays["object_offsets"], arrays["object_text"], len(tags))
+    objects = [_DECODE[tag](item) for tag, item in zip(tags, strings, strict=True)]
     values = ValueIds.from_entries(arrays["kinds"], arrays["payload"], objects)
     columns = tuple(arrays[name].astype(np.int32, copy=False) for name in COLUMNS)
     _check_datoms(columns, values.size)
@@ -126,6 +124,17 @@ def _state(header: dict[str, Any], arrays: dict[str, npt.NDArray[Any]]) -> Engin
     if len(columns[0]) != header["datoms"] or values.size != header["values"]:
         raise SnapshotFormatError("the header's counts differ from the arrays'")
     return EngineState(values, columns, schema, int(header["tx"]))  # type: ignore[arg-type]
+
+
+def _texts(offsets: npt.NDArray[Any], text: npt.NDArray[Any], count: int) -> list[str]:
+    """The ``count`` texts the offsets cut out of the UTF-8 bytes (checked: offsets from 0 to
+    the end, never decreasing; UTF-8): a ``ValueError`` when they do not."""
+    bounds = offsets.astype(np.int64).tolist()
+    data = text.astype(np.uint8).tobytes()
+    if (len(bounds) != count + 1 or bounds[0] != 0 or bounds[-1] != len(data)
+            or any(b > c for b, c in itertools.pairwise(bounds))):
+        raise ValueError("the objects' text offsets do not cut their text")
+    return [data[b:c].decode("utf-8") for b, c in itertools.pairwise(bounds)]
 
 
 def _check_datoms(columns: tuple[npt.NDArray[np.int32], ...], size: int) -> None:

@@ -81,6 +81,8 @@ def _forged(replace: dict[str, np.ndarray]) -> bytes:
 
 
 DATOMS = len(_engine().state().columns[0])
+with zipfile.ZipFile(io.BytesIO(_bytes(_engine().state()))) as _archive:
+    TEXT_BYTES = len(np.lib.format.read_array(_archive.open("object_text.npy")))
 
 
 @pytest.mark.parametrize(("arrays", "message"), [
@@ -90,7 +92,9 @@ DATOMS = len(_engine().state().columns[0])
     ({"kinds": np.zeros(3, np.int8)}, "do not describe a dictionary"),
     ({"object_tags": np.frombuffer(b"?" * 12, np.uint8)}, "not a readable snapshot"),
     ({"e": np.array([{"a pickle": 1}], object)}, "not a readable snapshot"),
-], ids=["lengths", "ids", "order", "dictionary", "tag", "object-array"])
+    ({"object_offsets": np.array([0, 10**6], np.int64)}, "offsets do not cut their text"),
+    ({"object_text": np.full(TEXT_BYTES, 0xFF, np.uint8)}, "invalid start byte"),
+], ids=["lengths", "ids", "order", "dictionary", "tag", "object-array", "offsets", "utf-8"])
 def test_forged_arrays_are_refused(arrays: dict[str, np.ndarray], message: str) -> None:
     with pytest.raises(SnapshotFormatError, match=message):
         snapshot_format.read(_forged(arrays))

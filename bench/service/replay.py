@@ -11,8 +11,9 @@ benchmark's warm-up), measured alone:
    generator and query set).
 2. One worker started with an empty snapshot directory: every query is new, registered on
    the empty database, then stepped through the whole log.
-3. Timed from its first committed progress until every query's committed progress reaches
-   the last transaction (`replay s`; `start s` counts from the process start); its CPU time
+3. Timed from the end of its start (its log says "started at tx": it has joined the group
+   and taken its queries up) until every query's committed progress reaches the last
+   transaction (`replay s`; `start s` counts from the process start); its CPU time
    (all its threads, `/proc`) over the same span, so the rate per CPU second holds on a
    shared machine. Its `/metrics` then say how many ticks it took and how long each query
    shape stepped.
@@ -46,6 +47,9 @@ from workers.kafka.broker import LocalBroker
 from workers.runtime.process import WorkerProcess
 from workers.testing import edge_transactions
 
+START_TIMEOUT_S = 120.0
+STARTED = " started at tx "  # the worker's log line once its ticks begin
+POLL_S = 0.05
 REPLAY_TIMEOUT_S = 3600.0  # 10^6 transactions at the old ~1,200 tx/s took ~14 minutes
 METRICS_TIMEOUT_S = 10.0
 # The parts of a tick, as the functions that do them: (label, (module path, function)...).
@@ -84,12 +88,12 @@ class ReplayRow:
     queries: int
     tick_max_tx: int | None
     start_s: float  # from the process start until every query reached the last transaction
-    replay_s: float  # from its first committed progress until then
-    replayed: int  # transactions after the first committed progress
-    tx_per_s: float  # replayed / replay_s
+    replay_s: float  # from the end of its start (it logs "started at tx") until then
+    tx_per_s: float  # transactions / replay_s
     cpu_s: float  # the worker's CPU (user + system) over replay_s
     tx_per_cpu_s: float
     ticks: int
+    peak_mb: float  # the worker's peak resident memory (VmHWM)
     step_s: dict[str, float]  # query shape -> seconds stepping (all its queries, all ticks)
     phases: dict[str, float]  # --profile: the ticks' seconds, each part's fraction of them
 
@@ -139,6 +143,25 @@ def phases(profile: Path) -> dict[str, float]:
         for label, functions in PHASES}
 
 
+def peak_resident_mb(worker: WorkerProcess) -> float:
+    """The running worker's peak resident memory so far, MB (``VmHWM``)."""
+    assert worker.process is not None
+    with open(f"/proc/{worker.process.pid}/status") as status:
+        kb = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+    return round(kb / 1024, 1)
+
+
+def wait_started(worker: WorkerProcess) -> tuple[float, float]:
+    """When the worker logged the end of its start (topics, snapshot, group joined,
+    queries taken up: its ticks begin), and its CPU seconds then."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while STARTED not in worker.log.read_text(errors="replace"):
+        if time.monotonic() > deadline or not worker.alive():
+            raise failure("the worker did not start", [worker])
+        time.sleep(POLL_S)
+    return time.monotonic(), worker.cpu_s()
+
+
 def replay_once(bootstrap: str, args: argparse.Namespace, repeat: int,
                 workdir: Path) -> ReplayRow:
     """Preload a fresh log, start one worker on it, time it to the end."""
@@ -157,36 +180,33 @@ def replay_once(bootstrap: str, args: argparse.Namespace, repeat: int,
                            tick_max_tx=args.tick_max_tx, metrics_port=port) as worker:
             started = time.monotonic()
             worker.start()
-            first = wait_progress(watch, names, -1, [worker], REPLAY_TIMEOUT_S)
-            first_cpu = worker.cpu_s()
-            first_tx = watch.reached(names)
-            assert first_tx is not None
+            ticking, ticking_cpu = wait_started(worker)
             done = wait_progress(watch, names, sent - 1, [worker], REPLAY_TIMEOUT_S)
-            cpu = worker.cpu_s() - first_cpu
+            cpu = worker.cpu_s() - ticking_cpu
             samples = scrape(port)
+            peak_mb = peak_resident_mb(worker)
             worker.stop()
             if profile is not None and not profile.exists():
                 raise failure(f"no profile written to {profile}", [worker])
     finally:
         watch.close()
-    replayed = sent - 1 - first_tx
-    seconds = done - first
+    seconds = done - ticking
     return ReplayRow(repeat, sent, len(names), args.tick_max_tx, round(done - started, 2),
-                     round(seconds, 2), replayed, round(replayed / seconds),
-                     round(cpu, 2), round(replayed / max(cpu, 1e-9)),
-                     int(sum(samples.get("deltalog_ticks_total", {}).values())),
+                     round(seconds, 2), round(sent / seconds),
+                     round(cpu, 2), round(sent / max(cpu, 1e-9)),
+                     int(sum(samples.get("deltalog_ticks_total", {}).values())), peak_mb,
                      step_seconds(samples), {} if profile is None else phases(profile))
 
 
 def table(rows: Sequence[ReplayRow]) -> str:
     shapes = sorted({shape for r in rows for shape in r.step_s})
     headers = ["repeat", "tx", "queries", "tick max tx", "start s", "replay s", "tx/s",
-               "worker CPU s", "tx/CPU s", "ticks", *(f"step {s} s" for s in shapes)]
+               "worker CPU s", "tx/CPU s", "ticks", "peak MB", *(f"step {s} s" for s in shapes)]
     return markdown_table(headers, [
         [str(r.repeat), f"{r.transactions:,}", str(r.queries),
          "default" if r.tick_max_tx is None else f"{r.tick_max_tx:,}", f"{r.start_s:.1f}",
          f"{r.replay_s:.1f}", f"{r.tx_per_s:,}", f"{r.cpu_s:.1f}", f"{r.tx_per_cpu_s:,}",
-         f"{r.ticks:,}", *(f"{r.step_s.get(s, 0.0):.1f}" for s in shapes)]
+         f"{r.ticks:,}", f"{r.peak_mb:.0f}", *(f"{r.step_s.get(s, 0.0):.1f}" for s in shapes)]
         for r in rows
     ])
 

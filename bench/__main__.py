@@ -27,6 +27,7 @@ BENCHMARKS = {
     "scale": "bench.engine.scale",
     "vector": "bench.engine.vector",
     "fleet": "bench.service.fleet",
+    "replay": "bench.service.replay",
     "pipeline": "bench.service.pipeline",
     "views": "bench.service.views",
     "memory": "bench.service.memory",

@@ -66,7 +66,11 @@ class WorkerConfig:
     topic_prefix: str = "deltalog"
     worker_id: str = field(default_factory=socket.gethostname)
     strategy: str = "delta"
-    tick_max_tx: int = 1000  # transactions per tick at most
+    # Transactions per tick at most.  A live worker's ticks take what has arrived (a few at
+    # low load), so this bounds only a worker behind the log: its catch-up ticks, where a
+    # tick's fixed costs and its queries' steps are shared by every transaction in it
+    # (docs/fleet.md, "Catch-up": 1,000 replayed ~1,000 tx/s, 50,000 ~15,000).
+    tick_max_tx: int = 50_000
     tick_max_bytes: int = 4 << 20  # encoded transaction bytes per tick at most
     tick_max_datoms: int = 10_000  # a larger tick delta is stepped and written in pieces
     tick_max_wait_s: float = 0.05  # longest an idle worker waits for the first transaction

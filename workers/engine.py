@@ -32,6 +32,7 @@ import numpy.typing as npt
 from workers import edn
 from workers.arrangements import ArrangementRegistry, MemoryArrangement, PendingReader
 from workers.arrangements.delta import DatomColumns, IdDelta, TickDelta
+from workers.arrangements.pending import PENDING_ORDERS
 from workers.arrangements.values import ValueIds
 from workers.datalog import compile_query
 from workers.datalog.results import shaped
@@ -230,7 +231,7 @@ class Engine:
             delta: IdDelta = bulk.delta
             refused += [(positions[i], Refusal(parsed[i][1], error)) for i, error in bulk.refused]
         else:
-            pending = MemoryArrangement()
+            pending = MemoryArrangement(orders=PENDING_ORDERS)
             reader = PendingReader(self.db, pending)
             for position, (ops, tx_id) in zip(positions, parsed, strict=True):
                 try:

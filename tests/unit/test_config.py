@@ -19,7 +19,7 @@ def test_defaults() -> None:
     assert (config.bootstrap_servers, config.topic_prefix, config.strategy) == (
         "127.0.0.1:9092", "deltalog", "delta")
     assert (config.tick_max_tx, config.tick_max_bytes, config.tick_max_wait_s) == (
-        1000, 4 << 20, 0.05)
+        50_000, 4 << 20, 0.05)
     assert config.snapshot_dir == Path(".deltalog/snapshots")
     assert (config.registry_url, config.metrics_port, config.kafka_extra) == (None, None, {})
     assert config.worker_id == socket.gethostname()

@@ -18,13 +18,17 @@ Trie = dict[Any, dict[Any, dict[Any, int]]]
 
 
 class MemoryArrangement:
-    """The EAV, AEV, AVE and VAE tries of one Z-set of datoms (a state or a tick's delta)."""
+    """The EAV, AEV, AVE and VAE tries of one Z-set of datoms (a state or a tick's delta);
+    or only those of ``orders``, for a reader that asks no other (every write updates each
+    trie kept: a batch's pending delta is written per transaction)."""
 
     __slots__ = ("_permuted", "tries", "version")
 
-    def __init__(self, datoms: Mapping[Datom, int] | None = None) -> None:
-        self.tries: dict[IndexOrder, Trie] = {order: {} for order in INDEX_ORDERS}
-        self._permuted = [(self.tries[order], *order.positions) for order in INDEX_ORDERS]
+    def __init__(self, datoms: Mapping[Datom, int] | None = None,
+                 orders: tuple[IndexOrder, ...] = INDEX_ORDERS) -> None:
+        assert IndexOrder.EAV in orders, "weight and datoms read EAV"
+        self.tries: dict[IndexOrder, Trie] = {order: {} for order in orders}
+        self._permuted = [(self.tries[order], *order.positions) for order in orders]
         self.version = 0  # bumped by every write, so copies elsewhere know when to re-read
         if datoms:
             self.update(datoms)

@@ -17,9 +17,14 @@ from workers.arrangements.keys import IndexOrder
 from workers.arrangements.memory import Datom, MemoryArrangement
 from workers.arrangements.registry import ArrangementRegistry
 
+# The orders the reads below take from the pending delta (its other tries would be written
+# for every transaction of a batch and never read).
+PENDING_ORDERS = (IndexOrder.EAV, IndexOrder.VAE)
+
 
 class PendingReader:
-    """``state + pending`` for the reads transaction normalisation makes."""
+    """``state + pending`` for the reads transaction normalisation makes; ``pending`` needs
+    only the tries of ``PENDING_ORDERS``."""
 
     __slots__ = ("pending", "state")
 

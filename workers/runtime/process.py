@@ -45,15 +45,18 @@ class WorkerProcess:
     """``python -m workers worker`` as a child process: start (again after a kill), kill -9,
     pause and resume (SIGSTOP/SIGCONT), stop (SIGTERM, SIGKILL if it takes too long); ``with``
     stops it at the end.  ``flags`` become the worker's flags (``tick_max_tx=5``:
-    ``--tick-max-tx 5``; None: left out).  Those started and not stopped yet are in
-    ``running``, so a test harness can stop what a failed test left behind."""
+    ``--tick-max-tx 5``; None: left out); with ``profile`` it runs under cProfile, which
+    writes its statistics there when the worker stops cleanly (a benchmark's profile of
+    the process as deployed).  Those started and not stopped yet are in ``running``, so a
+    test harness can stop what a failed test left behind."""
 
     running: ClassVar[set[WorkerProcess]] = set()
 
     def __init__(self, config: WorkerConfig, snapshot_dir: Path, log: Path,
-                 worker_id: str = "w1", env: dict[str, str] | None = None, **flags: Any) -> None:
+                 worker_id: str = "w1", env: dict[str, str] | None = None,
+                 profile: Path | None = None, **flags: Any) -> None:
         self.config, self.snapshot_dir, self.log, self.flags = config, snapshot_dir, log, flags
-        self.worker_id, self.env = worker_id, env or {}
+        self.worker_id, self.env, self.profile = worker_id, env or {}, profile
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -66,7 +69,8 @@ class WorkerProcess:
 
     def start(self) -> None:
         """Start the worker, its output appended to ``log``."""
-        args = [sys.executable, "-m", "workers", "worker", "--bootstrap-servers",
+        profiler = [] if self.profile is None else ["-m", "cProfile", "-o", str(self.profile)]
+        args = [sys.executable, *profiler, "-m", "workers", "worker", "--bootstrap-servers",
                 self.config.bootstrap_servers, "--worker-id", self.worker_id,
                 "--snapshot-dir", str(self.snapshot_dir), "-v"]
         for flag, value in self.flags.items():
@@ -103,6 +107,14 @@ class WorkerProcess:
             self.process.wait(timeout_s)
         except subprocess.TimeoutExpired:
             self.kill()
+
+    def cpu_s(self) -> float:
+        """User + system CPU seconds the running worker has used, all its threads (Linux
+        ``/proc``): what it cost, whatever else the machine runs."""
+        assert self.process is not None
+        with open(f"/proc/{self.process.pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()  # after the command's name
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None

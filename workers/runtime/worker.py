@@ -161,7 +161,9 @@ class Worker(Closing):
         self._source: TxSource | None = None
         self._ownership: Ownership | None = None
         limit = None if config.memory_limit_mb is None else config.memory_limit_mb << 20
-        self._tick_size = TickSize(config.tick_max_tx, limit)
+        # a tick's transaction open a third of the coordinator's timeout makes ticks smaller
+        self._tick_size = TickSize(config.tick_max_tx, limit,
+                                   open_s=config.transaction_timeout_ms / 3000)
         self._state_gauges = StateGauges()
         self._applied_s = 0.0  # when the last applied transaction was appended to the log
         metrics.MEMORY_LIMIT.set(limit or 0)
@@ -229,7 +231,9 @@ class Worker(Closing):
             self.engine.idle()
             return False
         tx_last = batch[-1].offset if batch else self.committed
+        opened = time.perf_counter()
         committed = self._commit(output, rest, letters, self.committed + 1, tx_last)  # Step 4
+        self._tick_size.closed(time.perf_counter() - opened, committed, len(batch) >= tick_tx)
         self.committed = tx_last
         self._resume_waiting()  # Step 5
         self._observe(batch)

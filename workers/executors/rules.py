@@ -49,7 +49,19 @@ from workers.arrangements.values import ValueIds
 from workers.executors.extenders import Relations, Row
 from workers.executors.joins import Joins
 from workers.executors.work import Work
-from workers.plan.ir import DATOMS, JoinProgram, RulePlan, RulesPlan, SeededProgram, Step, StepKind
+from workers.plan.ir import (
+    DATOMS,
+    Absent,
+    ExtenderSpec,
+    JoinProgram,
+    Level,
+    Role,
+    RulePlan,
+    RulesPlan,
+    SeededProgram,
+    Step,
+    StepKind,
+)
 
 Heads = dict[str, set[Row]]
 
@@ -117,6 +129,11 @@ class PreparedRules:
                         for seeded in rule.seeded for program in (seeded.old, seeded.new)
                         if (traced := _traced(program, rule.witness,
                                               self._premises[id(rule)])) is not None}
+        # the relations each recursive literal's ``new`` program reads in the new state
+        self._reads_new = {id(seeded.new): _reads_new(seeded.new)
+                           for stratum in plan.strata if stratum.recursive
+                           for r in stratum.relations for rule in r.rules
+                           for seeded in rule.seeded if seeded.recursive}
         self._level = 0  # the last level given
         # levels given this tick, folded into the relations' levels by the commit (as the
         # change into the state: a big dict written mid-tick is traversed by the next young
@@ -205,16 +222,31 @@ class PreparedRules:
                                    self._candidates(seeded, seeded.old, relation, tuples,
                                                     work),
                                    doomed, frontier, underivable, work)
+        grown = self._grown() if stratum.recursive and any(frontier.values()) else set()
         while stratum.recursive and any(frontier.values()):
             current, frontier = frontier, {r.name: set() for r in stratum.relations}
             for relation, seeded in self._recursive_seeds(stratum):
                 marked = [(row, 1) for row in current[seeded.relation]]
                 heads = self._candidates(seeded, seeded.old, relation, marked, work)
-                if self.joins.per_fact:  # a head kept may rest on a marked tuple through
-                    # a datom added this tick, which the old state does not lead to
+                # a head kept may rest on a marked tuple through a datom added this tick,
+                # which the old state does not lead to; with none added to what the
+                # literal's new program reads, it derives a part of what the old one did
+                if self.joins.per_fact and self._reads_new[id(seeded.new)] & grown:
                     heads += self._candidates(seeded, seeded.new, relation, marked, work)
                 self._doom(stratum, relation, heads, doomed, frontier, underivable, work)
         return doomed, underivable
+
+    def _grown(self) -> set[tuple[str, bool]]:
+        """The relations whose new state holds a tuple the old one does not (``False``) or
+        lacks one it holds (``True``: grown for a negation of it) — the datoms and the
+        derived relations' changes (a stratum's own are empty while it over-deletes)."""
+        grown = set()
+        changes: list[tuple[str, Iterable[tuple[Row, int]]]] = [(DATOMS, self._delta.datoms())]
+        changes += [(r.name, r.change.rows.items()) for r in self._relations.values()]
+        for name, rows in changes:
+            signs = {weight < 0 for _, weight in rows}
+            grown |= {(name, negative) for negative in signs}
+        return grown
 
     def _candidates(self, seeded: SeededProgram, program: JoinProgram,
                     relation: DerivedRelation, tuples: Iterable[tuple[Row, int]],
@@ -229,9 +261,9 @@ class PreparedRules:
         The argument holds through the new state too: the derivation a head's level rests on
         is either its old one (an untouched head) or the one the support check accepted
         this tick (a kept head, whose level stays), and that check accepts only premises
-        of levels below the head's (:func:`_sound`) — so whichever state the derivation is
-        in, its premises are below the head.  A rule with no premise to read (no witness)
-        makes every head it derives a candidate."""
+        of levels below the head's (:meth:`_sound_witness`) — so whichever state the
+        derivation is in, its premises are below the head.  A rule with no premise to read
+        (no witness) makes every head it derives a candidate."""
         traced = self._traced.get(id(program))
         if traced is None:
             return self._derive(seeded, program, tuples, work)
@@ -307,14 +339,21 @@ class PreparedRules:
         Every head it is asked about is added to ``derived``."""
         assert rule.witness is not None
         width = len(rule.witness.seed_vars)
-        premises = self._premises[id(rule)]
+        # each premise's levels, its marked tuples, and how its tuple is read from the row
+        premises = []
+        for premise, steps in self._premises[id(rule)]:
+            assert premise.levels is not None
+            premises.append((premise.levels, doomed[premise.name], _reader(steps)))
 
         def sound(witness: Row) -> bool:
             head = witness[:width]
             derived.add(head)
             below = levels[head]
-            return all(_sound(premise, _build(steps, witness), below, doomed)
-                       for premise, steps in premises)
+            for premise_levels, marked, read in premises:
+                premise = read(witness)
+                if premise_levels[premise] >= below or premise in marked:
+                    return False
+            return True
         return sound
 
     def _add(self, relation: DerivedRelation, heads: Iterable[Row], found: Heads) -> None:
@@ -376,10 +415,19 @@ class PreparedRules:
             relation.change.reset()
 
 
-def _sound(relation: DerivedRelation, row: Row, below: int, doomed: Heads) -> bool:
-    """A premise a kept head may rest on: unmarked, and of a level below ``below``."""
-    assert relation.levels is not None
-    return relation.levels[row] < below and row not in doomed[relation.name]
+def _reads_new(program: JoinProgram) -> frozenset[tuple[str, bool]]:
+    """The relations ``program`` reads in the new state, each with whether it is negated
+    (:meth:`PreparedRules._grown`'s pairs)."""
+    specs = [(spec, False) for spec in (program.seed, *program.checks) if spec is not None]
+    for op in program.levels:
+        if isinstance(op, Level):
+            specs += [(spec, False) for spec in op.extenders]
+        elif isinstance(op, ExtenderSpec):
+            specs.append((op, False))
+        elif isinstance(op, Absent):
+            specs.append((op.spec, True))
+    return frozenset((spec.relation, negated) for spec, negated in specs
+                     if spec.role is Role.NEW)
 
 
 Read = Callable[[Row], Row]

@@ -223,5 +223,8 @@ def _derive_from(levels: tuple[Stage, ...], depth: int, row: Row, weight: int,
     else:
         work.calls += 1
         following = stage.expand(row, weight)
+    if depth + 1 == len(levels):  # the last stage's rows are the derivations: no generator
+        yield from following      # per row (a delete's support checks try thousands)
+        return
     for next_row, next_weight in following:
         yield from _derive_from(levels, depth + 1, next_row, next_weight, work)

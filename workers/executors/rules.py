@@ -44,7 +44,7 @@ from dataclasses import dataclass, replace
 from operator import itemgetter
 
 from workers.arrangements import IndexOrder, MemoryArrangement
-from workers.arrangements.relation import RelationArrangement
+from workers.arrangements.relation import RelationArrangement, TrackedRows
 from workers.arrangements.values import ValueIds
 from workers.executors.extenders import Relations, Row
 from workers.executors.joins import Joins
@@ -108,7 +108,7 @@ class PreparedRules:
         self.joins = make_joins(stores)
         self.strata = tuple(
             DerivedStratum(tuple(DerivedRelation(r.name, r.rules, *stores[r.name],
-                                                 {} if stratum.recursive else None)
+                                                 TrackedRows() if stratum.recursive else None)
                                  for r in stratum.relations), stratum.recursive)
             for stratum in plan.strata)
         self._relations = {r.name: r for s in self.strata for r in s.relations}
@@ -273,9 +273,13 @@ class PreparedRules:
         for row in self._derive(seeded, traced.program, tuples, work):
             head = traced.head(row)
             level = levels.get(head)
-            # a premise without a level (none is: it is present) counts as below
-            if level is not None and all(premise.get(read(row), 0) < level
-                                         for premise, read in traced.premises):
+            if level is None:
+                continue
+            for premise, read in traced.premises:
+                # a premise without a level (none is: it is present) counts as below
+                if premise.get(read(row), 0) >= level:
+                    break
+            else:
                 heads.append(head)
         return heads
 

@@ -64,6 +64,9 @@ from workers.plan.ir import (
 )
 
 Heads = dict[str, set[Row]]
+# a derivation's premises in the stratum, each with its relation's marked tuples
+Proof = list[tuple[set[Row], Row]]
+Proofs = dict[str, dict[Row, Proof]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,12 +186,17 @@ class PreparedRules:
     # -- DRed ------------------------------------------------------------------------------
 
     def _maintain(self, stratum: DerivedStratum, work: Work) -> None:
-        doomed, underivable = self._over_delete(stratum, work)
+        doomed, underivable, proofs = self._over_delete(stratum, work)
         for relation in stratum.relations:
             relation.change.update((row, -1) for row in doomed[relation.name])
         found: Heads = {r.name: set() for r in stratum.relations}
         for relation in stratum.relations:  # rederive
             left = doomed[relation.name] - underivable[relation.name]
+            back = _still_proven(left, proofs[relation.name])
+            if back:
+                self._put(relation, back)
+                found[relation.name] |= back
+                left = left - back
             for rule in relation.rules:
                 if left:
                     back = self.joins.derivable(rule.support, left, work)
@@ -204,15 +212,19 @@ class PreparedRules:
                                   found)
         self._insert_recursively(stratum, found, work)
 
-    def _over_delete(self, stratum: DerivedStratum, work: Work) -> tuple[Heads, Heads]:
-        """The marked heads, and those of them the support check found no derivation of
-        at all in the new state: the rederive step, which reads a part of what the check
-        read (the new state less the marked heads, plus what it puts back — all present
-        when the check ran), cannot find one either, so it skips them (a head really
-        deleted was checked twice)."""
+    def _over_delete(self, stratum: DerivedStratum,
+                     work: Work) -> tuple[Heads, Heads, Proofs]:
+        """The marked heads; those of them the support check found no derivation of at all
+        in the new state: the rederive step, which reads a part of what the check read
+        (the new state less the marked heads, plus what it puts back — all present when
+        the check ran), cannot find one either, so it skips them (a head really deleted
+        was checked twice); and for others, a derivation the check saw with its premises
+        unmarked (not all below the head): one the rederive step needs not search for if
+        none of them was marked later."""
         doomed: Heads = {r.name: set() for r in stratum.relations}
         frontier: Heads = {r.name: set() for r in stratum.relations}
         underivable: Heads = {r.name: set() for r in stratum.relations}
+        proofs: Proofs = {r.name: {} for r in stratum.relations}
         for relation in stratum.relations:
             for rule in relation.rules:
                 for seeded in rule.seeded:
@@ -221,7 +233,7 @@ class PreparedRules:
                         self._doom(stratum, relation,
                                    self._candidates(seeded, seeded.old, relation, tuples,
                                                     work),
-                                   doomed, frontier, underivable, work)
+                                   doomed, frontier, underivable, proofs, work)
         grown = self._grown() if stratum.recursive and any(frontier.values()) else set()
         while stratum.recursive and any(frontier.values()):
             current, frontier = frontier, {r.name: set() for r in stratum.relations}
@@ -233,8 +245,9 @@ class PreparedRules:
                 # literal's new program reads, it derives a part of what the old one did
                 if self.joins.per_fact and self._reads_new[id(seeded.new)] & grown:
                     heads += self._candidates(seeded, seeded.new, relation, marked, work)
-                self._doom(stratum, relation, heads, doomed, frontier, underivable, work)
-        return doomed, underivable
+                self._doom(stratum, relation, heads, doomed, frontier, underivable, proofs,
+                           work)
+        return doomed, underivable, proofs
 
     def _grown(self) -> set[tuple[str, bool]]:
         """The relations whose new state holds a tuple the old one does not (``False``) or
@@ -301,27 +314,31 @@ class PreparedRules:
                         yield relation, seeded
 
     def _doom(self, stratum: DerivedStratum, relation: DerivedRelation, heads: Iterable[Row],
-              doomed: Heads, frontier: Heads, underivable: Heads, work: Work) -> None:
+              doomed: Heads, frontier: Heads, underivable: Heads, proofs: Proofs,
+              work: Work) -> None:
         marked = doomed[relation.name]
         candidates = {row for row in heads if relation.state.weight(row) and row not in marked}
         if stratum.recursive and self.joins.per_fact:
-            supported, derived = self._supported(relation, candidates, doomed, work)
+            supported, seen = self._supported(relation, candidates, doomed, work)
             candidates -= supported
-            underivable[relation.name] |= candidates - derived
+            underivable[relation.name] |= candidates - seen.keys()
+            proofs[relation.name].update((head, proof) for head, proof in seen.items()
+                                         if proof is not None and head in candidates)
         marked |= candidates
         frontier[relation.name] |= candidates
 
     def _supported(self, relation: DerivedRelation, rows: set[Row], doomed: Heads,
-                   work: Work) -> tuple[set[Row], set[Row]]:
+                   work: Work) -> tuple[set[Row], dict[Row, Proof | None]]:
         """Those of ``rows`` with a derivation in the new state whose premises in the
         stratum are unmarked and of lower levels (a rule reading only lower relations,
         whose tuples are final for the tick, needs no premise) — one join per rule for the
         whole frontier, stopping at each row's first such derivation; and those the check
-        saw a derivation of, or could not tell (a rule without a witness)."""
+        saw a derivation of, or could not tell (a rule without a witness), each with the
+        premises of one it saw unmarked (or None)."""
         assert relation.levels is not None
         levels = relation.levels
         supported: set[Row] = set()
-        derived: set[Row] = set()
+        seen: dict[Row, Proof | None] = {}
         for rule in relation.rules:
             left = rows - supported
             if not left:
@@ -330,17 +347,19 @@ class PreparedRules:
                 if not any(s.recursive for s in rule.seeded):
                     supported |= self.joins.derivable(rule.support, left, work)
                 else:
-                    derived |= left
+                    seen.update(dict.fromkeys(left - seen.keys()))
                 continue
-            sound = self._sound_witness(rule, levels, doomed, derived)
+            sound = self._sound_witness(rule, levels, doomed, seen)
             supported |= self.joins.witnessed(rule.witness, left, sound, work)
-        return supported, derived | supported
+        seen.update(dict.fromkeys(supported - seen.keys()))
+        return supported, seen
 
     def _sound_witness(self, rule: RulePlan, levels: dict[Row, int], doomed: Heads,
-                       derived: set[Row]) -> Callable[[Row], bool]:
+                       seen: dict[Row, Proof | None]) -> Callable[[Row], bool]:
         """The test of a row of ``rule``'s witness program (the head, then the premises'
         variables): every premise in the stratum unmarked and of a level below the head's.
-        Every head it is asked about is added to ``derived``."""
+        Every head it is asked about is in ``seen``, with the first row's premises it
+        rejected for a level alone (all unmarked)."""
         assert rule.witness is not None
         width = len(rule.witness.seed_vars)
         # each premise's levels, its marked tuples, and how its tuple is read from the row
@@ -351,13 +370,17 @@ class PreparedRules:
 
         def sound(witness: Row) -> bool:
             head = witness[:width]
-            derived.add(head)
             below = levels[head]
+            lower = True
             for premise_levels, marked, read in premises:
                 premise = read(witness)
-                if premise_levels[premise] >= below or premise in marked:
+                if premise in marked:
+                    seen.setdefault(head, None)
                     return False
-            return True
+                lower = lower and premise_levels[premise] < below
+            if not lower and seen.get(head) is None:
+                seen[head] = [(marked, read(witness)) for _, marked, read in premises]
+            return lower
         return sound
 
     def _add(self, relation: DerivedRelation, heads: Iterable[Row], found: Heads) -> None:
@@ -432,6 +455,13 @@ def _reads_new(program: JoinProgram) -> frozenset[tuple[str, bool]]:
             specs.append((op.spec, True))
     return frozenset((spec.relation, negated) for spec, negated in specs
                      if spec.role is Role.NEW)
+
+
+def _still_proven(heads: set[Row], proofs: dict[Row, Proof]) -> set[Row]:
+    """Those of the marked ``heads`` with a derivation the support check saw in the new
+    state whose premises are still unmarked: derivable now, without a search."""
+    return {head for head in heads if (proof := proofs.get(head)) is not None
+            and not any(premise in marked for marked, premise in proof)}
 
 
 Read = Callable[[Row], Row]

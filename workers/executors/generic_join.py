@@ -194,6 +194,9 @@ def witnessed(program: CompiledProgram, row: Row, accept: Callable[[Row], bool],
     """Whether one derivation of ``row`` (bound to the seed columns) has an output row that
     ``accept`` holds, stopping at the first: DRed's support check needs one witness per
     candidate, not all of them (a hub's candidates have hundreds)."""
+    if program.identity:  # the witness programs' rows are their whole rows
+        return any(weight > 0 and accept(full)
+                   for full, weight in derivations(program, row, work))
     columns = program.output
     return any(weight > 0 and accept(tuple(full[i] for i in columns))
                for full, weight in derivations(program, row, work))

@@ -13,8 +13,9 @@ state and their ``new`` the state plus the change):
    is *still supported*: one derivation in the new state whose premises in the stratum are
    unmarked and of a lower *level* (below); a supported head is kept and nothing is marked
    through it;
-2. **rederive**: a marked head still derivable in the *new* state (its support program,
-   seeded by the head, finds one derivation) is put back;
+2. **rederive**: a marked head still derivable in the *new* state (a derivation the
+   support check saw whose premises are still unmarked, or else its support program,
+   seeded by the head, finds one) is put back;
 3. **insert**: heads derivable in the new state through an added tuple (or one that left a
    negated relation), then semi-naively through the stratum's own new tuples.
 

@@ -98,3 +98,14 @@ def test_a_head_whose_seen_derivation_is_marked_later_is_searched_for(
                      "0 :to 2] [:db/retract 5 :to 3")
     assert (0, 3) in checked
     assert changes == {(0, 2): -1, (5, 3): -1, (4, 3): -1, (1, 3): -1}
+
+
+def test_a_pair_seen_derived_only_through_itself_is_not_put_back(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """1 ⇄ 2 → 3, cutting 2 → 3: the check sees reach(2, 3) derived through reach(1, 3)
+    (above it), which rests on reach(2, 3) and is marked next round — so the derivation
+    the check saw is a cycle, and neither pair comes back."""
+    checked, _, changes = asked_by_deleting(
+        monkeypatch, "[[:db/add 1 :to 2] [:db/add 2 :to 1] [:db/add 2 :to 3]]", "2 :to 3")
+    assert {(2, 3), (1, 3)} <= checked
+    assert changes == {(2, 3): -1, (1, 3): -1}

@@ -568,7 +568,7 @@ _MAJOR = {AEV: EAV, AVE: VAE}
 
 _COMPACTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spine-compaction")
 _READ_MEMO = 4096  # prefixes whose nodes a spine remembers until its next write
-_SUMMED_MEMO = 1 << 16  # keys of the proposals a spine remembers until its next write
+_SUMMED_MEMO = 1 << 12  # keys of the proposals a spine remembers until its next write
 _MAX_BATCHES = 16  # a bit each in _holders; geometric sizes reach it at 2^15 × layer_limit
 
 

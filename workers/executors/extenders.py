@@ -108,7 +108,8 @@ class TrieExtender:
             node = self.node(row)
             if not node:
                 return {}
-            return {x: w * v for x, w in candidates.items() if (v := node.get(x))}
+            return {x: candidates[x] * v for x in candidates.keys() & node.keys()
+                    if (v := node[x])}
         return {x: w * candidates[x] for x, w in self.weights(row, candidates).items()}
 
     def weight(self, row: Row) -> int:
@@ -268,6 +269,9 @@ class OverlayExtender:
         return _merge(old, delta, self._weighted) if delta else old
 
     def intersect(self, row: Row, candidates: Candidates) -> dict[Any, int]:
+        if self._weighted:  # weights add: each side's intersection, then their sum
+            return add_into(self._old.intersect(row, candidates),
+                            self._delta.intersect(row, candidates))
         return {x: w * candidates[x] for x, w in self.weights(row, candidates).items()}
 
     def weight(self, row: Row) -> int:

@@ -7,9 +7,9 @@ tuples in the program's layout; the result is projected onto ``output`` and cons
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from itertools import islice
+from itertools import chain, islice
 from typing import Any
 
 from workers.arrangements import ArrangementRegistry, MemoryArrangement
@@ -194,9 +194,11 @@ def witnessed(program: CompiledProgram, row: Row, accept: Callable[[Row], bool],
     """Whether one derivation of ``row`` (bound to the seed columns) has an output row that
     ``accept`` holds, stopping at the first: DRed's support check needs one witness per
     candidate, not all of them (a hub's candidates have hundreds)."""
-    columns = program.output
-    return any(weight > 0 and accept(tuple(full[i] for i in columns))
-               for full, weight in derivations(program, row, work))
+    columns = None if program.identity else program.output  # a witness: its whole row
+    for full, weight in derivations(program, row, work):
+        if weight > 0 and accept(full if columns is None else tuple(full[i] for i in columns)):
+            return True
+    return False
 
 
 def derivations(program: CompiledProgram, row: Row, work: Work) -> Iterator[tuple[Row, int]]:
@@ -206,22 +208,25 @@ def derivations(program: CompiledProgram, row: Row, work: Work) -> Iterator[tupl
         work.calls += 1
         weight *= check.weight(row)
         if not weight:
-            return
-    yield from _derive_from(program.levels, 0, row, weight, work)
+            return iter(())
+    return _derive_from(program.levels, 0, row, weight, work)
 
 
 def _derive_from(levels: tuple[Stage, ...], depth: int, row: Row, weight: int,
                  work: Work) -> Iterator[tuple[Row, int]]:
+    """The rows from ``depth`` on, as iterators chained, not generators nested: a
+    delete's support checks and rederive ask thousands of rows one level deep."""
     if depth == len(levels):
-        yield row, weight
-        return
+        return iter(((row, weight),))
     stage = levels[depth]
+    following: Iterator[tuple[Row, int]]
     if isinstance(stage, tuple):
-        following: Iterable[tuple[Row, int]] = (
-            (row + (value,), weight * value_weight)
-            for value, value_weight in _extend_lazily(row, stage, work))
+        following = ((row + (value,), weight * value_weight)
+                     for value, value_weight in _extend_lazily(row, stage, work))
     else:
         work.calls += 1
-        following = stage.expand(row, weight)
-    for next_row, next_weight in following:
-        yield from _derive_from(levels, depth + 1, next_row, next_weight, work)
+        following = iter(stage.expand(row, weight))
+    if depth + 1 == len(levels):
+        return following
+    return chain.from_iterable(_derive_from(levels, depth + 1, next_row, next_weight, work)
+                               for next_row, next_weight in following)

@@ -13,8 +13,9 @@ state and their ``new`` the state plus the change):
    is *still supported*: one derivation in the new state whose premises in the stratum are
    unmarked and of a lower *level* (below); a supported head is kept and nothing is marked
    through it;
-2. **rederive**: a marked head still derivable in the *new* state (its support program,
-   seeded by the head, finds one derivation) is put back;
+2. **rederive**: a marked head still derivable in the *new* state (a derivation the
+   support check saw whose premises are still unmarked, or else its support program,
+   seeded by the head, finds one) is put back;
 3. **insert**: heads derivable in the new state through an added tuple (or one that left a
    negated relation), then semi-naively through the stratum's own new tuples.
 
@@ -44,14 +45,29 @@ from dataclasses import dataclass, replace
 from operator import itemgetter
 
 from workers.arrangements import IndexOrder, MemoryArrangement
-from workers.arrangements.relation import RelationArrangement
+from workers.arrangements.relation import RelationArrangement, TrackedRows
 from workers.arrangements.values import ValueIds
 from workers.executors.extenders import Relations, Row
 from workers.executors.joins import Joins
 from workers.executors.work import Work
-from workers.plan.ir import DATOMS, JoinProgram, RulePlan, RulesPlan, SeededProgram, Step, StepKind
+from workers.plan.ir import (
+    DATOMS,
+    Absent,
+    ExtenderSpec,
+    JoinProgram,
+    Level,
+    Role,
+    RulePlan,
+    RulesPlan,
+    SeededProgram,
+    Step,
+    StepKind,
+)
 
 Heads = dict[str, set[Row]]
+# a derivation's premises in the stratum, each with its relation's marked tuples
+Proof = list[tuple[set[Row], Row]]
+Proofs = dict[str, dict[Row, Proof]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +112,7 @@ class PreparedRules:
         self.joins = make_joins(stores)
         self.strata = tuple(
             DerivedStratum(tuple(DerivedRelation(r.name, r.rules, *stores[r.name],
-                                                 {} if stratum.recursive else None)
+                                                 TrackedRows() if stratum.recursive else None)
                                  for r in stratum.relations), stratum.recursive)
             for stratum in plan.strata)
         self._relations = {r.name: r for s in self.strata for r in s.relations}
@@ -117,6 +133,11 @@ class PreparedRules:
                         for seeded in rule.seeded for program in (seeded.old, seeded.new)
                         if (traced := _traced(program, rule.witness,
                                               self._premises[id(rule)])) is not None}
+        # the relations each recursive literal's ``new`` program reads in the new state
+        self._reads_new = {id(seeded.new): _reads_new(seeded.new)
+                           for stratum in plan.strata if stratum.recursive
+                           for r in stratum.relations for rule in r.rules
+                           for seeded in rule.seeded if seeded.recursive}
         self._level = 0  # the last level given
         # levels given this tick, folded into the relations' levels by the commit (as the
         # change into the state: a big dict written mid-tick is traversed by the next young
@@ -166,12 +187,17 @@ class PreparedRules:
     # -- DRed ------------------------------------------------------------------------------
 
     def _maintain(self, stratum: DerivedStratum, work: Work) -> None:
-        doomed, underivable = self._over_delete(stratum, work)
+        doomed, underivable, proofs = self._over_delete(stratum, work)
         for relation in stratum.relations:
             relation.change.update((row, -1) for row in doomed[relation.name])
         found: Heads = {r.name: set() for r in stratum.relations}
         for relation in stratum.relations:  # rederive
             left = doomed[relation.name] - underivable[relation.name]
+            back = _still_proven(left, proofs[relation.name])
+            if back:
+                self._put(relation, back)
+                found[relation.name] |= back
+                left = left - back
             for rule in relation.rules:
                 if left:
                     back = self.joins.derivable(rule.support, left, work)
@@ -187,15 +213,19 @@ class PreparedRules:
                                   found)
         self._insert_recursively(stratum, found, work)
 
-    def _over_delete(self, stratum: DerivedStratum, work: Work) -> tuple[Heads, Heads]:
-        """The marked heads, and those of them the support check found no derivation of
-        at all in the new state: the rederive step, which reads a part of what the check
-        read (the new state less the marked heads, plus what it puts back — all present
-        when the check ran), cannot find one either, so it skips them (a head really
-        deleted was checked twice)."""
+    def _over_delete(self, stratum: DerivedStratum,
+                     work: Work) -> tuple[Heads, Heads, Proofs]:
+        """The marked heads; those of them the support check found no derivation of at all
+        in the new state: the rederive step, which reads a part of what the check read
+        (the new state less the marked heads, plus what it puts back — all present when
+        the check ran), cannot find one either, so it skips them (a head really deleted
+        was checked twice); and for others, a derivation the check saw with its premises
+        unmarked (not all below the head): one the rederive step needs not search for if
+        none of them was marked later."""
         doomed: Heads = {r.name: set() for r in stratum.relations}
         frontier: Heads = {r.name: set() for r in stratum.relations}
         underivable: Heads = {r.name: set() for r in stratum.relations}
+        proofs: Proofs = {r.name: {} for r in stratum.relations}
         for relation in stratum.relations:
             for rule in relation.rules:
                 for seeded in rule.seeded:
@@ -204,17 +234,33 @@ class PreparedRules:
                         self._doom(stratum, relation,
                                    self._candidates(seeded, seeded.old, relation, tuples,
                                                     work),
-                                   doomed, frontier, underivable, work)
+                                   doomed, frontier, underivable, proofs, work)
+        grown = self._grown() if stratum.recursive and any(frontier.values()) else set()
         while stratum.recursive and any(frontier.values()):
             current, frontier = frontier, {r.name: set() for r in stratum.relations}
             for relation, seeded in self._recursive_seeds(stratum):
                 marked = [(row, 1) for row in current[seeded.relation]]
                 heads = self._candidates(seeded, seeded.old, relation, marked, work)
-                if self.joins.per_fact:  # a head kept may rest on a marked tuple through
-                    # a datom added this tick, which the old state does not lead to
+                # a head kept may rest on a marked tuple through a datom added this tick,
+                # which the old state does not lead to; with none added to what the
+                # literal's new program reads, it derives a part of what the old one did
+                if self.joins.per_fact and self._reads_new[id(seeded.new)] & grown:
                     heads += self._candidates(seeded, seeded.new, relation, marked, work)
-                self._doom(stratum, relation, heads, doomed, frontier, underivable, work)
-        return doomed, underivable
+                self._doom(stratum, relation, heads, doomed, frontier, underivable, proofs,
+                           work)
+        return doomed, underivable, proofs
+
+    def _grown(self) -> set[tuple[str, bool]]:
+        """The relations whose new state holds a tuple the old one does not (``False``) or
+        lacks one it holds (``True``: grown for a negation of it) — the datoms and the
+        derived relations' changes (a stratum's own are empty while it over-deletes)."""
+        grown = set()
+        changes: list[tuple[str, Iterable[tuple[Row, int]]]] = [(DATOMS, self._delta.datoms())]
+        changes += [(r.name, r.change.rows.items()) for r in self._relations.values()]
+        for name, rows in changes:
+            signs = {weight < 0 for _, weight in rows}
+            grown |= {(name, negative) for negative in signs}
+        return grown
 
     def _candidates(self, seeded: SeededProgram, program: JoinProgram,
                     relation: DerivedRelation, tuples: Iterable[tuple[Row, int]],
@@ -229,9 +275,9 @@ class PreparedRules:
         The argument holds through the new state too: the derivation a head's level rests on
         is either its old one (an untouched head) or the one the support check accepted
         this tick (a kept head, whose level stays), and that check accepts only premises
-        of levels below the head's (:func:`_sound`) — so whichever state the derivation is
-        in, its premises are below the head.  A rule with no premise to read (no witness)
-        makes every head it derives a candidate."""
+        of levels below the head's (:meth:`_sound_witness`) — so whichever state the
+        derivation is in, its premises are below the head.  A rule with no premise to read
+        (no witness) makes every head it derives a candidate."""
         traced = self._traced.get(id(program))
         if traced is None:
             return self._derive(seeded, program, tuples, work)
@@ -241,9 +287,13 @@ class PreparedRules:
         for row in self._derive(seeded, traced.program, tuples, work):
             head = traced.head(row)
             level = levels.get(head)
-            # a premise without a level (none is: it is present) counts as below
-            if level is not None and all(premise.get(read(row), 0) < level
-                                         for premise, read in traced.premises):
+            if level is None:
+                continue
+            for premise, read in traced.premises:
+                # a premise without a level (none is: it is present) counts as below
+                if premise.get(read(row), 0) >= level:
+                    break
+            else:
                 heads.append(head)
         return heads
 
@@ -265,27 +315,31 @@ class PreparedRules:
                         yield relation, seeded
 
     def _doom(self, stratum: DerivedStratum, relation: DerivedRelation, heads: Iterable[Row],
-              doomed: Heads, frontier: Heads, underivable: Heads, work: Work) -> None:
+              doomed: Heads, frontier: Heads, underivable: Heads, proofs: Proofs,
+              work: Work) -> None:
         marked = doomed[relation.name]
         candidates = {row for row in heads if relation.state.weight(row) and row not in marked}
         if stratum.recursive and self.joins.per_fact:
-            supported, derived = self._supported(relation, candidates, doomed, work)
+            supported, seen = self._supported(relation, candidates, doomed, work)
             candidates -= supported
-            underivable[relation.name] |= candidates - derived
+            underivable[relation.name] |= candidates - seen.keys()
+            proofs[relation.name].update((head, proof) for head, proof in seen.items()
+                                         if proof is not None and head in candidates)
         marked |= candidates
         frontier[relation.name] |= candidates
 
     def _supported(self, relation: DerivedRelation, rows: set[Row], doomed: Heads,
-                   work: Work) -> tuple[set[Row], set[Row]]:
+                   work: Work) -> tuple[set[Row], dict[Row, Proof | None]]:
         """Those of ``rows`` with a derivation in the new state whose premises in the
         stratum are unmarked and of lower levels (a rule reading only lower relations,
         whose tuples are final for the tick, needs no premise) — one join per rule for the
         whole frontier, stopping at each row's first such derivation; and those the check
-        saw a derivation of, or could not tell (a rule without a witness)."""
+        saw a derivation of, or could not tell (a rule without a witness), each with the
+        premises of one it saw unmarked (or None)."""
         assert relation.levels is not None
         levels = relation.levels
         supported: set[Row] = set()
-        derived: set[Row] = set()
+        seen: dict[Row, Proof | None] = {}
         for rule in relation.rules:
             left = rows - supported
             if not left:
@@ -294,27 +348,40 @@ class PreparedRules:
                 if not any(s.recursive for s in rule.seeded):
                     supported |= self.joins.derivable(rule.support, left, work)
                 else:
-                    derived |= left
+                    seen.update(dict.fromkeys(left - seen.keys()))
                 continue
-            sound = self._sound_witness(rule, levels, doomed, derived)
+            sound = self._sound_witness(rule, levels, doomed, seen)
             supported |= self.joins.witnessed(rule.witness, left, sound, work)
-        return supported, derived | supported
+        seen.update(dict.fromkeys(supported - seen.keys()))
+        return supported, seen
 
     def _sound_witness(self, rule: RulePlan, levels: dict[Row, int], doomed: Heads,
-                       derived: set[Row]) -> Callable[[Row], bool]:
+                       seen: dict[Row, Proof | None]) -> Callable[[Row], bool]:
         """The test of a row of ``rule``'s witness program (the head, then the premises'
         variables): every premise in the stratum unmarked and of a level below the head's.
-        Every head it is asked about is added to ``derived``."""
+        Every head it is asked about is in ``seen``, with the first row's premises it
+        rejected for a level alone (all unmarked)."""
         assert rule.witness is not None
         width = len(rule.witness.seed_vars)
-        premises = self._premises[id(rule)]
+        # each premise's levels, its marked tuples, and how its tuple is read from the row
+        premises = []
+        for premise, steps in self._premises[id(rule)]:
+            assert premise.levels is not None
+            premises.append((premise.levels, doomed[premise.name], _reader(steps)))
 
         def sound(witness: Row) -> bool:
             head = witness[:width]
-            derived.add(head)
             below = levels[head]
-            return all(_sound(premise, _build(steps, witness), below, doomed)
-                       for premise, steps in premises)
+            lower = True
+            for premise_levels, marked, read in premises:
+                premise = read(witness)
+                if premise in marked:
+                    seen.setdefault(head, None)
+                    return False
+                lower = lower and premise_levels[premise] < below
+            if not lower and seen.get(head) is None:
+                seen[head] = [(marked, read(witness)) for _, marked, read in premises]
+            return lower
         return sound
 
     def _add(self, relation: DerivedRelation, heads: Iterable[Row], found: Heads) -> None:
@@ -376,10 +443,26 @@ class PreparedRules:
             relation.change.reset()
 
 
-def _sound(relation: DerivedRelation, row: Row, below: int, doomed: Heads) -> bool:
-    """A premise a kept head may rest on: unmarked, and of a level below ``below``."""
-    assert relation.levels is not None
-    return relation.levels[row] < below and row not in doomed[relation.name]
+def _reads_new(program: JoinProgram) -> frozenset[tuple[str, bool]]:
+    """The relations ``program`` reads in the new state, each with whether it is negated
+    (:meth:`PreparedRules._grown`'s pairs)."""
+    specs = [(spec, False) for spec in (program.seed, *program.checks) if spec is not None]
+    for op in program.levels:
+        if isinstance(op, Level):
+            specs += [(spec, False) for spec in op.extenders]
+        elif isinstance(op, ExtenderSpec):
+            specs.append((op, False))
+        elif isinstance(op, Absent):
+            specs.append((op.spec, True))
+    return frozenset((spec.relation, negated) for spec, negated in specs
+                     if spec.role is Role.NEW)
+
+
+def _still_proven(heads: set[Row], proofs: dict[Row, Proof]) -> set[Row]:
+    """Those of the marked ``heads`` with a derivation the support check saw in the new
+    state whose premises are still unmarked: derivable now, without a search."""
+    return {head for head in heads if (proof := proofs.get(head)) is not None
+            and not any(premise in marked for marked, premise in proof)}
 
 
 Read = Callable[[Row], Row]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
+
 from tests.unit.arrangements.tries import leaves
-from workers.arrangements.relation import RelationArrangement, Row
+from workers.arrangements.relation import RelationArrangement, Row, TrackedRows
 
 ROWS: dict[Row, int] = {(1, 2, 3): 1, (1, 2, 4): 2, (5, 2, 3): 1}
 ORDER = (2, 0, 1)
@@ -34,3 +36,11 @@ def test_reset_empties_it_in_the_same_trie_objects() -> None:
     arranged.reset()
     assert arranged.index(ORDER) is trie
     assert (trie, len(arranged)) == ({}, 0)
+
+
+def test_the_rows_stay_tracked_so_a_new_tuple_does_not_make_them_young_again() -> None:
+    state, exact = RelationArrangement(), {(1, 2): 1}
+    state.update({(1, 2): 1})
+    gc.collect()  # untracks the tuples, and an exact dict holding only those
+    assert not gc.is_tracked(exact) and gc.is_tracked(state.rows)
+    assert isinstance(state.rows, TrackedRows) and state.rows == {(1, 2): 1}

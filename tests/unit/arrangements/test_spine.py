@@ -60,6 +60,20 @@ def test_a_few_candidates_are_searched_for_in_a_large_node() -> None:
     assert spine.intersect(IndexOrder.AEV, (0, 0), {3: 1, 250: 1}) == {3: 1}
 
 
+def test_a_prefix_read_whole_is_remembered_until_the_next_write() -> None:
+    spine = SpineArrangement()
+    spine.update({(0, 0, 1): 1, (0, 0, 2): 1})
+    first = spine.propose(IndexOrder.EAV, (0, 0))
+    assert first == {1: 1, 2: 1} and spine.propose(IndexOrder.EAV, (0, 0)) is first
+    assert spine.intersect(IndexOrder.EAV, (0, 0), {2: 3, 5: 1}) == {2: 3}
+    spine.update({(0, 0, 2): -1, (0, 0, 3): 1})
+    assert spine.propose(IndexOrder.EAV, (0, 0)) == {1: 1, 3: 1}
+    assert spine.intersect(IndexOrder.EAV, (0, 0), {2: 3, 3: 2}) == {3: 2}
+    spine.update_columns(np.zeros(2, np.int32), np.zeros(2, np.int32),
+                         np.array([7, 8], np.int32))
+    assert spine.intersect(IndexOrder.EAV, (0, 0), {1: 1, 8: 1}) == {1: 1, 8: 1}
+
+
 def test_a_large_spine_is_compacted_into_one_batch_in_the_background() -> None:
     spine = SpineArrangement(compact_from=100)
     spine.update_columns(*_edges(0, 800))

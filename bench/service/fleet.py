@@ -44,6 +44,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,7 @@ LIVE_S = 5.0  # a fleet that reaches the log end within this is keeping up with 
 FENCED = re.compile(r"fenced \S+ \(its open transaction aborted\) in ([\d.]+) s")
 PROGRESS_READ = re.compile(r"progress read in ([\d.]+) s")
 VIEWS_READ = re.compile(r"committed views in ([\d.]+) s")
+LOG_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) \w+ [\w.]+: (.*)$", re.MULTILINE)
 COORDINATOR_NOT_READY = {KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
                          KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.NOT_COORDINATOR}
 
@@ -366,16 +368,27 @@ def takeover_once(watch: Watch, queries: Sequence[str], victim: WorkerProcess,
     end = watch.last_tx()
     logged = survivor.log.stat().st_size
     victim.kill()
-    killed = time.monotonic()
+    killed, killed_at = time.monotonic(), time.time()
     reassigned = wait_assignment(watch, lambda held: held == wanted, [survivor],
                                  TAKEOVER_TIMEOUT_S)
     done = wait_progress(watch, queries, end + 1, [survivor], TAKEOVER_TIMEOUT_S, sender)
     with survivor.log.open("rb") as lines:
         lines.seek(logged)
         steps = lines.read().decode(errors="replace")
+    log(timeline(steps, killed_at, {"reassigned (the group, as described)": reassigned - killed,
+                                    "every query past the log end": done - killed}))
     return TakeoverRow(repeat, victim.worker_id, moved, end, settle_s, reassigned - killed,
                        done - killed, logged_seconds(FENCED, steps),
                        logged_seconds(PROGRESS_READ, steps), logged_seconds(VIEWS_READ, steps))
+
+
+def timeline(steps: str, killed_at: float, seen: dict[str, float]) -> str:
+    """The survivor's log lines after the kill and what the benchmark saw, in seconds from the
+    kill (the log's times are wall-clock milliseconds)."""
+    events = [(datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").timestamp() - killed_at,
+               message[:110]) for stamp, message in LOG_LINE.findall(steps)]
+    events += [(seconds, f"[bench] {what}") for what, seconds in seen.items()]
+    return "\n".join(f"  {seconds:+6.2f} s  {message}" for seconds, message in sorted(events))
 
 
 def logged_seconds(pattern: re.Pattern[str], text: str) -> float:

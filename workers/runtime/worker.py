@@ -164,6 +164,8 @@ class Worker(Closing):
         self._tick_size = TickSize(config.tick_max_tx, limit)
         self._state_gauges = StateGauges()
         self._applied_s = 0.0  # when the last applied transaction was appended to the log
+        # When queries were last taken up, until a tick including them commits (not ready)
+        self._taken_up_s: float | None = None
         metrics.MEMORY_LIMIT.set(limit or 0)
 
     def _new_sink(self) -> ResultSink:
@@ -226,6 +228,7 @@ class Worker(Closing):
         letters = self._dead_letters(batch)
         if not (batch or output.snapshots or output.changes or output.replaced
                 or output.dead_letters or output.refused or letters):
+            self._taken_up_s = None  # queries taken up with nothing to write are live as is
             self.engine.idle()
             return False
         tx_last = batch[-1].offset if batch else self.committed
@@ -343,6 +346,10 @@ class Worker(Closing):
             return False
         self._views.committed()
         self._queries.committed()
+        if self._taken_up_s is not None:
+            log.info("first tick after a take-up committed %.2f s after it began",
+                     time.monotonic() - self._taken_up_s)
+            self._taken_up_s = None
         metrics.KAFKA_TRANSACTIONS.labels("committed").inc()
         for code in [letter[2] for letter in output.dead_letters] + [
                 refused.code for refused, _ in letters]:
@@ -425,6 +432,8 @@ class Worker(Closing):
             return False, "starting: not in the workers' group yet"
         if ownership.catching_up:
             return False, "reading the registrations of newly owned queries"
+        if self._taken_up_s is not None:
+            return False, "taking queries up: their progress, views, first tick"
         if waiting := self._queries.waiting():
             return False, f"{waiting} queries wait for the log to reach their progress"
         lag = self.lag()
@@ -454,6 +463,7 @@ class Worker(Closing):
         """Take up ``records`` of the queries table and, when partition 0 has just come
         here, the transaction log's dead letters, from the committed progress."""
         started = time.monotonic()
+        self._taken_up_s = self._taken_up_s or started
         progress = self._progress()
         read_s = time.monotonic() - started
         if dead_letters_too:

@@ -67,7 +67,7 @@ import gc
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -464,7 +464,8 @@ class Worker(Closing):
         here, the transaction log's dead letters, from the committed progress."""
         started = time.monotonic()
         self._taken_up_s = self._taken_up_s or started
-        progress = self._progress()
+        fences: list[threading.Thread] = []  # overlapping the reads (_fencing)
+        progress = self._progress(lambda writers: fences.append(self._fencing(writers)))
         read_s = time.monotonic() - started
         if dead_letters_too:
             dead_letters = progress.get(DEAD_LETTERS)
@@ -474,9 +475,10 @@ class Worker(Closing):
         if records:
             done = {record: _committed_progress(record, progress.get(record.key))
                     for record in records}
-            views = self._committed_views([record.key for record in records
-                                           if record.value is not None],
-                                          {p["worker"] for p in progress.values()})
+            if not fences:
+                fences.append(self._fencing({p["worker"] for p in progress.values()}))
+            views = read_views(self.config, [record.key for record in records
+                                             if record.value is not None])
             viewed_s = time.monotonic() - started
             for record in records:
                 self._register(record, done[record], views.get(record.key, View()), output)
@@ -486,12 +488,15 @@ class Worker(Closing):
             create(self._admin, {topic: config for record in records
                                  if record.key in self._queries
                                  for topic, config in self.topics.of_query(record.key).items()})
+        for fence in fences:
+            fence.join()
 
-    def _progress(self) -> dict[str, dict[str, Any]]:
+    def _progress(self, on_held: Callable[[set[str]], None] | None = None
+                  ) -> dict[str, dict[str, Any]]:
         """The committed progress table; a read held up by a dead worker's open transaction
-        ends it (:mod:`workers.runtime.fencing`).  The refusals whose dead letters it shows
-        committed are forgotten."""
-        progress = progress_table(self.config, on_held=self._fence)
+        ends it (:mod:`workers.runtime.fencing`; ``on_held`` instead of :meth:`_fence`, given
+        the writers).  The refusals whose dead letters it shows committed are forgotten."""
+        progress = progress_table(self.config, on_held=on_held or self._fence)
         dead_letters = progress.get(DEAD_LETTERS)
         if dead_letters is not None and self._dead_letters_done is None:
             self._forget_refused(dead_letters["tx_last"])
@@ -575,11 +580,19 @@ class Worker(Closing):
             self._views.own(query.name, self.engine.is_bag(query.name), view.rows)
             self._resumed(query, view, rows, self._pending)
 
-    def _committed_views(self, names: list[str], writers: set[str]) -> dict[str, View]:
-        """Each query's committed view, as its view topic holds it: bounded by the view's
-        size, not the history (one reader for all the queries a takeover moves); a read held
-        up by an open transaction ends those of the ``writers`` no longer in the group."""
-        return read_views(self.config, names, on_held=lambda: self._fence(writers))
+    def _fencing(self, writers: set[str]) -> threading.Thread:
+        """Fence the ``writers`` no longer in the group from a thread of their own, while a
+        takeover reads on: the progress read once held up, else the views read from its start
+        (:mod:`workers.kafka.views`: one reader for all the queries a takeover moves; a worker
+        killed was most likely mid-tick, and its open transaction holds that read up once it
+        reaches it).  The coordinator aborts the transaction at the fence's first request;
+        librdkafka then waits a fixed 500 ms before asking again and returning, so a read that
+        waited for the fence lost that too, while these go on as soon as the abort markers
+        are written (they read up to the high watermark: a final state, as before)."""
+        fencing = threading.Thread(target=self._fence, args=(writers,), name="deltalog-fence",
+                                   daemon=True)
+        fencing.start()
+        return fencing
 
     def _integrated_view(self, name: str) -> dict[Row, int]:
         """A query's committed view as its change stream integrates to, for a query caught

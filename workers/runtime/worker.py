@@ -465,7 +465,14 @@ class Worker(Closing):
         started = time.monotonic()
         self._taken_up_s = self._taken_up_s or started
         fences: list[threading.Thread] = []  # overlapping the reads (_fencing)
-        progress = self._progress(lambda writers: fences.append(self._fencing(writers)))
+        fenced: set[str] = set()
+
+        def fence(writers: set[str]) -> None:
+            if unfenced := writers - fenced - {self._sink.worker}:
+                fences.append(self._fencing(unfenced))
+                fenced.update(unfenced)
+
+        progress = self._progress(fence)
         read_s = time.monotonic() - started
         if dead_letters_too:
             dead_letters = progress.get(DEAD_LETTERS)
@@ -475,8 +482,7 @@ class Worker(Closing):
         if records:
             done = {record: _committed_progress(record, progress.get(record.key))
                     for record in records}
-            if not fences:
-                fences.append(self._fencing({p["worker"] for p in progress.values()}))
+            fence({p["worker"] for p in progress.values()})
             views = read_views(self.config, [record.key for record in records
                                              if record.value is not None])
             viewed_s = time.monotonic() - started
@@ -488,8 +494,8 @@ class Worker(Closing):
             create(self._admin, {topic: config for record in records
                                  if record.key in self._queries
                                  for topic, config in self.topics.of_query(record.key).items()})
-        for fence in fences:
-            fence.join()
+        for thread in fences:
+            thread.join()
 
     def _progress(self, on_held: Callable[[set[str]], None] | None = None
                   ) -> dict[str, dict[str, Any]]:

@@ -591,7 +591,7 @@ class Worker(Closing):
         takeover reads on: the progress read once held up, else the views read from its start
         (:mod:`workers.kafka.views`: one reader for all the queries a takeover moves; a worker
         killed was most likely mid-tick, and its open transaction holds that read up once it
-        reaches it).  The coordinator aborts the transaction at the fence's first request;
+        reaches it).  The coordinator starts the abort at the fence's first request;
         librdkafka then waits a fixed 500 ms before asking again and returning, so a read that
         waited for the fence lost that too, while these go on as soon as the abort markers
         are written (they read up to the high watermark: a final state, as before)."""

@@ -17,15 +17,18 @@ then k workers start at once; timed until every query's committed progress reach
 offset; the workers' CPU time (user + system, start to stop) is reported too. Every worker
 reads every transaction, so on a 2-core machine scaling is bounded.
 
-Takeover: 2 workers, a warm-up preload, then a steady stream of `--rate` tx/s. Once settled
-(both workers hold query partitions and every query has passed the log end), one worker is
-killed with SIGKILL; timed from the kill until the group has given the survivor every query
-partition (`reassigned`, as the group coordinator describes it) and until every query's
-progress passes the log end as it was at the kill (`takeover`); the survivor's log gives the
-steps between (ending the dead worker's open transaction, reading the committed progress and
-the moved queries' committed views). `--warmup-tx` is the history before the kill (10^4 vs
-10^6: issue 17 wants the medians within 1.2x). The killed worker is restarted and the fleet
-settles again before the next repeat. Results go to bench/results/fleet-<start>.json.
+Takeover: 2 workers sharing one snapshot store, a warm-up preload, then a steady stream of
+`--rate` tx/s. The first worker replays the warm-up history alone; the second starts from its
+newest snapshot (what a worker added to a deployment does). Once settled (both workers hold
+query partitions and every query has passed the log end), one worker is killed with SIGKILL;
+timed from the kill until the group has given the survivor every query partition
+(`reassigned`, as the group coordinator describes it) and until every query's progress passes
+the log end as it was at the kill (`takeover`); the survivor's log gives the steps between
+(ending the dead worker's open transaction, reading the committed progress and the moved
+queries' committed views), and its lines since the kill are printed as a timeline.
+`--warmup-tx` is the history before the kill (10^4 vs 10^6: issue 17 wants the medians within
+1.2x). The killed worker is restarted (from the newest snapshot) and the fleet settles again
+before the next repeat. Results go to bench/results/fleet-<start>.json.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +82,8 @@ LIVE_S = 5.0  # a fleet that reaches the log end within this is keeping up with 
 FENCED = re.compile(r"fenced \S+ \(its open transaction aborted\) in ([\d.]+) s")
 PROGRESS_READ = re.compile(r"progress read in ([\d.]+) s")
 VIEWS_READ = re.compile(r"committed views in ([\d.]+) s")
+SNAPSHOT_LOADED = re.compile(r"loaded snapshot at tx (\d+)")
+LOG_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) \w+ [\w.]+: (.*)$", re.MULTILINE)
 COORDINATOR_NOT_READY = {KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
                          KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.NOT_COORDINATOR}
 
@@ -155,13 +161,15 @@ class Sender(threading.Thread):
 @contextlib.contextmanager
 def fleet(config: WorkerConfig, count: int, workdir: Path,
           args: argparse.Namespace) -> Iterator[list[WorkerProcess]]:
-    """`count` workers w1..wN (not started); all stopped on exit."""
+    """`count` workers w1..wN (not started), sharing one snapshot store as a deployment's
+    workers do (a worker started late, or restarted, replays only the log after the newest
+    snapshot); all stopped on exit."""
     env = {"DELTALOG_GROUP_PROTOCOL": args.group_protocol}
     if args.session_timeout_ms is not None:
         env["DELTALOG_SESSION_TIMEOUT_MS"] = str(args.session_timeout_ms)
     with contextlib.ExitStack() as stack:
         yield [stack.enter_context(WorkerProcess(
-            config, workdir / f"{config.topic_prefix}-{worker_id}-snapshots",
+            config, workdir / f"{config.topic_prefix}-snapshots",
             workdir / f"{config.topic_prefix}-{worker_id}.log", worker_id, env=env,
             tick_max_tx=args.tick_max_tx))
             for worker_id in (f"w{i + 1}" for i in range(count))]
@@ -366,16 +374,33 @@ def takeover_once(watch: Watch, queries: Sequence[str], victim: WorkerProcess,
     end = watch.last_tx()
     logged = survivor.log.stat().st_size
     victim.kill()
-    killed = time.monotonic()
+    killed, killed_at = time.monotonic(), time.time()
     reassigned = wait_assignment(watch, lambda held: held == wanted, [survivor],
                                  TAKEOVER_TIMEOUT_S)
     done = wait_progress(watch, queries, end + 1, [survivor], TAKEOVER_TIMEOUT_S, sender)
     with survivor.log.open("rb") as lines:
         lines.seek(logged)
         steps = lines.read().decode(errors="replace")
+    log(timeline(steps, killed_at, {"reassigned (the group, as described)": reassigned - killed,
+                                    "every query past the log end": done - killed}))
     return TakeoverRow(repeat, victim.worker_id, moved, end, settle_s, reassigned - killed,
                        done - killed, logged_seconds(FENCED, steps),
                        logged_seconds(PROGRESS_READ, steps), logged_seconds(VIEWS_READ, steps))
+
+
+def timeline(steps: str, killed_at: float, seen: dict[str, float]) -> str:
+    """The survivor's log lines after the kill and what the benchmark saw, in seconds from the
+    kill (the log's times are wall-clock milliseconds)."""
+    events = [(datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").timestamp() - killed_at,
+               message[:110]) for stamp, message in LOG_LINE.findall(steps)]
+    events += [(seconds, f"[bench] {what}") for what, seconds in seen.items()]
+    return "\n".join(f"  {seconds:+6.2f} s  {message}" for seconds, message in sorted(events))
+
+
+def started_from(worker: WorkerProcess) -> str:
+    """Which snapshot the worker's log says it loaded at its (first) start."""
+    loaded = SNAPSHOT_LOADED.search(worker.log.read_text(errors="replace"))
+    return f"the snapshot at tx {loaded[1]}" if loaded else "no snapshot: the whole log"
 
 
 def logged_seconds(pattern: re.Pattern[str], text: str) -> float:
@@ -397,13 +422,19 @@ def takeover_scenario(bootstrap: str, args: argparse.Namespace,
     rows: list[TakeoverRow] = []
     try:
         with fleet(config, 2, workdir, args) as workers:
-            for worker in workers:
-                worker.start()
+            # One worker replays the warm-up history (snapshotting it into the shared store),
+            # then the other starts from its newest snapshot, as a worker added to a running
+            # fleet does: one replay of 10^6 transactions, not two at once on shared cores.
+            history_s = args.warmup_tx / CATCH_UP_TX_S
+            workers[0].start()
             sender.start()
+            replay_s = settle(watch, names, workers[:1], sender, SETTLE_TIMEOUT_S + history_s)
+            log(f"{workers[0].worker_id} replayed the history in {replay_s:.1f} s")
+            workers[1].start()
             for repeat in range(1, args.repeats + 1):
-                # The first settle catches up on the whole warm-up history.
-                history_s = args.warmup_tx / CATCH_UP_TX_S if repeat == 1 else 0.0
-                settle_s = settle(watch, names, workers, sender, SETTLE_TIMEOUT_S + history_s)
+                settle_s = settle(watch, names, workers, sender, SETTLE_TIMEOUT_S)
+                if repeat == 1:
+                    log(f"{workers[1].worker_id} started from {started_from(workers[1])}")
                 victim, survivor = workers[(repeat - 1) % 2], workers[repeat % 2]
                 log(f"takeover {repeat}: settled in {settle_s:.1f} s; kill -9 {victim.worker_id}")
                 rows.append(takeover_once(watch, names, victim, survivor, sender, repeat,

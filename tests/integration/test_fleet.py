@@ -34,8 +34,11 @@ from workers.kafka.avro import AvroCodec
 from workers.kafka.clients import QueryAdmin, TxProducer
 from workers.kafka.compacted import CompactedReader
 from workers.kafka.topics import Topics
+from workers.kafka.views import read_views
+from workers.runtime import worker as worker_module
 from workers.runtime.process import WorkerProcess
 from workers.runtime.status import fleet_status
+from workers.runtime.worker import Worker
 from workers.testing import ReferenceDb, check_change_stream
 
 pytestmark = [pytest.mark.kafka, pytest.mark.serial]
@@ -150,6 +153,30 @@ def test_a_worker_is_ready_only_once_caught_up(kafka_bootstrap: str, tmp_path: P
     assert b"deltalog_consumer_lag_records" in http_get(f"http://127.0.0.1:{port}/metrics")[1]
     worker.stop()
 
+
+
+def test_a_worker_is_not_ready_while_it_takes_queries_up(
+        kafka_bootstrap: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Between a partition's registrations being read and the first tick including its
+    queries being committed (the progress and views read, the catch-up tick), the worker
+    is not ready: its queries produce nothing yet.  Asked while it reads the views."""
+    config = isolated_config(kafka_bootstrap, snapshot_dir=tmp_path / "snapshots")
+    QueryAdmin(config).add("tri", TRIANGLE)
+    send_stream(config, random_stream(seed=5, count=50), batch=50)
+    asked: list[tuple[bool, str]] = []
+    with Worker(config) as worker:
+        def read_views_asking(*args: Any, **kwargs: Any) -> Any:
+            asked.append(worker.readiness())
+            return read_views(*args, **kwargs)
+
+        monkeypatch.setattr(worker_module, "read_views", read_views_asking)
+        worker.start()
+        deadline = time.monotonic() + 120
+        while not worker.readiness()[0]:
+            assert time.monotonic() < deadline, worker.readiness()
+            worker.tick()
+        assert committed_progress(config, ["tri"]) == 49  # ready once its tick committed
+    assert asked and asked[0] == (False, "taking queries up: their progress, views, first tick")
 
 
 def test_over_its_memory_ceiling_a_worker_slows_down_and_loses_nothing(

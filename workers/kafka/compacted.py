@@ -18,6 +18,9 @@ from workers.kafka.consume import data_messages
 POLL_S = 0.05  # one poll: consume() waits this long unless a full batch arrives first
 OPEN_TRANSACTION_WAIT_S = 120.0  # well above any transaction.timeout.ms deltalog sets
 METADATA_TIMEOUT_S = 30.0
+# librdkafka's prefetch ahead of the reader (its default: 64 MiB).  A view read folds records
+# as they come; what sits in the queue is memory of the worker's start or takeover on top.
+PREFETCH_KIB = 16 << 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +42,8 @@ class CompactedReader(Closing):
 
     def __init__(self, config: WorkerConfig, *topics: str) -> None:
         settings = {"group.id": f"deltalog-reader-{uuid.uuid4()}", "enable.auto.commit": False,
-                    "enable.partition.eof": True}
+                    "enable.partition.eof": True,
+                    "queued.max.messages.kbytes": PREFETCH_KIB}
         self._consumer = Consumer(config.kafka(**settings, **{
             "isolation.level": "read_committed"}))
         # Only for the end offsets: a read_committed consumer's end is the last stable

@@ -2,8 +2,9 @@
 ``/health/ready``.
 
 Live: the process answers.  Ready: it owns its share of the queries and is caught up — no
-partition still being read, no query waiting for the log to reach its progress, and at most
-``ready_lag_tx`` transactions of the log not yet applied.  Orchestrators route nothing to a
+partition still being read, no query being taken up (its progress and view read, until the
+first tick including it commits), no query waiting for the log to reach its progress, and at
+most ``ready_lag_tx`` transactions of the log not yet applied.  Orchestrators route nothing to a
 worker that is not ready and restart one that is not live.
 """
 

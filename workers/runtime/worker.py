@@ -67,7 +67,7 @@ import gc
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -166,6 +166,8 @@ class Worker(Closing):
                                    open_s=config.transaction_timeout_ms / 3000)
         self._state_gauges = StateGauges()
         self._applied_s = 0.0  # when the last applied transaction was appended to the log
+        # When queries were last taken up, until a tick including them commits (not ready)
+        self._taken_up_s: float | None = None
         metrics.MEMORY_LIMIT.set(limit or 0)
 
     def _new_sink(self) -> ResultSink:
@@ -228,6 +230,7 @@ class Worker(Closing):
         letters = self._dead_letters(batch)
         if not (batch or output.snapshots or output.changes or output.replaced
                 or output.dead_letters or output.refused or letters):
+            self._taken_up_s = None  # queries taken up with nothing to write are live as is
             self.engine.idle()
             return False
         tx_last = batch[-1].offset if batch else self.committed
@@ -347,6 +350,10 @@ class Worker(Closing):
             return False
         self._views.committed()
         self._queries.committed()
+        if self._taken_up_s is not None:
+            log.info("first tick after a take-up committed %.2f s after it began",
+                     time.monotonic() - self._taken_up_s)
+            self._taken_up_s = None
         metrics.KAFKA_TRANSACTIONS.labels("committed").inc()
         for code in [letter[2] for letter in output.dead_letters] + [
                 refused.code for refused, _ in letters]:
@@ -429,6 +436,8 @@ class Worker(Closing):
             return False, "starting: not in the workers' group yet"
         if ownership.catching_up:
             return False, "reading the registrations of newly owned queries"
+        if self._taken_up_s is not None:
+            return False, "taking queries up: their progress, views, first tick"
         if waiting := self._queries.waiting():
             return False, f"{waiting} queries wait for the log to reach their progress"
         lag = self.lag()
@@ -458,7 +467,16 @@ class Worker(Closing):
         """Take up ``records`` of the queries table and, when partition 0 has just come
         here, the transaction log's dead letters, from the committed progress."""
         started = time.monotonic()
-        progress = self._progress()
+        self._taken_up_s = self._taken_up_s or started
+        fences: list[threading.Thread] = []  # overlapping the reads (_fencing)
+        fenced: set[str] = set()
+
+        def fence(writers: set[str]) -> None:
+            if unfenced := writers - fenced - {self._sink.worker}:
+                fences.append(self._fencing(unfenced))
+                fenced.update(unfenced)
+
+        progress = self._progress(fence)
         read_s = time.monotonic() - started
         if dead_letters_too:
             dead_letters = progress.get(DEAD_LETTERS)
@@ -468,9 +486,9 @@ class Worker(Closing):
         if records:
             done = {record: _committed_progress(record, progress.get(record.key))
                     for record in records}
-            views = self._committed_views([record.key for record in records
-                                           if record.value is not None],
-                                          {p["worker"] for p in progress.values()})
+            fence({p["worker"] for p in progress.values()})
+            views = read_views(self.config, [record.key for record in records
+                                             if record.value is not None])
             viewed_s = time.monotonic() - started
             for record in records:
                 self._register(record, done[record], views.get(record.key, View()), output)
@@ -480,12 +498,15 @@ class Worker(Closing):
             create(self._admin, {topic: config for record in records
                                  if record.key in self._queries
                                  for topic, config in self.topics.of_query(record.key).items()})
+        for thread in fences:
+            thread.join()
 
-    def _progress(self) -> dict[str, dict[str, Any]]:
+    def _progress(self, on_held: Callable[[set[str]], None] | None = None
+                  ) -> dict[str, dict[str, Any]]:
         """The committed progress table; a read held up by a dead worker's open transaction
-        ends it (:mod:`workers.runtime.fencing`).  The refusals whose dead letters it shows
-        committed are forgotten."""
-        progress = progress_table(self.config, on_held=self._fence)
+        ends it (:mod:`workers.runtime.fencing`; ``on_held`` instead of :meth:`_fence`, given
+        the writers).  The refusals whose dead letters it shows committed are forgotten."""
+        progress = progress_table(self.config, on_held=on_held or self._fence)
         dead_letters = progress.get(DEAD_LETTERS)
         if dead_letters is not None and self._dead_letters_done is None:
             self._forget_refused(dead_letters["tx_last"])
@@ -569,11 +590,19 @@ class Worker(Closing):
             self._views.own(query.name, self.engine.is_bag(query.name), view.rows)
             self._resumed(query, view, rows, self._pending)
 
-    def _committed_views(self, names: list[str], writers: set[str]) -> dict[str, View]:
-        """Each query's committed view, as its view topic holds it: bounded by the view's
-        size, not the history (one reader for all the queries a takeover moves); a read held
-        up by an open transaction ends those of the ``writers`` no longer in the group."""
-        return read_views(self.config, names, on_held=lambda: self._fence(writers))
+    def _fencing(self, writers: set[str]) -> threading.Thread:
+        """Fence the ``writers`` no longer in the group from a thread of their own, while a
+        takeover reads on: the progress read once held up, else the views read from its start
+        (:mod:`workers.kafka.views`: one reader for all the queries a takeover moves; a worker
+        killed was most likely mid-tick, and its open transaction holds that read up once it
+        reaches it).  The coordinator starts the abort at the fence's first request;
+        librdkafka then waits a fixed 500 ms before asking again and returning, so a read that
+        waited for the fence lost that too, while these go on as soon as the abort markers
+        are written (they read up to the high watermark: a final state, as before)."""
+        fencing = threading.Thread(target=self._fence, args=(writers,), name="deltalog-fence",
+                                   daemon=True)
+        fencing.start()
+        return fencing
 
     def _integrated_view(self, name: str) -> dict[Row, int]:
         """A query's committed view as its change stream integrates to, for a query caught

@@ -509,11 +509,18 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse
     return args
 
 
+def kept_workdir(args: argparse.Namespace, bench: str) -> Path:
+    """``--workdir``, or a new temporary directory kept after the run (its worker logs are
+    what a reader of the numbers looks at), set back into ``args`` for the results file."""
+    workdir = args.workdir = args.workdir or Path(tempfile.mkdtemp(prefix=f"deltalog-{bench}-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    return workdir
+
+
 def run(args: argparse.Namespace) -> None:
     """Start a broker, run the scenarios, print the tables and write the JSON."""
     output = Results("fleet", args)
-    workdir = args.workdir = args.workdir or Path(tempfile.mkdtemp(prefix="deltalog-fleet-"))
-    workdir.mkdir(parents=True, exist_ok=True)
+    workdir = kept_workdir(args, "fleet")
     print(f"{os.cpu_count()} cores; {args.queries} queries ({', '.join(SHAPES)}) over "
           f"{args.nodes} nodes; worker logs in {workdir}")
     payload: dict[str, Any] = {

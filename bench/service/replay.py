@@ -31,7 +31,6 @@ import os
 import pstats
 import socket
 import statistics
-import tempfile
 import time
 import urllib.request
 from collections.abc import Sequence
@@ -42,7 +41,15 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 from bench.harness import Results, log, markdown_table
-from bench.service.fleet import Watch, failure, fresh_config, preload, query_set, wait_progress
+from bench.service.fleet import (
+    Watch,
+    failure,
+    fresh_config,
+    kept_workdir,
+    preload,
+    query_set,
+    wait_progress,
+)
 from workers.kafka.broker import LocalBroker
 from workers.runtime.process import WorkerProcess
 from workers.testing import edge_transactions
@@ -242,8 +249,7 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse
 def run(args: argparse.Namespace) -> None:
     """Start a broker, replay `--repeats` times, print the table and write the JSON."""
     output = Results("replay", args)
-    workdir = args.workdir = args.workdir or Path(tempfile.mkdtemp(prefix="deltalog-replay-"))
-    workdir.mkdir(parents=True, exist_ok=True)
+    workdir = kept_workdir(args, "replay")
     load = os.getloadavg()
     print(f"{os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
           f"{args.queries} queries over {args.nodes} nodes; worker logs in {workdir}")

@@ -63,8 +63,12 @@ class LocalJoins:
         return run(self.compiled(program), dict(rows), work)
 
     def derivable(self, program: JoinProgram, rows: Iterable[Row], work: Work) -> set[Row]:
-        """Depth first, stopping at each row's first derivation."""
+        """Depth first, stopping at each row's first derivation; a program of checks alone
+        (a rule reading only a datom per head) is one pass over the rows, without a search
+        per row (a delete's support check asks it of every candidate)."""
         compiled = self.compiled(program)
+        if not compiled.levels:
+            return set(run(compiled, dict.fromkeys(rows, 1), work))
         return {row for row in rows if count_support(compiled, row, 1, work)}
 
     def witnessed(self, program: JoinProgram, rows: Iterable[Row],

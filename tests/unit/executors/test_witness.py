@@ -54,3 +54,17 @@ def test_witnessed_goes_past_rejected_derivations() -> None:
     assert prepared.joins.witnessed(witness, [pair], accept_the_last, Work()) == {pair}
     assert len({row[2:] for row in seen}) == FANOUT  # every successor tried, once
     assert prepared.joins.witnessed(witness, [pair], lambda row: False, Work()) == set()
+
+
+def test_derivable_without_a_search_for_a_program_of_checks_alone() -> None:
+    """The base rule's support program only checks a datom per head: one pass over the
+    rows (``LocalJoins.derivable``), the same answer as a search per row."""
+    prepared, _, (hub, sink) = hub_closure()
+    base = next(rule.support for s in prepared.strata for r in s.relations
+                for rule in r.rules if rule.witness is None)
+    assert not prepared.joins.compiled(base).levels  # the path without a search
+    successors = [(hub, row[1]) for row in prepared.root.state.rows if row[0] == hub
+                  and row[1] != sink]
+    assert len(successors) == FANOUT
+    rows = [*successors, (hub, sink), (sink, hub)]
+    assert prepared.joins.derivable(base, rows, Work()) == set(successors)

@@ -7,7 +7,7 @@ tuples in the program's layout; the result is projected onto ``output`` and cons
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import chain, islice
 from typing import Any
@@ -195,16 +195,7 @@ def witnessed(program: CompiledProgram, row: Row, accept: Callable[[Row], bool],
     ``accept`` holds, stopping at the first: DRed's support check needs one witness per
     candidate, not all of them (a hub's candidates have hundreds)."""
     columns = None if program.identity else program.output  # a witness: its whole row
-    levels = program.levels
-    if not program.checks and len(levels) == 1 and isinstance(levels[0], tuple):
-        # one variable to extend (a linear rule's witness): the values straight from the
-        # lazy intersection, without the layers of a search in depth (a delete asks
-        # thousands of checks, ~4 rows each)
-        rows: Iterable[tuple[Row, int]] = ((row + (value,), weight) for value, weight
-                                           in _extend_lazily(row, levels[0], work))
-    else:
-        rows = derivations(program, row, work)
-    for full, weight in rows:
+    for full, weight in derivations(program, row, work):
         if weight > 0 and accept(full if columns is None else tuple(full[i] for i in columns)):
             return True
     return False

@@ -29,7 +29,6 @@ import argparse
 import itertools
 import os
 import pstats
-import socket
 import statistics
 import time
 import urllib.request
@@ -50,7 +49,7 @@ from bench.service.fleet import (
     query_set,
     wait_progress,
 )
-from workers.kafka.broker import LocalBroker
+from workers.kafka.broker import LocalBroker, free_port
 from workers.runtime.process import WorkerProcess
 from workers.testing import edge_transactions
 
@@ -103,13 +102,6 @@ class ReplayRow:
     peak_mb: float  # the worker's peak resident memory (VmHWM)
     step_s: dict[str, float]  # query shape -> seconds stepping (all its queries, all ticks)
     phases: dict[str, float]  # --profile: the ticks' seconds, each part's fraction of them
-
-
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 now (for the worker's /metrics)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def scrape(port: int) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:

@@ -4,7 +4,6 @@ own process (:class:`workers.runtime.process.WorkerProcess`)."""
 
 from __future__ import annotations
 
-import socket
 import time
 import urllib.error
 import urllib.request
@@ -47,13 +46,6 @@ def http_get(url: str) -> tuple[int, bytes]:
         return error.code, bytes(error.read())
     except OSError:
         return 0, b""
-
-
-def free_port() -> int:
-    """A loopback port nobody listens on now (for a worker's or Prometheus's HTTP server)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def random_stream(seed: int, count: int, nodes: int = 7) -> list[list[list[Any]]]:

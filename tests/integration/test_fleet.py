@@ -21,7 +21,6 @@ from tests.integration.pipeline import (
     TWO_PATH,
     committed_changes,
     committed_progress,
-    free_port,
     http_get,
     isolated_config,
     random_stream,
@@ -31,6 +30,7 @@ from tests.integration.pipeline import (
 )
 from workers.config import WorkerConfig
 from workers.kafka.avro import AvroCodec
+from workers.kafka.broker import free_port
 from workers.kafka.clients import QueryAdmin, TxProducer
 from workers.kafka.compacted import CompactedReader
 from workers.kafka.topics import Topics

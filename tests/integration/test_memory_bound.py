@@ -30,7 +30,6 @@ from tests.integration.pipeline import (
     TRIANGLE,
     TWO_PATH,
     committed_changes,
-    free_port,
     http_get,
     isolated_config,
     reference_states,
@@ -38,6 +37,7 @@ from tests.integration.pipeline import (
     wait_committed,
 )
 from workers.edn import keyword
+from workers.kafka.broker import free_port
 from workers.kafka.clients import QueryAdmin
 from workers.runtime.process import WorkerProcess, transactional_id
 from workers.testing import check_change_stream, evaluate_from_scratch

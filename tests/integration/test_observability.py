@@ -29,13 +29,13 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.integration.pipeline import (
     TWO_PATH,
     committed_changes,
-    free_port,
     http_get,
     isolated_config,
     wait_committed,
 )
 from workers import metrics
 from workers.config import WorkerConfig
+from workers.kafka.broker import free_port
 from workers.kafka.clients import QueryAdmin, TxProducer
 from workers.runtime.process import WorkerProcess
 

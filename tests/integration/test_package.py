@@ -25,7 +25,6 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from tests.integration.pipeline import free_port
 from workers.demo import KARATE, PEOPLE
 from workers.kafka.broker import (
     FETCH_TIMEOUT_S,
@@ -34,6 +33,7 @@ from workers.kafka.broker import (
     LIVENESS_POLL_INTERVAL_S,
     START_TIMEOUT_S,
     STOP_TIMEOUT_S,
+    free_port,
 )
 
 pytestmark = pytest.mark.kafka

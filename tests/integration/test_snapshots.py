@@ -17,7 +17,6 @@ from tests.integration.pipeline import (
     TRIANGLE,
     WAIT_S,
     committed_changes,
-    free_port,
     http_get,
     isolated_config,
     random_stream,
@@ -25,6 +24,7 @@ from tests.integration.pipeline import (
     wait_committed,
 )
 from workers.edn import keyword
+from workers.kafka.broker import free_port
 from workers.kafka.clients import QueryAdmin
 from workers.runtime.checkpoint import SnapshotStore
 from workers.runtime.process import WorkerProcess

@@ -23,7 +23,6 @@ from tests.integration.pipeline import (
     TRIANGLE,
     TWO_PATH,
     WAIT_S,
-    free_port,
     http_get,
     isolated_config,
     random_stream,
@@ -35,6 +34,7 @@ from tests.integration.test_cli import deltalog
 from workers.config import WorkerConfig
 from workers.edn import dumps
 from workers.errors import WorkersError
+from workers.kafka.broker import free_port
 from workers.kafka.clients import Change, QueryAdmin, Snapshot, follow, subscribe
 from workers.kafka.compacted import CompactedReader
 from workers.kafka.sink import ResultSink

@@ -245,8 +245,8 @@ class LocalBroker:
         lib = ensure_kafka_jars()
         # Step 2: the configuration.
         self._prepare_data_dir()
-        self.port = self.port or _free_port()
-        self.controller_port = self.controller_port or _free_port()
+        self.port = self.port or free_port()
+        self.controller_port = self.controller_port or free_port()
         config = self._write_config()
         # Step 3: format storage once.
         if not (self.log_dir / "meta.properties").exists():
@@ -545,7 +545,8 @@ def _thread_state(task: Path) -> str:
     return (task / "stat").read_text().rsplit(")", 1)[1].split()[0]
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A loopback port nobody listens on now (a broker's, a worker's /metrics, Prometheus's)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind((HOST, 0))
         return int(probe.getsockname()[1])

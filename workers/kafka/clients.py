@@ -111,20 +111,23 @@ class QueryAdmin(Closing):
         close_producer(self._producer, FLUSH_TIMEOUT_S)
 
 
-def progress_table(config: WorkerConfig, on_held: Callable[[set[str]], None] | None = None
+def progress_table(config: WorkerConfig, on_held: Callable[[set[str]], None] | None = None,
+                   on_hanging: Callable[[set[str], list[TopicPartition]], None] | None = None
                    ) -> dict[str, dict[str, Any]]:
     """The committed ``Progress`` record of every query (``deltalog.progress`` as a table).
-    Held up by an open transaction, the read calls ``on_held`` with the writers named so far."""
+    Held up by an open transaction, the read calls ``on_held`` with the writers named so far;
+    by a hanging one, ``on_hanging`` with them and the partitions it holds."""
     codec = AvroCodec("progress", registry_for(config.registry_url))
 
-    def held(records: list[KeyedRecord]) -> None:
-        assert on_held is not None
-        on_held({codec.decode(record.value)["worker"] for record in records if record.value})
+    def writers(records: list[KeyedRecord]) -> set[str]:
+        return {codec.decode(record.value)["worker"] for record in records if record.value}
 
     with CompactedReader(config, Topics(config.topic_prefix).progress) as reader:
         return {name: codec.decode(record.value or b"")
                 for name, record in latest(reader.catch_up(
-                    on_held=None if on_held is None else held)).items()}
+                    on_held=None if on_held is None else lambda read: on_held(writers(read)),
+                    on_hanging=None if on_hanging is None
+                    else lambda read, held: on_hanging(writers(read), held))).items()}
 
 
 def _created(consumer: Consumer, topic: str, poll_s: float, once: bool,

@@ -14,6 +14,7 @@ from workers.config import WorkerConfig
 from workers.errors import ErrorCode, WorkersError
 from workers.kafka.closing import Closing
 from workers.kafka.consume import data_messages
+from workers.kafka.hanging import hanging_after_s
 
 POLL_S = 0.05  # one poll: consume() waits this long unless a full batch arrives first
 OPEN_TRANSACTION_WAIT_S = 120.0  # well above any transaction.timeout.ms deltalog sets
@@ -60,29 +61,38 @@ class CompactedReader(Closing):
         self._consumer.assign([TopicPartition(tp.topic, tp.partition, OFFSET_BEGINNING)
                                for tp in self.partitions])
         self.topics = topics
+        self._hanging_after_s = hanging_after_s(config)
 
     def catch_up(self, timeout_s: float = 30.0,
-                 on_held: Callable[[list[KeyedRecord]], None] | None = None
-                 ) -> list[KeyedRecord]:
+                 on_held: Callable[[list[KeyedRecord]], None] | None = None,
+                 on_hanging: Callable[[list[KeyedRecord], list[TopicPartition]], None]
+                 | None = None) -> list[KeyedRecord]:
         """Every committed record up to the end of each partition as it is now — waiting
         for the transactions open then to end (committed, aborted, or timed out).  Once the
         reading is held up by an open transaction, ``on_held`` is called (once) with the
-        records read so far: it may end that transaction (``workers.runtime.fencing``)."""
+        records read so far: it may end that transaction (``workers.runtime.fencing``);
+        ``on_hanging`` as :meth:`read_to_end`'s, with the records read so far."""
         records: list[KeyedRecord] = []
-        for record in self.read_to_end(timeout_s, None if on_held is None
-                                       else lambda: on_held(records)):
+        for record in self.read_to_end(
+                timeout_s, None if on_held is None else lambda: on_held(records),
+                None if on_hanging is None else lambda held: on_hanging(records, held)):
             records.append(record)
         return records
 
-    def read_to_end(self, timeout_s: float = 30.0, on_held: Callable[[], None] | None = None
+    def read_to_end(self, timeout_s: float = 30.0, on_held: Callable[[], None] | None = None,
+                    on_hanging: Callable[[list[TopicPartition]], None] | None = None
                     ) -> Iterator[KeyedRecord]:
         """:meth:`catch_up` record by record, none kept here: for a reader that folds them
         as they come (a view topic has a record per row: a worker restarted on the memory
         test's views peaked at 381 MB holding them all, 232 MB folding them; docs/fleet.md,
-        "Worker memory")."""
+        "Worker memory").  ``on_hanging`` is called with the partitions whose last stable
+        offset stood still for :func:`hanging_after_s` (``workers.kafka.hanging``), and again
+        each time as long after while they still do."""
         deadline = time.monotonic() + timeout_s + OPEN_TRANSACTION_WAIT_S
         watermarks = [self._watermarks(tp, deadline) for tp in self.partitions]
         lows, highs = [low for low, _ in watermarks], [high for _, high in watermarks]
+        held: dict[tuple[str, int], int] = {}  # held partitions → their last stable offset
+        checked_at = 0.0  # when the held partitions were last looked at
         # Aborted and control records leave gaps in offsets: the consumer's position tells;
         # before the first fetch it is the first offset still stored.
         while behind := [(tp, high) for tp, position, high in zip(
@@ -95,19 +105,29 @@ class CompactedReader(Closing):
             for record in self._read(POLL_S):
                 read += 1
                 yield record
-            if not read and on_held is not None and self._held(behind):
+            now = time.monotonic()
+            if read or (on_held is None and (
+                    on_hanging is None or now - checked_at < self._hanging_after_s)):
+                continue
+            before, held, checked_at = held, self._held(behind), now
+            if held and on_held is not None:
                 on_held()
                 on_held = None
+            if hanging := [TopicPartition(*key) for key, stable in held.items()
+                           if before.get(key) == stable]:
+                assert on_hanging is not None
+                on_hanging(hanging)
 
-    def _held(self, behind: list[tuple[TopicPartition, int]]) -> bool:
-        """Whether a partition's last stable offset (the end a ``read_committed`` consumer
-        is told) is below its high watermark and the consumer has reached it."""
+    def _held(self, behind: list[tuple[TopicPartition, int]]) -> dict[tuple[str, int], int]:
+        """The partitions whose last stable offset (the end a ``read_committed`` consumer is
+        told) is below their high watermark and reached by the consumer, with that offset."""
+        held = {}
         for tp, high in behind:
             stable = self._consumer.get_watermark_offsets(tp, timeout=METADATA_TIMEOUT_S)[1]
             (position,) = self._consumer.position([tp])
             if stable < high and position.offset >= stable:
-                return True
-        return False
+                held[tp.topic, tp.partition] = stable
+        return held
 
     def _watermarks(self, partition: TopicPartition, deadline: float) -> tuple[int, int]:
         """The partition's low and high watermarks; a topic just created may not be known to

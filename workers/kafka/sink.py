@@ -15,12 +15,13 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import KafkaException, Producer, TopicPartition
 
 from workers.config import WorkerConfig
 from workers.errors import ErrorCode, WorkersError
 from workers.kafka.avro import AvroCodec, registry_for
 from workers.kafka.closing import Closing, close_producer
+from workers.kafka.hanging import abort_on
 from workers.kafka.messages import Row, row_to_avro
 from workers.kafka.topics import Topics
 from workers.kafka.views import MARKER, view_row
@@ -62,11 +63,13 @@ class ResultSink(Closing):
         self._dead_letters = AvroCodec("dead_letter", registry)
         self._views = AvroCodec("view_row", registry)
         self.worker = transactional_id
+        self.written: set[str] = set()  # the topics the transaction of the moment wrote to
 
     def init(self) -> None:
         self._retried(self._producer.init_transactions)
 
     def begin(self) -> None:
+        self.written = set()
         self._call(self._producer.begin_transaction)
 
     def change(self, query: str, registration: int, row: Row, weight: int, tx_first: int,
@@ -118,6 +121,18 @@ class ResultSink(Closing):
         tried again (for as long as a broker outage may last), never given up."""
         self._retried(self._producer.commit_transaction)
 
+    def sweep(self, topics: set[str]) -> None:
+        """End what a lost transaction of this transactional id may have left hanging on
+        ``topics`` (:mod:`workers.kafka.hanging`): one aborted transaction over all their
+        partitions.  None open now."""
+        def sweep_partitions() -> None:
+            metadata = self._producer.list_topics(timeout=TRANSACTION_TIMEOUT_S).topics
+            abort_on(self._producer, [
+                TopicPartition(topic, partition) for topic in sorted(topics)
+                if topic in metadata for partition in sorted(metadata[topic].partitions)])
+
+        self._call(sweep_partitions)
+
     def _retried(self, method: Any) -> None:
         """A transaction call, tried again while it fails retriably (the broker is away)."""
         deadline = time.monotonic() + RETRY_FOR_S
@@ -134,6 +149,7 @@ class ResultSink(Closing):
                  headers: list[tuple[str, str | bytes | None]] | None = None) -> None:
         """Queue one record; a full queue waits for it to drain, a producer fenced meanwhile
         (say, its transaction outlived ``transaction.timeout.ms``) fails the transaction."""
+        self.written.add(topic)
         while True:
             try:
                 self._producer.produce(topic, value, key, headers=headers)

@@ -26,6 +26,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from confluent_kafka import TopicPartition
+
 from workers.config import WorkerConfig
 from workers.errors import ErrorCode, WorkersError
 from workers.kafka.avro import AvroCodec, registry_for
@@ -93,19 +95,20 @@ class _Folding:
 
 def read_views(config: WorkerConfig, queries: Sequence[str],
                on_held: Callable[[], None] | None = None,
+               on_hanging: Callable[[list[TopicPartition]], None] | None = None,
                clock: Callable[[], float] = time.monotonic) -> dict[str, View]:
     """The committed view of each query, read with one consumer from the beginning of each
     view topic to its end, then on to the next marker: a transaction read in part (it went on
     past the end seen at the start) is read whole.  A query without a view topic has an empty
-    view and no marker.  ``on_held``: as :meth:`CompactedReader.read_to_end`'s.  A read that
-    took longer than :func:`read_within_s` by ``clock`` may have missed tombstones: it is done
-    again, up to ``READ_ATTEMPTS`` times."""
+    view and no marker.  ``on_held``, ``on_hanging``: as :meth:`CompactedReader.read_to_end`'s.
+    A read that took longer than :func:`read_within_s` by ``clock`` may have missed
+    tombstones: it is done again, up to ``READ_ATTEMPTS`` times."""
     if not queries:
         return {}
     within_s = read_within_s(config)
     for _ in range(READ_ATTEMPTS):
         started = clock()
-        views = _read_views_once(config, queries, on_held)
+        views = _read_views_once(config, queries, on_held, on_hanging)
         if clock() - started <= within_s:
             return views
         log.warning("reading the views of %s took longer than %.0f s (half the tombstones' "
@@ -123,7 +126,9 @@ def read_within_s(config: WorkerConfig) -> float:
 
 
 def _read_views_once(config: WorkerConfig, queries: Sequence[str],
-                     on_held: Callable[[], None] | None) -> dict[str, View]:
+                     on_held: Callable[[], None] | None,
+                     on_hanging: Callable[[list[TopicPartition]], None] | None
+                     ) -> dict[str, View]:
     topics = Topics(config.topic_prefix)
     query_of = {topics.view(query): query for query in queries}
     registry = registry_for(config.registry_url)
@@ -131,7 +136,7 @@ def _read_views_once(config: WorkerConfig, queries: Sequence[str],
     folding = {topic: _Folding(marker_key) for topic in query_of}
     codec = AvroCodec("view_row", registry)
     with CompactedReader(config, *query_of) as reader:
-        for record in reader.read_to_end(on_held=on_held):
+        for record in reader.read_to_end(on_held=on_held, on_hanging=on_hanging):
             folding[record.topic].add(record)
         deadline = time.monotonic() + OPEN_TRANSACTION_WAIT_S
         while not all(f.at_marker for f in folding.values()):

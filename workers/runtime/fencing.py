@@ -20,11 +20,12 @@ import logging
 import time
 from collections.abc import Iterable
 
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from workers.config import WorkerConfig
 from workers.kafka.closing import close_producer
+from workers.kafka.hanging import abort_on
 from workers.runtime.process import transactional_id_of_client
 
 log = logging.getLogger(__name__)
@@ -34,16 +35,43 @@ TIMEOUT_S = 30.0
 def fence_absent(config: WorkerConfig, admin: AdminClient, writers: Iterable[str]) -> None:
     """End the open transactions of those ``writers`` (transactional ids) whose worker is not
     a member of the workers' group now."""
-    group = config.group_id or f"{config.topic_prefix}.workers"
-    try:
-        members = admin.describe_consumer_groups([group])[group].result(TIMEOUT_S).members
-    except (KafkaException, TimeoutError) as error:  # the broker unreachable: the wait
-        # then lasts until the transaction times out
-        log.warning("not fencing: the workers' group cannot be described: %r", error)
-        return
-    present = {transactional_id_of_client(member.client_id) for member in members}
+    present = members(config, admin)
+    if present is None:  # the broker unreachable: the wait then lasts until the
+        return  # transaction times out
     for writer in sorted(set(writers) - present):
         fence(config, writer)
+
+
+def members(config: WorkerConfig, admin: AdminClient) -> set[str] | None:
+    """The transactional ids of the workers' group members now; None if unknown."""
+    group = config.group_id or f"{config.topic_prefix}.workers"
+    try:
+        described = admin.describe_consumer_groups([group])[group].result(TIMEOUT_S).members
+    except (KafkaException, TimeoutError) as error:
+        log.warning("the workers' group cannot be described: %r", error)
+        return None
+    return {writer for member in described
+            if (writer := transactional_id_of_client(member.client_id)) is not None}
+
+
+def unstick(config: WorkerConfig, writers: Iterable[str],
+            partitions: list[TopicPartition]) -> None:
+    """End a hanging transaction on ``partitions`` (:mod:`workers.kafka.hanging`) whose
+    writer is not known: as each of ``writers`` in turn, fence it and abort a transaction
+    over the partitions.  A writer alive loses the tick it has open and sends it again, as
+    after any fencing."""
+    for writer in sorted(set(writers)):
+        producer = Producer(config.kafka(**{"transactional.id": writer}))
+        try:
+            producer.init_transactions(TIMEOUT_S)
+            abort_on(producer, partitions)
+        except KafkaException as error:
+            log.warning("could not end a hanging transaction as %s: %s", writer, error)
+            continue
+        finally:
+            close_producer(producer, 0.0)
+        log.warning("ended what %s may have left hanging on %s", writer,
+                    ", ".join(f"{tp.topic}[{tp.partition}]" for tp in partitions))
 
 
 def fence(config: WorkerConfig, transactional_id: str) -> None:

@@ -71,6 +71,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from workers import metrics
@@ -89,7 +90,7 @@ from workers.kafka.views import View, read_views
 from workers.runtime.backpressure import TickSize, resident_bytes
 from workers.runtime.checkpoint import Snapshots, SnapshotStore
 from workers.runtime.faults import crash_point
-from workers.runtime.fencing import fence_absent
+from workers.runtime.fencing import fence_absent, members, unstick
 from workers.runtime.observe import StateGauges, forget_query, observe_steps
 from workers.runtime.ownership import Ownership, Polled
 from workers.runtime.pieces import Pieces
@@ -401,10 +402,18 @@ class Worker(Closing):
         in ``send_offsets_to_transaction`` on a producer whose transaction failed around a
         rebalance or a broker restart — confluentinc/librdkafka#5456, #5511).  The failed one
         is let go, not closed: closing would abort its transaction first, while dropping the
-        last reference destroys it without that call."""
+        last reference destroys it without that call.  The new one then ends what the lost
+        transaction may have left hanging (:mod:`workers.kafka.hanging`)."""
         log.warning("tick not committed, sent again with the next one: %s", error,
                     extra={"tx_first": tx_first})
+        written = self._sink.written
         self._sink = self._new_sink()
+        try:
+            self._sink.sweep(written)
+        except TransactionFailed as failure:  # a read it holds up ends it (_unstick)
+            log.warning("could not end what the lost transaction may have left hanging: %s",
+                        failure)
+            self._sink = self._new_sink()
         for query in output.changes:
             output.first.setdefault(query, tx_first)
         self._pending = output
@@ -486,9 +495,11 @@ class Worker(Closing):
         if records:
             done = {record: _committed_progress(record, progress.get(record.key))
                     for record in records}
-            fence({p["worker"] for p in progress.values()})
+            writers = {p["worker"] for p in progress.values()}
+            fence(writers)
             views = read_views(self.config, [record.key for record in records
-                                             if record.value is not None])
+                                             if record.value is not None],
+                               on_hanging=lambda held: self._unstick(writers, held))
             viewed_s = time.monotonic() - started
             for record in records:
                 self._register(record, done[record], views.get(record.key, View()), output)
@@ -506,7 +517,8 @@ class Worker(Closing):
         """The committed progress table; a read held up by a dead worker's open transaction
         ends it (:mod:`workers.runtime.fencing`; ``on_held`` instead of :meth:`_fence`, given
         the writers).  The refusals whose dead letters it shows committed are forgotten."""
-        progress = progress_table(self.config, on_held=on_held or self._fence)
+        progress = progress_table(self.config, on_held=on_held or self._fence,
+                                  on_hanging=self._unstick)
         dead_letters = progress.get(DEAD_LETTERS)
         if dead_letters is not None and self._dead_letters_done is None:
             self._forget_refused(dead_letters["tx_last"])
@@ -516,6 +528,18 @@ class Worker(Closing):
         """Fence the ``writers`` gone from the group, never this worker (not a member while
         it starts): fencing itself would cost its producer."""
         fence_absent(self.config, self._admin, writers - {self._sink.worker})
+
+    def _unstick(self, writers: set[str], held: list[TopicPartition]) -> None:
+        """End a hanging transaction that holds a read up (:mod:`workers.kafka.hanging`):
+        its writer is this worker (whose sink has no transaction open while it reads), one
+        the progress names, or a member of the group."""
+        try:
+            self._sink.sweep({tp.topic for tp in held})
+        except TransactionFailed as error:
+            log.warning("could not end a hanging transaction as this worker: %s", error)
+            self._sink = self._new_sink()
+        others = writers | (members(self.config, self._admin) or set())
+        unstick(self.config, others - {self._sink.worker}, held)
 
     def _drop(self, name: str, output: TickOutput) -> None:
         if self._queries.drop(name) in REGISTERED:

@@ -1,0 +1,133 @@
+"""A hanging transaction (``workers.kafka.hanging``): records on a partition the transaction
+coordinator does not know the transaction wrote.  CI met one when the broker shut down while
+a tick added partitions to its transaction; here the same state is made on purpose: a
+transaction writes to a results topic, then to the progress topic, and while the broker is
+stopped the coordinator's record of that second addition is cut from its log.  After the
+restart the coordinator aborts what it knows and the progress partition stays held for ever
+— until deltalog's sweep: the writer's own (a lost tick's partitions, as ``Worker._lost``
+does) or a reader's (a worker whose read it holds up, as another writer)."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from tests.integration.pipeline import (
+    TRIANGLE,
+    committed_changes,
+    isolated_config,
+    random_stream,
+    reference_states,
+    send_stream,
+    wait_committed,
+)
+from workers.config import WorkerConfig
+from workers.kafka.broker import LocalBroker
+from workers.kafka.clients import QueryAdmin, progress_table
+from workers.kafka.sink import ResultSink
+from workers.kafka.topics import Topics, create, ensure_topics
+from workers.runtime.process import WorkerProcess, transactional_id
+from workers.testing import check_change_stream
+
+pytestmark = [pytest.mark.kafka]
+TIMEOUT_S = 30.0
+BATCH_HEADER = struct.Struct(">qi")  # a record batch starts with its base offset and length
+
+
+def _topics(broker: LocalBroker) -> tuple[WorkerConfig, Topics]:
+    config = isolated_config(broker.bootstrap_servers)
+    topics = Topics(config.topic_prefix)
+    with AdminClient(config.kafka()) as admin:
+        ensure_topics(admin, topics, config.query_partitions)
+        create(admin, topics.of_query("q"))
+    return config, topics
+
+
+def _leave_hanging(broker: LocalBroker, config: WorkerConfig, topics: Topics,
+                   writer: str) -> Producer:
+    """``writer`` commits a progress record (the progress then names it), then writes to
+    q's results topic and the progress topic in a transaction the broker's restart leaves
+    hanging on the progress partition.  Returns that producer, for the test to keep until
+    it has fenced it (dropped before, it would abort what it can first)."""
+    with ResultSink(config, topics, writer) as sink:
+        sink.init()
+        sink.begin()
+        sink.progress("q", 0, 0)
+        sink.commit()
+    producer = Producer(config.kafka(**{"transactional.id": writer, "linger.ms": 0}))
+    producer.init_transactions(TIMEOUT_S)
+    producer.begin_transaction()
+    for topic in (topics.results("q"), topics.progress):  # two additions, in this order
+        producer.produce(topic, b"not committed", b"q")
+        assert producer.flush(TIMEOUT_S) == 0
+    broker.stop()
+    _cut_last_batch(broker.log_dir / "__transaction_state-0")
+    broker.start()
+    return producer
+
+
+def _cut_last_batch(partition: Path) -> None:
+    """Drop the last record batch of a stopped broker's partition (here the coordinator's
+    record that the progress topic joined the transaction), and the files the broker
+    rebuilds from the log on its start."""
+    (log,) = partition.glob("*.log")
+    data, position, last = log.read_bytes(), 0, 0
+    while position < len(data):
+        last = position
+        position += BATCH_HEADER.size + BATCH_HEADER.unpack_from(data, position)[1]
+    with log.open("r+b") as handle:
+        handle.truncate(last)
+    for rebuilt in ("*.index", "*.timeindex", "*.snapshot"):
+        for path in partition.glob(rebuilt):
+            path.unlink()
+
+
+def _held(config: WorkerConfig, topic: str) -> bool:
+    """Whether the topic's partition has records beyond its last stable offset."""
+    ends = {}
+    for isolation in ("read_committed", "read_uncommitted"):
+        consumer = Consumer(config.kafka(**{"group.id": "ends", "isolation.level": isolation}))
+        ends[isolation] = consumer.get_watermark_offsets(TopicPartition(topic, 0),
+                                                         timeout=TIMEOUT_S)[1]
+        consumer.close()
+    return bool(ends["read_committed"] < ends["read_uncommitted"])
+
+
+def test_a_writer_ends_what_its_lost_transaction_left_hanging(own_broker: LocalBroker) -> None:
+    config, topics = _topics(own_broker)
+    writer = transactional_id("lost")
+    hanging = _leave_hanging(own_broker, config, topics, writer)
+    with ResultSink(config, topics, writer) as sink:
+        sink.init()  # as Worker._lost: a new producer, whose init aborts what the
+        # coordinator knows of the transaction — the results topic — and not the rest
+        assert not _held(config, topics.results("q"))
+        assert _held(config, topics.progress)
+        sink.sweep({topics.results("q"), topics.progress})
+    assert not _held(config, topics.progress)
+    assert progress_table(config)["q"]["worker"] == writer
+    hanging.purge()  # fenced: let go unclosed (closing raises that it was fenced)
+
+
+def test_a_worker_held_up_by_a_hanging_transaction_ends_it(own_broker: LocalBroker,
+                                                           tmp_path: Path) -> None:
+    """The writer is gone: the worker's start reads the progress, held up until the
+    progress stood still past ``hanging_after_s``; the worker then ends the transaction as
+    the writers the progress names, and carries on exactly once."""
+    config, topics = _topics(own_broker)
+    hanging = _leave_hanging(own_broker, config, topics, transactional_id("gone"))
+    assert _held(config, topics.progress)
+    QueryAdmin(config).add("tri", TRIANGLE)
+    worker = WorkerProcess(config, tmp_path / "snapshots", tmp_path / "w.log", tick_max_tx=5)
+    worker.start()
+    stream = random_stream(seed=5, count=60)
+    send_stream(config, stream, 5)
+    wait_committed(config, ["tri"], len(stream) - 1, worker)
+    worker.stop()
+    assert "ended what deltalog-worker-gone may have left hanging" in worker.log.read_text()
+    check_change_stream(TRIANGLE, committed_changes(config, "tri"),
+                        reference_states(stream))
+    hanging.purge()  # fenced: let go unclosed (closing raises that it was fenced)

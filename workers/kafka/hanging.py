@@ -1,0 +1,53 @@
+"""Hanging transactions: records a producer wrote in a transaction on a partition its
+transaction coordinator does not know is part of that transaction.
+
+The coordinator ends a transaction (commit, abort, timeout, a newer ``init_transactions``) by
+writing a marker to each partition it knows the transaction wrote.  A partition left out
+never gets one: its last stable offset stays before those records for ever, and every
+``read_committed`` reader of it — a worker reading the progress at a takeover, a view's
+reader — waits there.  Kafka 4.3.1 with librdkafka 2.16 left one when the broker shut down
+while a tick was adding partitions to its transaction: the coordinator's record of the
+addition failed (``NOT_COORDINATOR``), the records on those partitions had been written
+(CI, 2026-11-24, docs/fleet.md "Hanging transactions"; KAFKA-12671 describes the same
+state).
+
+The way out is a marker from the same producer id: a transaction of the same transactional
+id that writes one record to each such partition and aborts.  The coordinator then knows
+the partitions and writes its abort marker there, which ends the hanging records too (a
+marker from a newer epoch of the producer closes what an older one left open).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from confluent_kafka import Producer, TopicPartition
+
+from workers.config import WorkerConfig
+
+TIMEOUT_S = 30.0
+# A transaction the coordinator knows ends within its timeout, plus the interval of the
+# coordinator's check for timed-out transactions (transaction.abort.timed.out.transaction.
+# cleanup.interval.ms, 10 s by default), plus a margin: a last stable offset that stood
+# still longer than that while records lay beyond it is held by a hanging transaction.
+COORDINATOR_CHECK_S = 10.0
+MARGIN_S = 5.0
+
+
+def hanging_after_s(config: WorkerConfig) -> float:
+    """How long a last stable offset stands still before its transaction counts as hanging."""
+    return config.transaction_timeout_ms / 1000 + COORDINATOR_CHECK_S + MARGIN_S
+
+
+def abort_on(producer: Producer, partitions: Sequence[TopicPartition]) -> None:
+    """Abort a transaction of ``producer`` (initialised, none open) that wrote an empty
+    record (empty key, no value: a compacted topic needs a key) to each of ``partitions``:
+    its abort markers end whatever that producer id left hanging there.  Readers never see
+    the records: ``read_committed`` skips what was aborted."""
+    if not partitions:
+        return
+    producer.begin_transaction()
+    for partition in partitions:
+        producer.produce(partition.topic, None, b"", partition=partition.partition)
+    producer.flush(TIMEOUT_S)  # aborting purges what is still queued: the records must be
+    producer.abort_transaction(TIMEOUT_S)  # written for the partitions to be added

@@ -120,10 +120,17 @@ class CompactedReader(Closing):
 
     def _held(self, behind: list[tuple[TopicPartition, int]]) -> dict[tuple[str, int], int]:
         """The partitions whose last stable offset (the end a ``read_committed`` consumer is
-        told) is below their high watermark and reached by the consumer, with that offset."""
+        told) is below their high watermark and reached by the consumer, with that offset.
+        A partition whose offset cannot be had now (its leader moving, the broker going
+        away) is left out: the read itself waits for the broker and says when it gives up;
+        the worker of CI's 2026-11-24 run died of ``NOT_LEADER_FOR_PARTITION`` here."""
         held = {}
         for tp, high in behind:
-            stable = self._consumer.get_watermark_offsets(tp, timeout=METADATA_TIMEOUT_S)[1]
+            try:
+                stable = self._consumer.get_watermark_offsets(
+                    tp, timeout=METADATA_TIMEOUT_S)[1]
+            except KafkaException:
+                continue
             (position,) = self._consumer.position([tp])
             if stable < high and position.offset >= stable:
                 held[tp.topic, tp.partition] = stable

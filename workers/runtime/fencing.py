@@ -12,6 +12,9 @@ its queries in every tick) that are not members of the workers' group.  Fencing 
 needed for exactness (docs/fleet.md, "Fencing"): the group generation already keeps a worker
 that lost its partitions from committing; fencing only shortens the wait, so a member, alive
 and about to commit, is left alone.
+
+``unstick`` ends a hanging transaction (``workers.kafka.hanging``) much the same way, as
+writers that may be alive: only for a read held far longer than any live transaction lasts.
 """
 
 from __future__ import annotations
@@ -65,11 +68,11 @@ def unstick(config: WorkerConfig, writers: Iterable[str],
         try:
             producer.init_transactions(TIMEOUT_S)
             abort_on(producer, partitions)
-        except KafkaException as error:
+        except KafkaException as error:  # say, fenced by another worker's sweep: the read
+            # calls again if the partitions stay held
             log.warning("could not end a hanging transaction as %s: %s", writer, error)
-            continue
-        finally:
-            close_producer(producer, 0.0)
+            continue  # let go unclosed: closing a fenced producer raises that it was
+        close_producer(producer, 0.0)
         log.warning("ended what %s may have left hanging on %s", writer,
                     ", ".join(f"{tp.topic}[{tp.partition}]" for tp in partitions))
 

@@ -32,6 +32,7 @@ BENCHMARKS = {
     "views": "bench.service.views",
     "memory": "bench.service.memory",
     "tombstones": "bench.service.tombstones",
+    "sweep": "bench.service.sweep",
     "peers": "bench.peers.compare",
     "peers-report": "bench.peers.report",
     "data": "bench.data",

@@ -13,7 +13,7 @@ import struct
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from tests.integration.pipeline import (
@@ -36,6 +36,7 @@ from workers.testing import check_change_stream
 pytestmark = [pytest.mark.kafka]
 TIMEOUT_S = 30.0
 BATCH_HEADER = struct.Struct(">qi")  # a record batch starts with its base offset and length
+NOT_COMMITTED = b"not committed"  # the hanging transaction's records
 
 
 def _topics(broker: LocalBroker) -> tuple[WorkerConfig, Topics]:
@@ -47,12 +48,12 @@ def _topics(broker: LocalBroker) -> tuple[WorkerConfig, Topics]:
     return config, topics
 
 
-def _leave_hanging(broker: LocalBroker, config: WorkerConfig, topics: Topics,
-                   writer: str) -> Producer:
+def _leave_hanging(broker: LocalBroker, config: WorkerConfig, topics: Topics, writer: str,
+                   held: str) -> Producer:
     """``writer`` commits a progress record (the progress then names it), then writes to
     q's results topic and the progress topic in a transaction the broker's restart leaves
-    hanging on the progress partition.  Returns that producer, for the test to keep until
-    it has fenced it (dropped before, it would abort what it can first)."""
+    hanging on ``held``, the one of the two written second.  Returns that producer, for the
+    test to keep until it has fenced it (dropped before, it would abort what it can)."""
     with ResultSink(config, topics, writer) as sink:
         sink.init()
         sink.begin()
@@ -61,8 +62,9 @@ def _leave_hanging(broker: LocalBroker, config: WorkerConfig, topics: Topics,
     producer = Producer(config.kafka(**{"transactional.id": writer, "linger.ms": 0}))
     producer.init_transactions(TIMEOUT_S)
     producer.begin_transaction()
-    for topic in (topics.results("q"), topics.progress):  # two additions, in this order
-        producer.produce(topic, b"not committed", b"q")
+    first = topics.results("q") if held == topics.progress else topics.progress
+    for topic in (first, held):  # two additions, in this order
+        producer.produce(topic, NOT_COMMITTED, b"q")
         assert producer.flush(TIMEOUT_S) == 0
     broker.stop()
     _cut_last_batch(broker.log_dir / "__transaction_state-0")
@@ -97,10 +99,25 @@ def _held(config: WorkerConfig, topic: str) -> bool:
     return bool(ends["read_committed"] < ends["read_uncommitted"])
 
 
+def _committed_values(config: WorkerConfig, topic: str) -> list[bytes | None]:
+    """Every committed record's value in the topic's partition."""
+    consumer = Consumer(config.kafka(**{"group.id": "values", "isolation.level":
+                                        "read_committed", "enable.partition.eof": True}))
+    consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    values = []
+    while (message := consumer.poll(TIMEOUT_S)) is not None and message.error() is None:
+        values.append(message.value())
+    consumer.close()
+    end = None if message is None else message.error()
+    assert end is not None and end.code() == KafkaError._PARTITION_EOF, (
+        f"{topic} not read to its end")
+    return values
+
+
 def test_a_writer_ends_what_its_lost_transaction_left_hanging(own_broker: LocalBroker) -> None:
     config, topics = _topics(own_broker)
     writer = transactional_id("lost")
-    hanging = _leave_hanging(own_broker, config, topics, writer)
+    hanging = _leave_hanging(own_broker, config, topics, writer, held=topics.progress)
     with ResultSink(config, topics, writer) as sink:
         sink.init()  # as Worker._lost: a new producer, whose init aborts what the
         # coordinator knows of the transaction — the results topic — and not the rest
@@ -118,7 +135,8 @@ def test_a_worker_held_up_by_a_hanging_transaction_ends_it(own_broker: LocalBrok
     progress stood still past ``hanging_after_s``; the worker then ends the transaction as
     the writers the progress names, and carries on exactly once."""
     config, topics = _topics(own_broker)
-    hanging = _leave_hanging(own_broker, config, topics, transactional_id("gone"))
+    hanging = _leave_hanging(own_broker, config, topics, transactional_id("gone"),
+                             held=topics.progress)
     assert _held(config, topics.progress)
     QueryAdmin(config).add("tri", TRIANGLE)
     worker = WorkerProcess(config, tmp_path / "snapshots", tmp_path / "w.log", tick_max_tx=5)
@@ -131,3 +149,26 @@ def test_a_worker_held_up_by_a_hanging_transaction_ends_it(own_broker: LocalBrok
     check_change_stream(TRIANGLE, committed_changes(config, "tri"),
                         reference_states(stream))
     hanging.purge()  # fenced: let go unclosed (closing raises that it was fenced)
+
+
+def test_a_worker_restarted_ends_what_it_left_hanging_before_it_commits(
+        own_broker: LocalBroker, tmp_path: Path) -> None:
+    """A worker whose transaction hangs on a query's results topic is killed: restarted
+    with its transactional id it owns the query again, and a commit of that id would end
+    the hanging records as committed (Kafka ends a producer's open records with the next
+    marker of the same producer id).  Its start aborts them first."""
+    config, topics = _topics(own_broker)
+    hanging = _leave_hanging(own_broker, config, topics, transactional_id("w1"),
+                             held=topics.results("q"))
+    assert _held(config, topics.results("q"))
+    QueryAdmin(config).add("q", TRIANGLE)
+    worker = WorkerProcess(config, tmp_path / "snapshots", tmp_path / "w.log", worker_id="w1",
+                           tick_max_tx=5)
+    worker.start()
+    stream = random_stream(seed=7, count=30)
+    send_stream(config, stream, 5)
+    wait_committed(config, ["q"], len(stream) - 1, worker)
+    worker.stop()
+    assert NOT_COMMITTED not in _committed_values(config, topics.results("q"))
+    check_change_stream(TRIANGLE, committed_changes(config, "q"), reference_states(stream))
+    hanging.purge()

@@ -121,15 +121,19 @@ class ResultSink(Closing):
         tried again (for as long as a broker outage may last), never given up."""
         self._retried(self._producer.commit_transaction)
 
-    def sweep(self, topics: set[str]) -> None:
+    def sweep(self, topics: set[str] | None = None) -> None:
         """End what a lost transaction of this transactional id may have left hanging on
-        ``topics`` (:mod:`workers.kafka.hanging`): one aborted transaction over all their
-        partitions.  None open now."""
+        ``topics`` — every topic the workers write when None, for a worker starting after
+        a crash — in one aborted transaction over all their partitions
+        (:mod:`workers.kafka.hanging`).  Before this producer commits anything: a commit
+        would end the hanging records as committed.  None open now."""
         def sweep_partitions() -> None:
             metadata = self._producer.list_topics(timeout=TRANSACTION_TIMEOUT_S).topics
             abort_on(self._producer, [
-                TopicPartition(topic, partition) for topic in sorted(topics)
-                if topic in metadata for partition in sorted(metadata[topic].partitions)])
+                TopicPartition(topic, partition) for topic in sorted(metadata)
+                if (topic in topics if topics is not None
+                    else self._topics.written_by_workers(topic))
+                for partition in sorted(metadata[topic].partitions)])
 
         self._call(sweep_partitions)
 

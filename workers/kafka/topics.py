@@ -64,6 +64,12 @@ class Topics:
     def view(self, query: str) -> str:
         return f"{self.prefix}.views.{query}"
 
+    def written_by_workers(self, topic: str) -> bool:
+        """Whether ``topic`` is one the workers' transactions write: the progress, the dead
+        letters, a query's results or view."""
+        return topic in (self.progress, self.dlq) or topic.startswith(
+            (self.results(""), self.view("")))
+
     def of_query(self, query: str) -> dict[str, dict[str, str]]:
         """The topics of one query (its change stream and its view) with their configs."""
         return {self.results(query): CHANGES,

@@ -8,7 +8,8 @@ owns.  The worker's *position* is the last transaction its arrangements include.
 Start, in numbered steps:
 
 1. create the fixed topics if missing;
-2. ``init_transactions``: abort what a previous incarnation left open, fence it;
+2. ``init_transactions``: abort what a previous incarnation left open, fence it; then end
+   what it may have left hanging on any topic the workers write (``workers.kafka.hanging``);
 3. load the newest snapshot from the shared store at or before the fleet's committed
    progress and no later than the transaction log's committed dead letters (the position;
    the log after it is read tick by tick);
@@ -45,9 +46,10 @@ One tick:
    touch in each view topic (ending with the view's marker), dead letters, every live query's
    progress, and the group's metadata (``send_offsets_to_transaction``: a worker that lost
    its partitions cannot commit) — commit.  A transaction that fails is abandoned with
-   its producer (a new one's ``init_transactions`` aborts it) and its held output carried
-   into the next tick, for the queries still owned then; a query that had pieces written
-   is owned anew instead, caught up from its committed progress like a query taken over;
+   its producer (a new one's ``init_transactions`` aborts it, and its sweep what the
+   coordinator did not know of) and its held output carried into the next tick, for the
+   queries still owned then; a query that had pieces written is owned anew instead, caught
+   up from its committed progress like a query taken over;
 5. resume the waiting queries the position has reached; snapshot the database if the
    interval has elapsed.
 
@@ -182,6 +184,7 @@ class Worker(Closing):
         config = self.config
         ensure_topics(self._admin, self.topics, config.query_partitions)  # Step 1
         self._sink.init()  # Step 2
+        self._sink.sweep()  # what a crash may have left hanging (workers.kafka.hanging)
         state = self.snapshots.load(at_most=_snapshot_bound(self._progress()))  # Step 3
         if state is not None:
             self.engine.restore(state)

@@ -57,7 +57,7 @@ def _leave_hanging(broker: LocalBroker, config: WorkerConfig, topics: Topics, wr
     with ResultSink(config, topics, writer) as sink:
         sink.init()
         sink.begin()
-        sink.progress("q", 0, 0)
+        sink.progress("old", 0, 0)  # a query gone: the progress names the writer
         sink.commit()
     producer = Producer(config.kafka(**{"transactional.id": writer, "linger.ms": 0}))
     producer.init_transactions(TIMEOUT_S)
@@ -125,7 +125,7 @@ def test_a_writer_ends_what_its_lost_transaction_left_hanging(own_broker: LocalB
         assert _held(config, topics.progress)
         sink.sweep({topics.results("q"), topics.progress})
     assert not _held(config, topics.progress)
-    assert progress_table(config)["q"]["worker"] == writer
+    assert progress_table(config)["old"]["worker"] == writer
     hanging.purge()  # fenced: let go unclosed (closing raises that it was fenced)
 
 

@@ -157,6 +157,10 @@ class Worker(Closing):
         self._clients.callback(lambda: self._sink.close())  # the sink of the moment
         self._queries = OwnedQueries()
         self._pending = TickOutput()
+        # The topics lost transactions wrote, to sweep before the next commit
+        # (workers.kafka.hanging): a commit of this transactional id would end what they
+        # may have left hanging as committed.
+        self._unswept: set[str] = set()
         self._refused: list[Refused] = []  # refusals after the last dead-letter progress read
         self._dead_letters_done: int | None = None  # owner of partition 0: its D
         self._views = ViewWrites()
@@ -317,6 +321,9 @@ class Worker(Closing):
         assert self._ownership is not None
         sink = self._sink
         try:
+            if self._unswept:  # the sweep after a lost tick failed: now, or no commit
+                sink.sweep(self._unswept)
+                self._unswept = set()
             sink.begin()
             for query, (at, rows) in output.snapshots.items():
                 registration = self._queries[query].offset
@@ -409,20 +416,29 @@ class Worker(Closing):
         transaction may have left hanging (:mod:`workers.kafka.hanging`)."""
         log.warning("tick not committed, sent again with the next one: %s", error,
                     extra={"tx_first": tx_first})
-        written = self._sink.written
+        self._unswept |= self._sink.written
         self._sink = self._new_sink()
-        try:
-            self._sink.sweep(written)
-        except TransactionFailed as failure:  # a read it holds up ends it (_unstick)
-            log.warning("could not end what the lost transaction may have left hanging: %s",
-                        failure)
-            self._sink = self._new_sink()
+        self._sweep()
         for query in output.changes:
             output.first.setdefault(query, tx_first)
         self._pending = output
         lost = self._queries.lose(streamed)
         if lost:
             log.warning("queries %s had pieces written: owned anew next tick", ", ".join(lost))
+
+    def _sweep(self) -> None:
+        """End what lost transactions may have left hanging on the topics they wrote; if
+        that fails, the next commit tries first (a commit of this transactional id would
+        end those records as committed)."""
+        try:
+            self._sink.sweep(self._unswept)
+        except TransactionFailed as failure:
+            log.warning("could not end what a lost transaction may have left hanging on %s "
+                        "(tried again before the next commit): %s",
+                        ", ".join(sorted(self._unswept)), failure)
+            self._sink = self._new_sink()
+            return
+        self._unswept = set()
 
     def _observe(self, batch: Sequence[TxRecord]) -> None:
         """The gauges after a tick: position, lag (records and age), snapshot age, sizes."""
@@ -536,11 +552,8 @@ class Worker(Closing):
         """End a hanging transaction that holds a read up (:mod:`workers.kafka.hanging`):
         its writer is this worker (whose sink has no transaction open while it reads), one
         the progress names, or a member of the group."""
-        try:
-            self._sink.sweep({tp.topic for tp in held})
-        except TransactionFailed as error:
-            log.warning("could not end a hanging transaction as this worker: %s", error)
-            self._sink = self._new_sink()
+        self._unswept |= {tp.topic for tp in held}
+        self._sweep()
         others = writers | (members(self.config, self._admin) or set())
         unstick(self.config, others - {self._sink.worker}, held)
 

@@ -45,10 +45,11 @@ from dataclasses import dataclass, replace
 from operator import itemgetter
 
 from workers.arrangements import IndexOrder, MemoryArrangement
-from workers.arrangements.relation import RelationArrangement, TrackedRows
+from workers.arrangements.relation import RelationArrangement
 from workers.arrangements.values import ValueIds
 from workers.executors.extenders import Relations, Row
 from workers.executors.joins import Joins
+from workers.executors.levels import Levels
 from workers.executors.work import Work
 from workers.plan.ir import (
     DATOMS,
@@ -76,7 +77,7 @@ class DerivedRelation:
     rules: tuple[RulePlan, ...]
     state: RelationArrangement
     change: RelationArrangement
-    levels: dict[Row, int] | None  # each tuple's level, in a recursive stratum (module doc)
+    levels: Levels | None  # each tuple's level, in a recursive stratum (module doc)
 
     def present(self, row: Row) -> bool:
         return self.state.weight(row) + self.change.weight(row) > 0
@@ -112,7 +113,7 @@ class PreparedRules:
         self.joins = make_joins(stores)
         self.strata = tuple(
             DerivedStratum(tuple(DerivedRelation(r.name, r.rules, *stores[r.name],
-                                                 TrackedRows() if stratum.recursive else None)
+                                                 Levels(r.arity) if stratum.recursive else None)
                                  for r in stratum.relations), stratum.recursive)
             for stratum in plan.strata)
         self._relations = {r.name: r for s in self.strata for r in s.relations}
@@ -142,7 +143,7 @@ class PreparedRules:
         # levels given this tick, folded into the relations' levels by the commit (as the
         # change into the state: a big dict written mid-tick is traversed by the next young
         # garbage collection, ~7 ms for the power-law closure's 256k pairs)
-        self._new_levels: list[tuple[dict[Row, int], list[Row], int]] = []
+        self._new_levels: list[tuple[Levels, list[Row], int]] = []
 
     # -- the two entry points ------------------------------------------------------------
 
@@ -358,7 +359,7 @@ class PreparedRules:
         seen.update(dict.fromkeys(supported - seen.keys()))
         return supported, seen
 
-    def _sound_witness(self, rule: RulePlan, levels: dict[Row, int], doomed: Heads,
+    def _sound_witness(self, rule: RulePlan, levels: Levels, doomed: Heads,
                        seen: dict[Row, Proof | None]) -> Callable[[Row], bool]:
         """The test of a row of ``rule``'s witness program (the head, then the premises'
         variables): every premise in the stratum unmarked and of a level below the head's.
@@ -444,12 +445,12 @@ class PreparedRules:
 
     def _commit(self) -> None:
         for levels, rows, level in self._new_levels:
-            levels.update(dict.fromkeys(rows, level))
+            levels.assign(rows, level)
         self._new_levels.clear()
         for relation in self._relations.values():
             for row, weight in relation.change.rows.items():
                 if relation.levels is not None and weight < 0 and not relation.present(row):
-                    del relation.levels[row]
+                    relation.levels.discard(row)
             relation.state.update(relation.change.rows)
             relation.change.reset()
 
@@ -486,7 +487,7 @@ class Traced:
 
     program: JoinProgram
     head: Read
-    premises: tuple[tuple[dict[Row, int], Read], ...]
+    premises: tuple[tuple[Levels, Read], ...]
 
 
 def _traced(program: JoinProgram, witness: JoinProgram, premises: Premises) -> Traced | None:

@@ -15,7 +15,9 @@ state and their ``new`` the state plus the change):
    through it;
 2. **rederive**: a marked head still derivable in the *new* state (a derivation the
    support check saw whose premises are still unmarked, or else its support program,
-   seeded by the head, finds one) is put back;
+   seeded by the head, finds one) is put back — asked only of heads the check saw a
+   derivation of through unmarked premises (one through a marked tuple that comes back is
+   found by step 3, from that tuple);
 3. **insert**: heads derivable in the new state through an added tuple (or one that left a
    negated relation), then semi-naively through the stratum's own new tuples.
 
@@ -216,13 +218,15 @@ class PreparedRules:
 
     def _over_delete(self, stratum: DerivedStratum,
                      work: Work) -> tuple[Heads, Heads, Proofs]:
-        """The marked heads; those of them the support check found no derivation of at all
-        in the new state: the rederive step, which reads a part of what the check read
-        (the new state less the marked heads, plus what it puts back — all present when
-        the check ran), cannot find one either, so it skips them (a head really deleted
-        was checked twice); and for others, a derivation the check saw with its premises
-        unmarked (not all below the head): one the rederive step needs not search for if
-        none of them was marked later."""
+        """The marked heads; those of them the support check found no derivation of in the
+        new state but through marked tuples (or none at all): the rederive step, which
+        reads a part of what the check read (the new state less the marked heads, plus what
+        it puts back — all present when the check ran), can find one only through a marked
+        tuple it puts back, and the insert step derives the head from that tuple anyway,
+        so it skips them (a head really deleted was searched twice, failing: the whole
+        intersection each time); and for others, a derivation the check saw with its
+        premises unmarked (not all below the head): one the rederive step needs not search
+        for if none of them was marked later."""
         doomed: Heads = {r.name: set() for r in stratum.relations}
         frontier: Heads = {r.name: set() for r in stratum.relations}
         underivable: Heads = {r.name: set() for r in stratum.relations}
@@ -333,8 +337,8 @@ class PreparedRules:
         stratum are unmarked and of lower levels (a rule reading only lower relations,
         whose tuples are final for the tick, needs no premise) — one join per rule for the
         whole frontier, stopping at each row's first such derivation; and those the check
-        saw a derivation of, or could not tell (a rule without a witness), each with the
-        premises of one it saw unmarked (or None).
+        saw a derivation of through unmarked premises, or could not tell (a rule without a
+        witness), each with the premises of one it saw unmarked (or None).
 
         The rules with a witness are asked first: a head derived by a rule reading only
         lower relations sits at the lowest level, so it is a candidate only when that
@@ -363,8 +367,8 @@ class PreparedRules:
                        seen: dict[Row, Proof | None]) -> Callable[[Row], bool]:
         """The test of a row of ``rule``'s witness program (the head, then the premises'
         variables): every premise in the stratum unmarked and of a level below the head's.
-        Every head it is asked about is in ``seen``, with the first row's premises it
-        rejected for a level alone (all unmarked)."""
+        A head it rejects a row of for a level alone (every premise unmarked) is put in
+        ``seen`` with that row's premises (the first such row)."""
         assert rule.witness is not None
         width = len(rule.witness.seed_vars)
         # each premise's levels, its marked tuples, and how its tuple is read from the row
@@ -388,7 +392,6 @@ class PreparedRules:
             for premise_levels, marked, read in premises:
                 premise = read(witness)
                 if premise in marked:
-                    seen.setdefault(head, None)
                     return False
                 lower = lower and premise_levels[premise] < below
             if not lower and seen.get(head) is None:

@@ -194,6 +194,7 @@ class PreparedRules:
         for relation in stratum.relations:
             relation.change.update((row, -1) for row in doomed[relation.name])
         found: Heads = {r.name: set() for r in stratum.relations}
+        checked = stratum.recursive and self.joins.per_fact
         for relation in stratum.relations:  # rederive
             left = doomed[relation.name] - underivable[relation.name]
             back = _still_proven(left, proofs[relation.name])
@@ -202,7 +203,9 @@ class PreparedRules:
                 found[relation.name] |= back
                 left = left - back
             for rule in relation.rules:
-                if left:
+                # the support check asked a rule reading only lower relations (final for
+                # the tick) about every marked head, in vain: it would answer the same
+                if left and not (checked and _reads_lower_only(rule)):
                     back = self.joins.derivable(rule.support, left, work)
                     self._put(relation, back)
                     found[relation.name] |= back
@@ -353,7 +356,7 @@ class PreparedRules:
             if not left:
                 break
             if rule.witness is None:
-                if not any(s.recursive for s in rule.seeded):
+                if _reads_lower_only(rule):
                     supported |= self.joins.derivable(rule.support, left, work)
                 else:
                     seen.update(dict.fromkeys(left - seen.keys()))
@@ -471,6 +474,11 @@ def _reads_new(program: JoinProgram) -> frozenset[tuple[str, bool]]:
             specs.append((op.spec, True))
     return frozenset((spec.relation, negated) for spec, negated in specs
                      if spec.role is Role.NEW)
+
+
+def _reads_lower_only(rule: RulePlan) -> bool:
+    """Whether ``rule`` reads no relation of its own stratum."""
+    return not any(s.recursive for s in rule.seeded)
 
 
 def _still_proven(heads: set[Row], proofs: dict[Row, Proof]) -> set[Row]:

@@ -124,3 +124,35 @@ def test_a_head_seen_derived_only_through_marked_pairs_comes_back_without_a_sear
     assert {(1, 2), (0, 2)} <= checked
     assert rederived == set()
     assert changes == {}
+
+
+def test_the_base_rule_is_asked_about_a_marked_head_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """0 → 2 → 3 and 0 → 1 → 4 → 3, cutting 0 → 2 and 4 → 3: the check sees reach(0, 3)
+    derived through reach(1, 3) (not below it), which is marked a round later, so the
+    rederive step searches for reach(0, 3) — but not with the base rule: it reads only the
+    edges (final for the tick), and the check asked it about every pair no witness
+    supports."""
+    engine = Engine()
+    engine.transact("[[:db/add 0 :to 2] [:db/add 2 :to 3] [:db/add 0 :to 1]"
+                    " [:db/add 1 :to 4] [:db/add 4 :to 3]]")
+    engine.register("r", PAIRS, [REACH])
+    prepared = engine._queries["r"].prepared.local
+    assert isinstance(prepared, PreparedRules)
+    base = {id(rule.support) for s in prepared.strata if s.recursive for r in s.relations
+            for rule in r.rules if rule.witness is None}
+    asked: list[Row] = []
+    derivable = prepared.joins.derivable
+
+    def recording(program: JoinProgram, rows: Iterable[Row], work: Work) -> set[Row]:
+        rows = list(rows)
+        if id(program) in base:
+            asked.extend(rows)
+        return derivable(program, rows, work)
+
+    monkeypatch.setattr(prepared.joins, "derivable", recording)
+    changes = engine.transact("[[:db/retract 0 :to 2] [:db/retract 4 :to 3]]").get("r", {})
+    ids = engine.db.ids
+    assert sorted(tuple(ids.value(i) for i in row) for row in asked) == [
+        (0, 2), (0, 3), (1, 3), (4, 3)]
+    assert changes == {(0, 2): -1, (0, 3): -1, (1, 3): -1, (4, 3): -1}

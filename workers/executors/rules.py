@@ -273,8 +273,9 @@ class PreparedRules:
     def _candidates(self, seeded: SeededProgram, program: JoinProgram,
                     relation: DerivedRelation, tuples: Iterable[tuple[Row, int]],
                     work: Work) -> list[Row]:
-        """The heads ``program`` (the literal's old or new program) derives from the
-        removed or marked ``tuples``, each only if one of those derivations has all its
+        """The heads in the state that ``program`` (the literal's old or new program)
+        derives from the removed or marked ``tuples`` (with a level: present), each only
+        if one of those derivations has all its
         premises in the stratum below the head's level: a derivation through a premise not
         below its head is not one the head's level rests on (module doc), so losing the
         tuple takes nothing from it — what would, removes or marks a premise of that lower
@@ -288,7 +289,8 @@ class PreparedRules:
         (no witness) makes every head it derives a candidate."""
         traced = self._traced.get(id(program))
         if traced is None:
-            return self._derive(seeded, program, tuples, work)
+            return [head for head in self._derive(seeded, program, tuples, work)
+                    if relation.state.weight(head)]
         levels = relation.levels
         assert levels is not None
         rows = self._derive(seeded, traced.program, tuples, work)
@@ -324,7 +326,7 @@ class PreparedRules:
               doomed: Heads, frontier: Heads, underivable: Heads, proofs: Proofs,
               work: Work) -> None:
         marked = doomed[relation.name]
-        candidates = {row for row in heads if relation.state.weight(row) and row not in marked}
+        candidates = {row for row in heads if row not in marked}
         if stratum.recursive and self.joins.per_fact:
             supported, seen = self._supported(relation, candidates, doomed, work)
             candidates -= supported

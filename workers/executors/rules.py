@@ -142,10 +142,6 @@ class PreparedRules:
                            for r in stratum.relations for rule in r.rules
                            for seeded in rule.seeded if seeded.recursive}
         self._level = 0  # the last level given
-        # levels given this tick, folded into the relations' levels by the commit (as the
-        # change into the state: a big dict written mid-tick is traversed by the next young
-        # garbage collection, ~7 ms for the power-law closure's 256k pairs)
-        self._new_levels: list[tuple[Levels, list[Row], int]] = []
 
     # -- the two entry points ------------------------------------------------------------
 
@@ -416,7 +412,7 @@ class PreparedRules:
         relation.change.update((row, 1) for row in rows)
         if relation.levels is not None:
             self._level += 1
-            self._new_levels.append((relation.levels, rows, self._level))
+            relation.levels.assign(rows, self._level)
 
     def _changed(self, spec: SeededProgram, removed: bool) -> Iterator[tuple[Row, int]]:
         """The tuples of the literal's relation that left (``removed``) or entered it this
@@ -452,9 +448,6 @@ class PreparedRules:
                 if weight > 0]
 
     def _commit(self) -> None:
-        for levels, rows, level in self._new_levels:
-            levels.assign(rows, level)
-        self._new_levels.clear()
         for relation in self._relations.values():
             for row, weight in relation.change.rows.items():
                 if relation.levels is not None and weight < 0 and not relation.present(row):

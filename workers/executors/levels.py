@@ -4,11 +4,11 @@ first column.
 Why not one dict keyed by the tuple: a delete's check and its candidates' filter look up
 thousands of levels per tick, and in a dict of a big relation (the power-law closure's
 256k pairs) each lookup is cache misses — the table slot, the stored tuple, its ints:
-~0.7-1.1 µs.  The lookups of one check share their first column (a hub's pairs ``(u, b)``,
-the premises ``(c, b)`` of its ~100 successors ``c``), so per first column they hit a
-small dict that stays in cache (~0.2 µs; `docs/engine.md`).  A binary relation's inner
-keys are the second column itself, not a 1-tuple.  The inner dicts hold ints alone, so
-the garbage collector never tracks them.
+~0.7-1.1 µs.  A round's lookups share few first columns (a hub's pairs ``(u, b)``; the
+premises ``(c, b)`` of its ~100 successors ``c``, asked again for every ``b``), so per
+first column they hit small dicts that stay in cache (~0.2 µs; `docs/engine.md`).  A
+binary relation's inner keys are the second column itself, not a 1-tuple: its inner dicts
+hold ints alone, which the garbage collector never tracks.
 """
 
 from __future__ import annotations

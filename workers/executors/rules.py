@@ -15,7 +15,9 @@ state and their ``new`` the state plus the change):
    through it;
 2. **rederive**: a marked head still derivable in the *new* state (a derivation the
    support check saw whose premises are still unmarked, or else its support program,
-   seeded by the head, finds one) is put back;
+   seeded by the head, finds one) is put back — asked only of heads the check saw a
+   derivation of through unmarked premises (one through a marked tuple that comes back is
+   found by step 3, from that tuple);
 3. **insert**: heads derivable in the new state through an added tuple (or one that left a
    negated relation), then semi-naively through the stratum's own new tuples.
 
@@ -45,10 +47,11 @@ from dataclasses import dataclass, replace
 from operator import itemgetter
 
 from workers.arrangements import IndexOrder, MemoryArrangement
-from workers.arrangements.relation import RelationArrangement, TrackedRows
+from workers.arrangements.relation import RelationArrangement
 from workers.arrangements.values import ValueIds
 from workers.executors.extenders import Relations, Row
 from workers.executors.joins import Joins
+from workers.executors.levels import Levels
 from workers.executors.work import Work
 from workers.plan.ir import (
     DATOMS,
@@ -76,7 +79,7 @@ class DerivedRelation:
     rules: tuple[RulePlan, ...]
     state: RelationArrangement
     change: RelationArrangement
-    levels: dict[Row, int] | None  # each tuple's level, in a recursive stratum (module doc)
+    levels: Levels | None  # each tuple's level, in a recursive stratum (module doc)
 
     def present(self, row: Row) -> bool:
         return self.state.weight(row) + self.change.weight(row) > 0
@@ -112,7 +115,7 @@ class PreparedRules:
         self.joins = make_joins(stores)
         self.strata = tuple(
             DerivedStratum(tuple(DerivedRelation(r.name, r.rules, *stores[r.name],
-                                                 TrackedRows() if stratum.recursive else None)
+                                                 Levels(r.arity) if stratum.recursive else None)
                                  for r in stratum.relations), stratum.recursive)
             for stratum in plan.strata)
         self._relations = {r.name: r for s in self.strata for r in s.relations}
@@ -139,10 +142,6 @@ class PreparedRules:
                            for r in stratum.relations for rule in r.rules
                            for seeded in rule.seeded if seeded.recursive}
         self._level = 0  # the last level given
-        # levels given this tick, folded into the relations' levels by the commit (as the
-        # change into the state: a big dict written mid-tick is traversed by the next young
-        # garbage collection, ~7 ms for the power-law closure's 256k pairs)
-        self._new_levels: list[tuple[dict[Row, int], list[Row], int]] = []
 
     # -- the two entry points ------------------------------------------------------------
 
@@ -191,6 +190,7 @@ class PreparedRules:
         for relation in stratum.relations:
             relation.change.update((row, -1) for row in doomed[relation.name])
         found: Heads = {r.name: set() for r in stratum.relations}
+        checked = stratum.recursive and self.joins.per_fact
         for relation in stratum.relations:  # rederive
             left = doomed[relation.name] - underivable[relation.name]
             back = _still_proven(left, proofs[relation.name])
@@ -199,7 +199,9 @@ class PreparedRules:
                 found[relation.name] |= back
                 left = left - back
             for rule in relation.rules:
-                if left:
+                # the support check asked a rule reading only lower relations (final for
+                # the tick) about every marked head, in vain: it would answer the same
+                if left and not (checked and _reads_lower_only(rule)):
                     back = self.joins.derivable(rule.support, left, work)
                     self._put(relation, back)
                     found[relation.name] |= back
@@ -215,13 +217,15 @@ class PreparedRules:
 
     def _over_delete(self, stratum: DerivedStratum,
                      work: Work) -> tuple[Heads, Heads, Proofs]:
-        """The marked heads; those of them the support check found no derivation of at all
-        in the new state: the rederive step, which reads a part of what the check read
-        (the new state less the marked heads, plus what it puts back — all present when
-        the check ran), cannot find one either, so it skips them (a head really deleted
-        was checked twice); and for others, a derivation the check saw with its premises
-        unmarked (not all below the head): one the rederive step needs not search for if
-        none of them was marked later."""
+        """The marked heads; those of them the support check found no derivation of in the
+        new state but through marked tuples (or none at all): the rederive step, which
+        reads a part of what the check read (the new state less the marked heads, plus what
+        it puts back — all present when the check ran), can find one only through a marked
+        tuple it puts back, and the insert step derives the head from that tuple anyway,
+        so it skips them (a head really deleted was searched twice, failing: the whole
+        intersection each time); and for others, a derivation the check saw with its
+        premises unmarked (not all below the head): one the rederive step needs not search
+        for if none of them was marked later."""
         doomed: Heads = {r.name: set() for r in stratum.relations}
         frontier: Heads = {r.name: set() for r in stratum.relations}
         underivable: Heads = {r.name: set() for r in stratum.relations}
@@ -265,8 +269,9 @@ class PreparedRules:
     def _candidates(self, seeded: SeededProgram, program: JoinProgram,
                     relation: DerivedRelation, tuples: Iterable[tuple[Row, int]],
                     work: Work) -> list[Row]:
-        """The heads ``program`` (the literal's old or new program) derives from the
-        removed or marked ``tuples``, each only if one of those derivations has all its
+        """The heads in the state that ``program`` (the literal's old or new program)
+        derives from the removed or marked ``tuples`` (with a level: present), each only
+        if one of those derivations has all its
         premises in the stratum below the head's level: a derivation through a premise not
         below its head is not one the head's level rests on (module doc), so losing the
         tuple takes nothing from it — what would, removes or marks a premise of that lower
@@ -280,7 +285,8 @@ class PreparedRules:
         (no witness) makes every head it derives a candidate."""
         traced = self._traced.get(id(program))
         if traced is None:
-            return self._derive(seeded, program, tuples, work)
+            return [head for head in self._derive(seeded, program, tuples, work)
+                    if relation.state.weight(head)]
         levels = relation.levels
         assert levels is not None
         rows = self._derive(seeded, traced.program, tuples, work)
@@ -316,7 +322,7 @@ class PreparedRules:
               doomed: Heads, frontier: Heads, underivable: Heads, proofs: Proofs,
               work: Work) -> None:
         marked = doomed[relation.name]
-        candidates = {row for row in heads if relation.state.weight(row) and row not in marked}
+        candidates = {row for row in heads if row not in marked}
         if stratum.recursive and self.joins.per_fact:
             supported, seen = self._supported(relation, candidates, doomed, work)
             candidates -= supported
@@ -332,8 +338,8 @@ class PreparedRules:
         stratum are unmarked and of lower levels (a rule reading only lower relations,
         whose tuples are final for the tick, needs no premise) — one join per rule for the
         whole frontier, stopping at each row's first such derivation; and those the check
-        saw a derivation of, or could not tell (a rule without a witness), each with the
-        premises of one it saw unmarked (or None).
+        saw a derivation of through unmarked premises, or could not tell (a rule without a
+        witness), each with the premises of one it saw unmarked (or None).
 
         The rules with a witness are asked first: a head derived by a rule reading only
         lower relations sits at the lowest level, so it is a candidate only when that
@@ -348,7 +354,7 @@ class PreparedRules:
             if not left:
                 break
             if rule.witness is None:
-                if not any(s.recursive for s in rule.seeded):
+                if _reads_lower_only(rule):
                     supported |= self.joins.derivable(rule.support, left, work)
                 else:
                     seen.update(dict.fromkeys(left - seen.keys()))
@@ -358,12 +364,12 @@ class PreparedRules:
         seen.update(dict.fromkeys(supported - seen.keys()))
         return supported, seen
 
-    def _sound_witness(self, rule: RulePlan, levels: dict[Row, int], doomed: Heads,
+    def _sound_witness(self, rule: RulePlan, levels: Levels, doomed: Heads,
                        seen: dict[Row, Proof | None]) -> Callable[[Row], bool]:
         """The test of a row of ``rule``'s witness program (the head, then the premises'
         variables): every premise in the stratum unmarked and of a level below the head's.
-        Every head it is asked about is in ``seen``, with the first row's premises it
-        rejected for a level alone (all unmarked)."""
+        A head it rejects a row of for a level alone (every premise unmarked) is put in
+        ``seen`` with that row's premises (the first such row)."""
         assert rule.witness is not None
         width = len(rule.witness.seed_vars)
         # each premise's levels, its marked tuples, and how its tuple is read from the row
@@ -387,7 +393,6 @@ class PreparedRules:
             for premise_levels, marked, read in premises:
                 premise = read(witness)
                 if premise in marked:
-                    seen.setdefault(head, None)
                     return False
                 lower = lower and premise_levels[premise] < below
             if not lower and seen.get(head) is None:
@@ -407,7 +412,7 @@ class PreparedRules:
         relation.change.update((row, 1) for row in rows)
         if relation.levels is not None:
             self._level += 1
-            self._new_levels.append((relation.levels, rows, self._level))
+            relation.levels.assign(rows, self._level)
 
     def _changed(self, spec: SeededProgram, removed: bool) -> Iterator[tuple[Row, int]]:
         """The tuples of the literal's relation that left (``removed``) or entered it this
@@ -443,13 +448,10 @@ class PreparedRules:
                 if weight > 0]
 
     def _commit(self) -> None:
-        for levels, rows, level in self._new_levels:
-            levels.update(dict.fromkeys(rows, level))
-        self._new_levels.clear()
         for relation in self._relations.values():
             for row, weight in relation.change.rows.items():
                 if relation.levels is not None and weight < 0 and not relation.present(row):
-                    del relation.levels[row]
+                    relation.levels.discard(row)
             relation.state.update(relation.change.rows)
             relation.change.reset()
 
@@ -469,6 +471,11 @@ def _reads_new(program: JoinProgram) -> frozenset[tuple[str, bool]]:
                      if spec.role is Role.NEW)
 
 
+def _reads_lower_only(rule: RulePlan) -> bool:
+    """Whether ``rule`` reads no relation of its own stratum."""
+    return not any(s.recursive for s in rule.seeded)
+
+
 def _still_proven(heads: set[Row], proofs: dict[Row, Proof]) -> set[Row]:
     """Those of the marked ``heads`` with a derivation the support check saw in the new
     state whose premises are still unmarked: derivable now, without a search."""
@@ -486,7 +493,7 @@ class Traced:
 
     program: JoinProgram
     head: Read
-    premises: tuple[tuple[dict[Row, int], Read], ...]
+    premises: tuple[tuple[Levels, Read], ...]
 
 
 def _traced(program: JoinProgram, witness: JoinProgram, premises: Premises) -> Traced | None:

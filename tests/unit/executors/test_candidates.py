@@ -2,8 +2,8 @@
 those whose lost derivation has every premise in the stratum below the head's level — a
 head resting on a lower derivation elsewhere is neither checked nor marked.  Deleting a hub's
 edge lost one derivation of every pair the hub reached through it, and checking them all
-was the deletes' tail.  And a marked head the check saw no derivation of is not asked
-again by the rederive step."""
+was the deletes' tail.  And a marked head the check saw no derivation of, or only through
+marked pairs, is not asked again by the rederive step."""
 
 from __future__ import annotations
 
@@ -109,3 +109,50 @@ def test_a_pair_seen_derived_only_through_itself_is_not_put_back(
         monkeypatch, "[[:db/add 1 :to 2] [:db/add 2 :to 1] [:db/add 2 :to 3]]", "2 :to 3")
     assert {(2, 3), (1, 3)} <= checked
     assert changes == {(2, 3): -1, (1, 3): -1}
+
+
+def test_a_head_seen_derived_only_through_marked_pairs_comes_back_without_a_search(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """0 → 1 → 2 and 1 → 3 → 2, cutting 1 → 2: reach(1, 2) is marked (its other derivation,
+    through reach(3, 2), is not below it), then reach(0, 2), whose only derivation goes
+    through the marked reach(1, 2).  The rederive step puts reach(1, 2) back through the
+    derivation the check saw, and does not search for reach(0, 2): the insert step
+    derives it from reach(1, 2), as it would any head of a tuple put back."""
+    checked, rederived, changes = asked_by_deleting(
+        monkeypatch, "[[:db/add 0 :to 1] [:db/add 1 :to 2] [:db/add 1 :to 3]"
+                     " [:db/add 3 :to 2]]", "1 :to 2")
+    assert {(1, 2), (0, 2)} <= checked
+    assert rederived == set()
+    assert changes == {}
+
+
+def test_the_base_rule_is_asked_about_a_marked_head_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """0 → 2 → 3 and 0 → 1 → 4 → 3, cutting 0 → 2 and 4 → 3: the check sees reach(0, 3)
+    derived through reach(1, 3) (not below it), which is marked a round later, so the
+    rederive step searches for reach(0, 3) — but not with the base rule: it reads only the
+    edges (final for the tick), and the check asked it about every pair no witness
+    supports."""
+    engine = Engine()
+    engine.transact("[[:db/add 0 :to 2] [:db/add 2 :to 3] [:db/add 0 :to 1]"
+                    " [:db/add 1 :to 4] [:db/add 4 :to 3]]")
+    engine.register("r", PAIRS, [REACH])
+    prepared = engine._queries["r"].prepared.local
+    assert isinstance(prepared, PreparedRules)
+    base = {id(rule.support) for s in prepared.strata if s.recursive for r in s.relations
+            for rule in r.rules if rule.witness is None}
+    asked: list[Row] = []
+    derivable = prepared.joins.derivable
+
+    def recording(program: JoinProgram, rows: Iterable[Row], work: Work) -> set[Row]:
+        rows = list(rows)
+        if id(program) in base:
+            asked.extend(rows)
+        return derivable(program, rows, work)
+
+    monkeypatch.setattr(prepared.joins, "derivable", recording)
+    changes = engine.transact("[[:db/retract 0 :to 2] [:db/retract 4 :to 3]]").get("r", {})
+    ids = engine.db.ids
+    assert sorted(tuple(ids.value(i) for i in row) for row in asked) == [
+        (0, 2), (0, 3), (1, 3), (4, 3)]
+    assert changes == {(0, 2): -1, (0, 3): -1, (1, 3): -1, (4, 3): -1}

@@ -25,10 +25,10 @@ import edn_format
 import numpy as np
 
 from workers.arrangements import ArrangementRegistry, IndexOrder
-from workers.arrangements.batch import Ids, Ints, sort_order, starts
+from workers.arrangements.batch import Ids, Ints, Mask, sort_order, starts
 from workers.arrangements.delta import DatomColumns
 from workers.arrangements.values import ValueIds
-from workers.db.normalise import check_plain, is_plain
+from workers.db.normalise import check_plain
 from workers.db.schema import SCHEMA_ATTRIBUTES, Schema
 from workers.db.tx import PLAIN_VALUES, Datom, TxOps
 from workers.db.values import LONG_MAX, LONG_MIN, VALUE_TYPES
@@ -47,34 +47,221 @@ class BulkNormalised:
     refused: list[tuple[int, TransactionError]]
 
 
+@dataclass(frozen=True, slots=True)
+class _Events:
+    """What a batch's transactions do, as columns of value ids: the datoms they add and
+    retract with their transaction's position in the batch, and the entities they retract
+    with theirs."""
+
+    e: Ids
+    a: Ids
+    v: Ids
+    position: Ints
+    added: Mask
+    one: Mask  # the additions to cardinality-one attributes: they retract the other values
+    entities: Ids
+    entity_position: Ints
+
+    def where(self, rows: Mask, entities: Mask) -> _Events:
+        """The events of ``rows`` and of ``entities`` (the entity retractions kept)."""
+        return _Events(self.e[rows], self.a[rows], self.v[rows], self.position[rows],
+                       self.added[rows], self.one[rows], self.entities[entities],
+                       self.entity_position[entities])
+
+
 def normalise_bulk(batch: Sequence[tuple[TxOps, Any]], db: ArrangementRegistry,
                    schema: Schema) -> BulkNormalised | None:
-    """The batch ``(ops, tx_id)`` normalised at once, or None when it is not plain and
-    independent (then normalise it transaction by transaction)."""
-    if not all(is_plain(ops) for ops, _ in batch):
+    """The batch ``(ops, tx_id)`` normalised at once, or None when a transaction retracts an
+    attribute or touches the schema, or retracts an entity while references exist (then
+    normalise it transaction by transaction)."""
+    ops = [tx_ops for tx_ops, _ in batch]
+    if not all(map(_bulk_ops, ops)) or (
+            any(tx_ops.retract_entities for tx_ops in ops) and schema.ref_attributes()):
         return None
+    adds = [datom for tx_ops in ops for datom in tx_ops.adds]
+    events = _events(db.ids, schema, ops, adds)
+    stored = _stored(db, events)
+    if _holds_schema(db.ids, stored[1]) or not _kinds_apart(
+            [*map(itemgetter(2), adds), *(v for tx_ops in ops for _, _, v in tx_ops.retracts),
+             *map(db.ids.value, np.unique(stored[2]).tolist())]):
+        return None
+    accepted = np.ones(len(batch), bool)
     refused: list[tuple[int, TransactionError]] = []
-    adds: list[Datom] = []
-    retracts: list[Datom] = []
-    add_tx: list[int] = []  # the position in the batch of each added datom's transaction
-    retract_tx: list[int] = []
-    for position, (ops, _) in enumerate(batch):
-        try:
-            added, retracted = check_plain(ops, schema)
-        except TransactionError as error:
-            refused.append((position, error))
-            continue
-        adds.extend(added)
-        retracts.extend(retracted)
-        add_tx.extend([position] * len(added))
-        retract_tx.extend([position] * len(retracted))
-    datoms = adds + retracts
-    e, a, v = (intern_column(db.ids, column) for column in _columns(datoms))
-    tx = np.array(add_tx + retract_tx, np.int64)
-    one = _cardinality_one_ids(db.ids, schema, a)
-    if not _independent(e, a, v, tx, one):
-        return None
-    return BulkNormalised(_effective(db, e, a, v, len(adds), one), refused)
+    at_risk = _at_risk(events)
+    waiting = set(np.unique(events.position[at_risk]).tolist())
+    for position, tx_ops in enumerate(ops):
+        if position not in waiting:
+            _check(position, tx_ops, [], schema, accepted, refused)
+    for position in sorted(waiting):  # in order: each reads what the ones before it left
+        rows = np.flatnonzero(at_risk & (events.position == position))
+        entities = np.unique(events.e[rows])
+        before = accepted & (np.arange(len(batch)) < position)
+        earlier = events.where(before[events.position] & np.isin(events.e, entities),
+                               before[events.entity_position] & np.isin(events.entities,
+                                                                        entities))
+        present = _present_after(earlier, events.e[rows], events.a[rows], events.v[rows],
+                                 _in_state(db, events.e[rows], events.a[rows], events.v[rows]))
+        implicit = [adds[row] for row in rows[present].tolist()]
+        _check(position, ops[position], implicit, schema, accepted, refused)
+    delta = _delta(db, events.where(accepted[events.position],
+                                    accepted[events.entity_position]), stored)
+    return BulkNormalised(delta, sorted(refused, key=itemgetter(0)))
+
+
+def _bulk_ops(ops: TxOps) -> bool:
+    """Only datoms added and retracted and entities retracted, no schema datom among them."""
+    return not ops.retract_attributes and SCHEMA_ATTRIBUTES.isdisjoint(
+        {*map(_ATTRIBUTE, ops.adds), *map(_ATTRIBUTE, ops.retracts)})
+
+
+_ATTRIBUTE = itemgetter(1)
+
+
+def _events(ids: ValueIds, schema: Schema, ops: Sequence[TxOps], adds: list[Datom]) -> _Events:
+    """The batch's operations as columns, its added datoms first (in ``adds``' order)."""
+    retracts = [datom for tx_ops in ops for datom in tx_ops.retracts]
+    e, a, v = (intern_column(ids, column) for column in _columns(adds + retracts))
+    positions = np.arange(len(ops))
+    position = np.concatenate([np.repeat(positions, [len(tx_ops.adds) for tx_ops in ops]),
+                               np.repeat(positions, [len(tx_ops.retracts) for tx_ops in ops])])
+    added = np.arange(len(e)) < len(adds)
+    entities = [entity for tx_ops in ops for entity in tx_ops.retract_entities]
+    return _Events(e, a, v, position, added, added & np.isin(a, _cardinality_one_ids(
+        ids, schema, a)), intern_column(ids, entities), np.repeat(positions, [
+            len(tx_ops.retract_entities) for tx_ops in ops]))
+
+
+def _stored(db: ArrangementRegistry, events: _Events) -> tuple[Ids, Ids, Ids]:
+    """The datoms in the database that ``events`` may retract without naming them: those of
+    the entities they retract and of the cardinality-one attributes they add to."""
+    entities = np.unique(events.entities)
+    rows, (entity_a, entity_v), _ = db.state.enumerations(EAV, entities[:, None].astype(
+        np.int64))
+    one = np.flatnonzero(events.one)
+    e, a = events.e[one], events.a[one]
+    found, values, _ = db.state.proposals(EAV, np.stack([e, a], axis=1).astype(np.int64))
+    return (np.concatenate([entities[rows], e[found]]), np.concatenate([entity_a, a[found]]),
+            np.concatenate([entity_v, values]))
+
+
+def _holds_schema(ids: ValueIds, a: Ids) -> bool:
+    """Whether one of the attributes ``a`` is a schema attribute."""
+    schema_ids = [i for i in map(ids.lookup, SCHEMA_ATTRIBUTES) if i is not None]
+    return bool(schema_ids) and bool(np.isin(a, schema_ids).any())
+
+
+def _kinds_apart(values: list[Any]) -> bool:
+    """No boolean, integral double or NaN among ``values``.  A transaction compares values
+    as Python does (docs/semantics.md: ``1``, ``1.0`` and ``true`` are one value inside
+    it), ids never: without such values the two agree."""
+    kinds = set(map(type, values))
+    return bool not in kinds and (float not in kinds or not any(
+        x.is_integer() or x != x for x in values if type(x) is float))
+
+
+def _at_risk(events: _Events) -> Mask:
+    """The added datoms whose entity their own transaction retracts: that transaction is
+    refused if one of them was present before it (both added and retracted), which only
+    the transactions before it decide."""
+    if not len(events.entities):
+        return np.zeros(len(events.e), bool)
+    retracted = (events.entity_position << 32) | events.entities
+    return events.added & np.isin((events.position << 32) | events.e, retracted)
+
+
+def _check(position: int, ops: TxOps, implicit: list[Datom], schema: Schema,
+           accepted: Mask, refused: list[tuple[int, TransactionError]]) -> None:
+    """Refuse the transaction at ``position`` as :func:`normalise` would, ``implicit`` the
+    datoms it adds that its entity retractions retract."""
+    try:
+        check_plain(TxOps(ops.adds, ops.retracts + implicit) if implicit else ops, schema)
+    except TransactionError as error:
+        refused.append((position, error))
+        accepted[position] = False
+
+
+def _in_state(db: ArrangementRegistry, e: Ids, a: Ids, v: Ids) -> Mask:
+    """Whether each datom is in the database."""
+    if not len(e):
+        return np.zeros(0, bool)
+    return db.state.weights(EAV, np.stack([e, a, v], axis=1).astype(np.int64)) > 0
+
+
+def _present_after(events: _Events, e: Ids, a: Ids, v: Ids, before: Mask) -> Mask:
+    """Whether each datom is present after ``events``, given whether it was ``before``.
+
+    The database is a set, so the last event that touches a datom decides: its addition or
+    retraction, the retraction of its entity, or the addition of another value to its
+    cardinality-one attribute (which retracts it) — none, and it is as it was.  Within one
+    transaction the datoms it adds and retracts come after the retractions it implies (a
+    datom both retracted and added would refuse it): times ``2·position + 1`` and
+    ``2·position``."""
+    n = len(e)
+    if not n:
+        return np.zeros(0, bool)
+    groups, count = _group_ids(*(np.concatenate([q, c]) for q, c in
+                                 ((e, events.e), (a, events.a), (v, events.v))))
+    last_op = np.full(count, -1, np.int64)  # time · 2 + added
+    np.maximum.at(last_op, groups[n:], ((2 * events.position + 1) << 1) | events.added)
+    op = last_op[groups[:n]]
+    op_time = np.where(op >= 0, op >> 1, -1)
+    latest = np.maximum(np.maximum(op_time, _entity_retracted(events, e)),
+                        _other_value_added(events, e, a, v))
+    return np.where(latest < 0, before, (latest == op_time) & (op & 1 == 1))
+
+
+def _entity_retracted(events: _Events, e: Ids) -> Ints:
+    """The time each entity was last retracted, -1 for never."""
+    groups, count = _group_ids(np.concatenate([e, events.entities]))
+    last = np.full(count, -1, np.int64)
+    np.maximum.at(last, groups[len(e):], 2 * events.entity_position)
+    return last[groups[:len(e)]]
+
+
+def _other_value_added(events: _Events, e: Ids, a: Ids, v: Ids) -> Ints:
+    """The time another value than ``v`` was last added to each datom's cardinality-one
+    attribute, -1 for never: the group's last addition, unless its value is ``v``; then
+    the last addition of another value than that."""
+    rows = np.flatnonzero(events.one)
+    groups, count = _group_ids(np.concatenate([e, events.e[rows]]),
+                               np.concatenate([a, events.a[rows]]))
+    added, time, value = groups[len(e):], 2 * events.position[rows], events.v[rows]
+    last = np.full(count, -1, np.int64)  # time << 32 | value
+    np.maximum.at(last, added, (time << 32) | value)
+    last_value = np.where(last >= 0, last & 0xFFFFFFFF, -1)
+    other = value != last_value[added]
+    last_other = np.full(count, -1, np.int64)
+    np.maximum.at(last_other, added[other], time[other])
+    mine = groups[:len(e)]
+    return np.where(v == last_value[mine], last_other[mine], np.where(last[mine] >= 0,
+                                                                       last[mine] >> 32, -1))
+
+
+def _group_ids(*columns: np.ndarray) -> tuple[Ints, int]:
+    """A number for each distinct row of ``columns`` (0, 1, ... in sorted order), and how
+    many there are."""
+    order = sort_order(*columns)
+    first = starts(*(c[order] for c in columns))
+    new = np.zeros(len(order), np.int64)
+    new[first] = 1
+    groups = np.empty(len(order), np.int64)
+    groups[order] = np.cumsum(new) - 1
+    return groups, len(first)
+
+
+def _delta(db: ArrangementRegistry, events: _Events,
+           stored: tuple[Ids, Ids, Ids]) -> DatomColumns:
+    """The batch's effective delta: of the datoms it may change (those it names and
+    ``stored``), those present after it and not before, or the reverse."""
+    e, a, v = (np.concatenate(parts) for parts in zip((events.e, events.a, events.v), stored,
+                                                      strict=True))
+    unique = _unique_rows(e, a, v)
+    e, a, v = e[unique], a[unique], v[unique]
+    before = _in_state(db, e, a, v)
+    after = _present_after(events, e, a, v, before)
+    changed = np.flatnonzero(after != before)
+    return DatomColumns(e[changed], a[changed], v[changed],
+                        np.where(after[changed], 1, -1).astype(np.int64))
 
 
 def normalise_columns(e: Any, a: Any, v: Any, added: Any, db: ArrangementRegistry,
@@ -193,18 +380,6 @@ def _cardinality_one_ids(ids: ValueIds, schema: Schema, a: Ids) -> Ids:
     distinct = np.unique(a)
     return np.array([i for i in distinct.tolist() if schema[ids.value(i)].cardinality_one],
                     np.int32)
-
-
-def _independent(e: Ids, a: Ids, v: Ids, tx: Ints, one: Ids) -> bool:
-    """No datom in two transactions, nor an entity's cardinality-one attribute."""
-    if len(_unique_rows(e, a, v)) != len(e):
-        return False
-    single = np.isin(a, one)
-    if not single.any():
-        return True
-    pairs = _unique_rows(e[single], a[single])
-    with_tx = _unique_rows(e[single], a[single], tx[single])
-    return len(pairs) == len(with_tx)
 
 
 def _replaced(db: ArrangementRegistry, e: Ids, a: Ids, v: Ids,

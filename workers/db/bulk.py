@@ -75,24 +75,25 @@ def normalise_bulk(batch: Sequence[tuple[TxOps, Any]], db: ArrangementRegistry,
     attribute or touches the schema, or retracts an entity while references exist (then
     normalise it transaction by transaction)."""
     ops = [tx_ops for tx_ops, _ in batch]
-    if not all(map(_bulk_ops, ops)) or (
+    if any(tx_ops.retract_attributes for tx_ops in ops) or (
             any(tx_ops.retract_entities for tx_ops in ops) and schema.ref_attributes()):
         return None
     adds = [datom for tx_ops in ops for datom in tx_ops.adds]
     events = _events(db.ids, schema, ops, adds)
     stored = _stored(db, events)
-    if _holds_schema(db.ids, stored[1]) or not _kinds_apart(
-            [*map(itemgetter(2), adds), *(v for tx_ops in ops for _, _, v in tx_ops.retracts),
-             *map(db.ids.value, np.unique(stored[2]).tolist())]):
+    if _holds_schema(db.ids, np.concatenate([events.a, stored[1]])) or not _kinds_apart(
+            db.ids.objects(np.concatenate([events.v, stored[2]]))):
         return None
     accepted = np.ones(len(batch), bool)
     refused: list[tuple[int, TransactionError]] = []
     at_risk = _at_risk(events)
-    waiting = set(np.unique(events.position[at_risk]).tolist())
-    for position, tx_ops in enumerate(ops):
-        if position not in waiting:
-            _check(position, tx_ops, [], schema, accepted, refused)
-    for position in sorted(waiting):  # in order: each reads what the ones before it left
+    waiting = np.zeros(len(batch), bool)
+    waiting[events.position[at_risk]] = True
+    for position in np.flatnonzero(_suspects(events, len(batch), db.ids, schema)
+                                   & ~waiting).tolist():
+        _check(position, ops[position], [], schema, accepted, refused)
+    for position in np.flatnonzero(waiting).tolist():  # in order: each reads what the
+        # ones before it left
         rows = np.flatnonzero(at_risk & (events.position == position))
         entities = np.unique(events.e[rows])
         before = accepted & (np.arange(len(batch)) < position)
@@ -106,15 +107,6 @@ def normalise_bulk(batch: Sequence[tuple[TxOps, Any]], db: ArrangementRegistry,
     delta = _delta(db, events.where(accepted[events.position],
                                     accepted[events.entity_position]), stored)
     return BulkNormalised(delta, sorted(refused, key=itemgetter(0)))
-
-
-def _bulk_ops(ops: TxOps) -> bool:
-    """Only datoms added and retracted and entities retracted, no schema datom among them."""
-    return not ops.retract_attributes and SCHEMA_ATTRIBUTES.isdisjoint(
-        {*map(_ATTRIBUTE, ops.adds), *map(_ATTRIBUTE, ops.retracts)})
-
-
-_ATTRIBUTE = itemgetter(1)
 
 
 def _events(ids: ValueIds, schema: Schema, ops: Sequence[TxOps], adds: list[Datom]) -> _Events:
@@ -167,6 +159,32 @@ def _at_risk(events: _Events) -> Mask:
         return np.zeros(len(events.e), bool)
     retracted = (events.entity_position << 32) | events.entities
     return events.added & np.isin((events.position << 32) | events.e, retracted)
+
+
+def _suspects(events: _Events, size: int, ids: ValueIds, schema: Schema) -> Mask:
+    """The transactions (a flag per position) one of :func:`check_plain`'s checks may
+    refuse: those adding and retracting one datom, adding two values to an entity's
+    cardinality-one attribute, or a value not of its attribute's type."""
+    suspect = np.zeros(size, bool)
+    groups, count = _group_ids(events.position, events.e, events.a, events.v)
+    kinds = np.zeros((count, 2), bool)
+    kinds[groups, events.added.astype(np.int64)] = True
+    both = kinds[:, 0] & kinds[:, 1]  # a datom added and retracted
+    suspect[events.position[both[groups]]] = True
+    one = np.flatnonzero(events.one)
+    pairs, count = _group_ids(events.position[one], events.e[one], events.a[one])
+    values = np.bincount(pairs[_unique_rows(pairs, events.v[one])], minlength=count)
+    suspect[events.position[one][values[pairs] > 1]] = True
+    added = np.flatnonzero(events.added)
+    for attribute in np.unique(events.a[added]).tolist():
+        value_type = schema[ids.value(attribute)].value_type
+        if value_type is not None:
+            rows = added[events.a[added] == attribute]
+            check = VALUE_TYPES[value_type]
+            distinct = np.unique(events.v[rows])
+            wrong = [i for i in distinct.tolist() if not check(ids.value(i))]
+            suspect[events.position[rows[np.isin(events.v[rows], wrong)]]] = True
+    return suspect
 
 
 def _check(position: int, ops: TxOps, implicit: list[Datom], schema: Schema,

@@ -20,10 +20,8 @@ of bounded size with ``transact_in_chunks``), in numbered steps:
 
 from __future__ import annotations
 
-import gc
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -216,11 +214,6 @@ class Engine:
     def _normalise_many(self, txs: Iterable[tuple[Any, int]]) -> tuple[IdDelta, list[Refusal]]:
         """Step 1 of a batch: the summed effective delta (value ids) and the refused
         transactions, in the batch's order."""
-        with _collector_paused():
-            return self._normalise_batch(txs)
-
-    def _normalise_batch(self, txs: Iterable[tuple[Any, int]]
-                         ) -> tuple[IdDelta, list[Refusal]]:
         parsed: list[tuple[TxOps, int]] = []
         refused: list[tuple[int, Refusal]] = []  # (position in the batch, refusal)
         positions: list[int] = []  # of the parsed transactions
@@ -421,22 +414,6 @@ class Engine:
             raise UnknownQueryError(f"no query named {name!r}; registered: "
                                     f"{', '.join(sorted(self._queries)) or 'none'}",
                                     form=name) from None
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Python's cyclic collector off for a while: normalising a batch allocates a few small
-    objects per transaction that outlive the collector's youngest generation (the parsed
-    ops), so it would scan the whole heap again and again — two thirds of the time of a
-    50,000-transaction batch (docs/fleet.md, "Catch-up").  They hold no cycles: collecting
-    once afterwards loses nothing."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _forms(e: Any, a: Any, v: Any, added: Any) -> list[list[Any]]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 import edn_format
@@ -36,9 +37,9 @@ from workers.arrangements.pending import PENDING_ORDERS
 from workers.arrangements.values import ValueIds
 from workers.datalog import compile_query
 from workers.datalog.results import shaped
-from workers.db import BUILTIN_SCHEMA, Schema, TxOps, normalise, parse_tx
+from workers.db import BUILTIN_SCHEMA, Schema, normalise, parse_tx
 from workers.db.bulk import normalise_bulk, normalise_columns
-from workers.db.tx import DB_ADD, DB_RETRACT
+from workers.db.tx import DB_ADD, DB_RETRACT, parse_batch
 from workers.errors import ErrorCode, TransactionError, UnknownQueryError, WorkersError
 from workers.executors import Work
 from workers.executors.dispatch import (
@@ -214,35 +215,37 @@ class Engine:
     def _normalise_many(self, txs: Iterable[tuple[Any, int]]) -> tuple[IdDelta, list[Refusal]]:
         """Step 1 of a batch: the summed effective delta (value ids) and the refused
         transactions, in the batch's order."""
-        parsed: list[tuple[TxOps, int]] = []
-        refused: list[tuple[int, Refusal]] = []  # (position in the batch, refusal)
-        positions: list[int] = []  # of the parsed transactions
-        for position, (forms, tx_id) in enumerate(txs):
-            self.tx = tx_id
-            try:
-                parsed.append((parse_tx(forms), tx_id))
-                positions.append(position)
-            except TransactionError as error:
-                refused.append((position, Refusal(tx_id, error)))
+        forms, tx_ids = [], []
+        for tx, tx_id in txs:
+            forms.append(tx)
+            tx_ids.append(tx_id)
+        if tx_ids:
+            self.tx = tx_ids[-1]
+        parsed = parse_batch(forms)
+        refused = list(parsed.refused)  # (position in the batch, why)
         bulk = None
-        if sum(len(ops.adds) + len(ops.retracts) for ops, _ in parsed) >= self.bulk_datoms:
+        if len(parsed.ops.adds) + len(parsed.ops.retracts) >= self.bulk_datoms:
             bulk = normalise_bulk(parsed, self.db, self.schema)
         if bulk is not None:
             delta: IdDelta = bulk.delta
-            refused += [(positions[i], Refusal(parsed[i][1], error)) for i, error in bulk.refused]
+            refused += bulk.refused
         else:
             pending = MemoryArrangement(orders=PENDING_ORDERS)
             reader = PendingReader(self.db, pending)
-            for position, (ops, tx_id) in zip(positions, parsed, strict=True):
+            unparsed = {position for position, _ in parsed.refused}
+            for position in range(len(parsed)):
+                if position in unparsed:
+                    continue
                 try:
-                    normalised = normalise(ops, reader, self.schema)
+                    normalised = normalise(parsed.transaction(position), reader, self.schema)
                 except TransactionError as error:
-                    refused.append((position, Refusal(tx_id, error)))
+                    refused.append((position, error))
                     continue
                 self.schema = normalised.schema
                 pending.update(normalised.delta)
             delta = self.db.encode(dict(pending.datoms()))
-        return delta, [refusal for _, refusal in sorted(refused, key=lambda pair: pair[0])]
+        return delta, [Refusal(tx_ids[position], error)
+                       for position, error in sorted(refused, key=itemgetter(0))]
 
     def _tick(self, delta: IdDelta) -> Changes:
         """Steps 2-6 of a tick whose effective delta is ``delta`` (value ids)."""

@@ -12,8 +12,8 @@ from hypothesis import given
 
 from tests.property.strategies import SCHEMA_TX, SCORE_TX, churn_streams
 from tests.unit.db.txdb import TxDb
-from workers.db import parse_tx
 from workers.db.bulk import normalise_bulk
+from workers.db.tx import parse_batch
 from workers.errors import TransactionError
 
 
@@ -29,7 +29,7 @@ def _database(before: list[list[Any]]) -> TxDb:
 def test_a_dependent_batch_is_normalised_as_one_transaction_after_another(
         before: list[list[Any]], batch: list[list[Any]]) -> None:
     db = _database(before)
-    bulk = normalise_bulk([(parse_tx(tx), i) for i, tx in enumerate(batch)], db.db, db.schema)
+    bulk = normalise_bulk(parse_batch(batch), db.db, db.schema)
     assert bulk is not None
     delta = {db.db.decode(datom): weight for datom, weight in bulk.delta.as_dict().items()}
     one_by_one, expected_delta, expected_refused = _database(before), {}, []

@@ -48,7 +48,7 @@ from workers.arrangements.delta import DatomColumns
 from workers.arrangements.values import ValueIds
 from workers.db.normalise import check_plain
 from workers.db.schema import SCHEMA_ATTRIBUTES, Schema
-from workers.db.tx import PLAIN_VALUES, Datom, TxOps
+from workers.db.tx import PLAIN_VALUES, BatchOps, Datom, TxOps
 from workers.db.values import LONG_MAX, LONG_MIN, VALUE_TYPES
 from workers.edn import Keyword
 from workers.errors import TransactionError
@@ -87,17 +87,16 @@ class _Events:
                        self.entity_position[entities])
 
 
-def normalise_bulk(batch: Sequence[tuple[TxOps, Any]], db: ArrangementRegistry,
+def normalise_bulk(batch: BatchOps, db: ArrangementRegistry,
                    schema: Schema) -> BulkNormalised | None:
-    """The batch ``(ops, tx_id)`` normalised at once, or None when a transaction retracts an
-    attribute or touches the schema, or retracts an entity while references exist (then
-    normalise it transaction by transaction)."""
-    ops = [tx_ops for tx_ops, _ in batch]
-    if any(tx_ops.retract_attributes for tx_ops in ops) or (
-            any(tx_ops.retract_entities for tx_ops in ops) and schema.ref_attributes()):
+    """The parsed batch normalised at once (its refusals those of normalising, the
+    grammar's are ``batch.refused``), or None when a transaction retracts an attribute or
+    touches the schema, or retracts an entity while references exist (then normalise it
+    transaction by transaction)."""
+    ops = batch.ops
+    if ops.retract_attributes or (ops.retract_entities and schema.ref_attributes()):
         return None
-    adds = [datom for tx_ops in ops for datom in tx_ops.adds]
-    events = _events(db.ids, schema, ops, adds)
+    events = _events(db.ids, schema, batch)
     stored = _stored(db, events)
     if _holds_schema(db.ids, np.concatenate([events.a, stored[1]])) or not _kinds_apart(
             db.ids.objects(np.concatenate([events.v, stored[2]]))):
@@ -110,32 +109,33 @@ def normalise_bulk(batch: Sequence[tuple[TxOps, Any]], db: ArrangementRegistry,
     # Step 1: the refusals the database cannot change.
     for position in np.flatnonzero(_suspects(events, len(batch), db.ids, schema)
                                    & ~waiting).tolist():
-        _check(position, ops[position], [], schema, accepted, refused)
+        _check(position, batch.transaction(position), [], schema, accepted, refused)
     # Step 2: in order, each transaction retracting an entity it adds to, after what the
     # accepted ones before it left.
     for position in np.flatnonzero(waiting).tolist():
         rows = np.flatnonzero(at_risk & (events.position == position))
         present = _present_before(db, events, rows, accepted, position)
-        _check(position, ops[position], [adds[row] for row in rows[present].tolist()], schema,
-               accepted, refused)
+        _check(position, batch.transaction(position),
+               [ops.adds[row] for row in rows[present].tolist()], schema, accepted, refused)
     # Step 3: the accepted transactions' summed delta.
     delta = _delta(db, events.where(accepted[events.position],
                                     accepted[events.entity_position]), stored)
     return BulkNormalised(delta, sorted(refused, key=itemgetter(0)))
 
 
-def _events(ids: ValueIds, schema: Schema, ops: Sequence[TxOps], adds: list[Datom]) -> _Events:
-    """The batch's operations as columns, its added datoms first (in ``adds``' order)."""
-    retracts = [datom for tx_ops in ops for datom in tx_ops.retracts]
-    e, a, v = (intern_column(ids, column) for column in _columns(adds + retracts))
-    positions = np.arange(len(ops))
-    position = np.concatenate([np.repeat(positions, [len(tx_ops.adds) for tx_ops in ops]),
-                               np.repeat(positions, [len(tx_ops.retracts) for tx_ops in ops])])
-    added = np.arange(len(e)) < len(adds)
-    entities = [entity for tx_ops in ops for entity in tx_ops.retract_entities]
+def _events(ids: ValueIds, schema: Schema, batch: BatchOps) -> _Events:
+    """The batch's operations as columns, its added datoms first (in ``batch.ops.adds``'
+    order)."""
+    ops = batch.ops
+    e, a, v = (intern_column(ids, column) for column in _columns(ops.adds + ops.retracts))
+    positions = np.arange(len(batch))
+    adds, retracts, _, entities = np.diff(np.array(batch.ends, np.int64).reshape(-1, 4),
+                                          axis=0, prepend=0).T
+    position = np.concatenate([np.repeat(positions, adds), np.repeat(positions, retracts)])
+    added = np.arange(len(e)) < len(ops.adds)
     return _Events(e, a, v, position, added, added & np.isin(a, _cardinality_one_ids(
-        ids, schema, a)), intern_column(ids, entities), np.repeat(positions, [
-            len(tx_ops.retract_entities) for tx_ops in ops]))
+        ids, schema, a)), intern_column(ids, ops.retract_entities),
+                   np.repeat(positions, entities))
 
 
 def _stored(db: ArrangementRegistry, events: _Events) -> tuple[Ids, Ids, Ids]:

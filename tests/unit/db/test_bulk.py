@@ -12,6 +12,7 @@ from tests.unit.db.txdb import TxDb
 from workers import edn
 from workers.db import normalise, parse_tx
 from workers.db.bulk import normalise_bulk
+from workers.db.tx import parse_batch
 from workers.errors import TransactionError
 
 SCHEMA = ('[{:db/ident :age :db/cardinality :db.cardinality/one :db/valueType :db.type/long}'
@@ -24,8 +25,7 @@ def _db() -> TxDb:
 
 
 def _bulk(db: TxDb, batch: list[str]) -> Any:
-    parsed = [(parse_tx(edn.read(tx)), i) for i, tx in enumerate(batch)]
-    return normalise_bulk(parsed, db.db, db.schema)
+    return normalise_bulk(parse_batch([edn.read(tx) for tx in batch]), db.db, db.schema)
 
 
 def _one_by_one(db: TxDb, batch: list[str]) -> tuple[dict[Any, int], list[tuple[int, str]]]:

@@ -53,24 +53,21 @@ class BatchOps:
     """
 
     ops: TxOps = field(default_factory=TxOps)
-    ends: list[tuple[int, int, int, int]] = field(default_factory=list)
+    # Four ints per transaction: where its adds, retracts, attribute and entity retractions
+    # end in ``ops``' lists (ints, not a tuple each: no object per transaction).
+    ends: list[int] = field(default_factory=list)
     refused: list[tuple[int, TransactionError]] = field(default_factory=list)
 
     def __len__(self) -> int:
-        return len(self.ends)
+        return len(self.ends) // 4
 
-    def _lengths(self) -> tuple[int, int, int, int]:
-        ops = self.ops
-        return (len(ops.adds), len(ops.retracts), len(ops.retract_attributes),
-                len(ops.retract_entities))
-
-    def _start(self, position: int) -> tuple[int, int, int, int]:
-        return self.ends[position - 1] if position else (0, 0, 0, 0)
+    def _start(self, position: int) -> list[int]:
+        return self.ends[4 * position - 4:4 * position] if position else [0, 0, 0, 0]
 
     def transaction(self, position: int) -> TxOps:
         """The ops of the transaction at ``position``."""
-        (a, r, ra, re), (a_end, r_end, ra_end, re_end) = self._start(position), self.ends[
-            position]
+        a, r, ra, re = self._start(position)
+        a_end, r_end, ra_end, re_end = self.ends[4 * position:4 * position + 4]
         ops = self.ops
         return TxOps(ops.adds[a:a_end], ops.retracts[r:r_end],
                      ops.retract_attributes[ra:ra_end], ops.retract_entities[re:re_end])
@@ -89,7 +86,8 @@ def parse_batch(batch: Sequence[Any]) -> BatchOps:
             a, r, ra, re = parsed._start(position)
             del ops.adds[a:], ops.retracts[r:], ops.retract_attributes[ra:]
             del ops.retract_entities[re:]
-        parsed.ends.append(parsed._lengths())
+        parsed.ends += (len(ops.adds), len(ops.retracts), len(ops.retract_attributes),
+                        len(ops.retract_entities))
     return parsed
 
 

@@ -58,7 +58,7 @@ if TYPE_CHECKING:
 
 Row = tuple[Any, ...]
 Changes = dict[str, dict[Row, int]]
-# A batch of this many datoms or more is normalised at once when it can be (workers.db.bulk).
+# A batch of this many ops or more is normalised at once when it can be (workers.db.bulk).
 # Chosen, not measured: a round number well above where the arrays' fixed costs (a few dozen
 # NumPy calls per batch) could outweigh the per-transaction path.
 BULK_DATOMS = 1000
@@ -182,8 +182,8 @@ class Engine:
         and the refused transactions (which changed nothing).
 
         Step 1 normalises each transaction against the state plus the ones before it in the
-        tick (a :class:`PendingReader`) — a batch of at least ``bulk_datoms`` datoms all at
-        once when its transactions allow (:mod:`workers.db.bulk`); the queries then step once
+        tick (a :class:`PendingReader`) — a batch of at least ``bulk_datoms`` ops all at once
+        when its transactions allow (:mod:`workers.db.bulk`); the queries then step once
         with the summed delta — one Spark job for a whole catch-up batch instead of one per
         transaction.
         """
@@ -215,37 +215,38 @@ class Engine:
     def _normalise_many(self, txs: Iterable[tuple[Any, int]]) -> tuple[IdDelta, list[Refusal]]:
         """Step 1 of a batch: the summed effective delta (value ids) and the refused
         transactions, in the batch's order."""
-        forms, tx_ids = [], []
-        for tx, tx_id in txs:
-            forms.append(tx)
-            tx_ids.append(tx_id)
-        if tx_ids:
-            self.tx = tx_ids[-1]
-        parsed = parse_batch(forms)
-        refused = list(parsed.refused)  # (position in the batch, why)
+        batch = list(txs)
+        if batch:
+            self.tx = batch[-1][1]
         bulk = None
-        if len(parsed.ops.adds) + len(parsed.ops.retracts) >= self.bulk_datoms:
+        if sum(len(forms) for forms, _ in batch if isinstance(forms, list | tuple)
+               ) >= self.bulk_datoms:  # ops: datoms, unless entity maps
+            parsed = parse_batch([forms for forms, _ in batch])
             bulk = normalise_bulk(parsed, self.db, self.schema)
         if bulk is not None:
             delta: IdDelta = bulk.delta
-            refused += bulk.refused
+            refused = parsed.refused + bulk.refused
         else:
-            pending = MemoryArrangement(orders=PENDING_ORDERS)
-            reader = PendingReader(self.db, pending)
-            unparsed = {position for position, _ in parsed.refused}
-            for position in range(len(parsed)):
-                if position in unparsed:
-                    continue
-                try:
-                    normalised = normalise(parsed.transaction(position), reader, self.schema)
-                except TransactionError as error:
-                    refused.append((position, error))
-                    continue
-                self.schema = normalised.schema
-                pending.update(normalised.delta)
-            delta = self.db.encode(dict(pending.datoms()))
-        return delta, [Refusal(tx_ids[position], error)
+            delta, refused = self._normalise_one_by_one(batch)
+        return delta, [Refusal(batch[position][1], error)
                        for position, error in sorted(refused, key=itemgetter(0))]
+
+    def _normalise_one_by_one(self, batch: list[tuple[Any, int]]
+                              ) -> tuple[IdDelta, list[tuple[int, TransactionError]]]:
+        """Step 1 transaction after transaction, against the state plus the ones before:
+        the summed delta and the refused transactions' positions."""
+        pending = MemoryArrangement(orders=PENDING_ORDERS)
+        reader = PendingReader(self.db, pending)
+        refused: list[tuple[int, TransactionError]] = []
+        for position, (forms, _) in enumerate(batch):
+            try:
+                normalised = normalise(parse_tx(forms), reader, self.schema)
+            except TransactionError as error:
+                refused.append((position, error))
+                continue
+            self.schema = normalised.schema
+            pending.update(normalised.delta)
+        return self.db.encode(dict(pending.datoms())), refused
 
     def _tick(self, delta: IdDelta) -> Changes:
         """Steps 2-6 of a tick whose effective delta is ``delta`` (value ids)."""

@@ -59,8 +59,9 @@ if TYPE_CHECKING:
 Row = tuple[Any, ...]
 Changes = dict[str, dict[Row, int]]
 # A batch of this many ops or more is normalised at once when it can be (workers.db.bulk).
-# Chosen, not measured: a round number well above where the arrays' fixed costs (a few dozen
-# NumPy calls per batch) could outweigh the per-transaction path.
+# A round number above where the arrays' fixed costs (about a hundred NumPy calls a batch)
+# stop outweighing the per-transaction path: ~100 ops of the fleet's stream, without queries
+# (docs/fleet.md, "Catch-up"); live ticks of a few transactions stay one by one.
 BULK_DATOMS = 1000
 
 

@@ -112,3 +112,11 @@ def test_values_python_compares_across_kinds_are_left_to_the_per_transaction_pat
     """Inside a transaction 1, 1.0 and true are one value (docs/semantics.md), ids keep them
     apart: a batch that holds one, or may retract one, goes transaction by transaction."""
     assert _bulk(TxDb(SCHEMA, BEFORE, '[[:db/add 5 :name 2.0]]'), batch) is None
+
+
+def test_an_entity_retraction_goes_one_by_one_when_the_schema_has_references() -> None:
+    """Retracting an entity retracts the datoms that refer to it, which the bulk path does
+    not look for."""
+    db = TxDb(SCHEMA, '[{:db/ident :friend :db/valueType :db.type/ref}]', BEFORE)
+    assert _bulk(db, ['[[:db/retractEntity 2]]']) is None
+    assert _bulk(db, ['[[:db/add 4 :friend 2]]']) is not None

@@ -80,8 +80,9 @@ class _Events:
     entities: Ids
     entity_position: Ints
 
-    def where(self, rows: Mask, entities: Mask) -> _Events:
-        """The events of ``rows`` and of ``entities`` (the entity retractions kept)."""
+    def where(self, rows: Mask | Ints, entities: Mask | Ints) -> _Events:
+        """The events of ``rows`` and of ``entities`` (the entity retractions kept), as
+        flags or row numbers."""
         return _Events(self.e[rows], self.a[rows], self.v[rows], self.position[rows],
                        self.added[rows], self.one[rows], self.entities[entities],
                        self.entity_position[entities])
@@ -112,9 +113,12 @@ def normalise_bulk(batch: BatchOps, db: ArrangementRegistry,
         _check(position, batch.transaction(position), [], schema, accepted, refused)
     # Step 2: in order, each transaction retracting an entity it adds to, after what the
     # accepted ones before it left.
+    risky = np.flatnonzero(at_risk)  # in batch order, as the additions are
+    by_entity = _ByEntity.of(events)
     for position in np.flatnonzero(waiting).tolist():
-        rows = np.flatnonzero(at_risk & (events.position == position))
-        present = _present_before(db, events, rows, accepted, position)
+        rows = risky[np.searchsorted(events.position[risky], position, "left"):np.searchsorted(
+            events.position[risky], position, "right")]
+        present = _present_before(db, events, by_entity, rows, accepted, position)
         _check(position, batch.transaction(position),
                [ops.adds[row] for row in rows[present].tolist()], schema, accepted, refused)
     # Step 3: the accepted transactions' summed delta.
@@ -213,15 +217,43 @@ def _check(position: int, ops: TxOps, implicit: list[Datom], schema: Schema,
         accepted[position] = False
 
 
-def _present_before(db: ArrangementRegistry, events: _Events, rows: Ints, accepted: Mask,
-                    position: int) -> Mask:
+@dataclass(frozen=True, slots=True)
+class _ByEntity:
+    """The events' row numbers sorted by entity, so that an entity's events are a slice:
+    the transactions decided in order read only their entities' events."""
+
+    ops: Ints
+    op_entities: Ids
+    retractions: Ints
+    retracted: Ids
+
+    @staticmethod
+    def of(events: _Events) -> _ByEntity:
+        ops, retractions = (np.argsort(e, kind="stable") for e in (events.e, events.entities))
+        return _ByEntity(ops, events.e[ops], retractions, events.entities[retractions])
+
+    def rows(self, entities: Ids) -> tuple[Ints, Ints]:
+        """The rows of ``entities``' datoms added or retracted, and of their retractions."""
+        return (_slices(self.ops, self.op_entities, entities),
+                _slices(self.retractions, self.retracted, entities))
+
+
+def _slices(order: Ints, keys: Ids, wanted: Ids) -> Ints:
+    """The rows ``order`` lists under each of the ``wanted`` ``keys`` (sorted)."""
+    low, high = np.searchsorted(keys, wanted, "left"), np.searchsorted(keys, wanted, "right")
+    return np.concatenate([order[lo:hi] for lo, hi in zip(low.tolist(), high.tolist(),
+                                                          strict=True)] or [order[:0]])
+
+
+def _present_before(db: ArrangementRegistry, events: _Events, by_entity: _ByEntity,
+                    rows: Ints, accepted: Mask, position: int) -> Mask:
     """Whether each datom of ``rows`` is present before the transaction at ``position``:
-    after the accepted ones before it (those events of the datoms' entities)."""
+    after the accepted ones before it (their events on the datoms' entities)."""
     e, a, v = events.e[rows], events.a[rows], events.v[rows]
-    entities = np.unique(e)
-    before = accepted & (np.arange(len(accepted)) < position)
-    earlier = events.where(before[events.position] & np.isin(events.e, entities),
-                           before[events.entity_position] & np.isin(events.entities, entities))
+    ops, retractions = by_entity.rows(np.unique(e))
+    at, retracted_at = events.position[ops], events.entity_position[retractions]
+    earlier = events.where(ops[accepted[at] & (at < position)],
+                           retractions[accepted[retracted_at] & (retracted_at < position)])
     return _present_after(earlier, e, a, v, _in_state(db, e, a, v))
 
 

@@ -2,7 +2,8 @@
 
 ``transact_many`` normalises transaction after transaction against the state plus the ones
 before (a :class:`~workers.arrangements.PendingReader`): a few dict reads and set
-operations per datom, ~12 µs a transaction of the catch-up stream.  Here the batch's
+operations per datom, 13-14 µs a transaction of the catch-up stream, ~5-9 here
+(``python -m bench catchup``, docs/fleet.md "Catch-up").  Here the batch's
 additions, retractions and entity retractions are columns (``_Events``), and since the
 database is a set, the batch's summed delta is, per datom, its presence after the batch
 against its presence before: the *last event* that touches the datom decides
@@ -22,8 +23,8 @@ Refusals are the per-transaction ones, with the same messages:
    attribute or a mistyped value does not depend on the database: array operations find the
    few transactions that might, and :func:`~workers.db.normalise.check_plain` decides them;
 2. a transaction that retracts an entity and adds one of its datoms conflicts if that datom
-   was present before it: those (1 in ~600 of the catch-up stream) are decided in batch
-   order, each from the events of the accepted transactions before it.
+   was present before it: those (1 in ~575 of the catch-up stream) are decided in batch
+   order, each from the events of the accepted transactions before it on its entities.
 
 The batch takes the per-transaction path (None) when a transaction retracts an attribute or
 touches the schema, retracts an entity while the schema has references, or when a value

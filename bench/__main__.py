@@ -20,6 +20,7 @@ BENCHMARKS = {
     "crossover": "bench.engine.crossover",
     "features": "bench.engine.features",
     "phases": "bench.engine.phases",
+    "catchup": "bench.engine.catchup",
     "skew": "bench.engine.skew",
     "handwritten": "bench.engine.handwritten",
     "spine": "bench.engine.spine",

@@ -23,6 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 import edn_format
@@ -36,9 +37,9 @@ from workers.arrangements.pending import PENDING_ORDERS
 from workers.arrangements.values import ValueIds
 from workers.datalog import compile_query
 from workers.datalog.results import shaped
-from workers.db import BUILTIN_SCHEMA, Schema, TxOps, normalise, parse_tx
+from workers.db import BUILTIN_SCHEMA, Schema, normalise, parse_tx
 from workers.db.bulk import normalise_bulk, normalise_columns
-from workers.db.tx import DB_ADD, DB_RETRACT
+from workers.db.tx import DB_ADD, DB_RETRACT, parse_batch
 from workers.errors import ErrorCode, TransactionError, UnknownQueryError, WorkersError
 from workers.executors import Work
 from workers.executors.dispatch import (
@@ -57,9 +58,10 @@ if TYPE_CHECKING:
 
 Row = tuple[Any, ...]
 Changes = dict[str, dict[Row, int]]
-# A batch of this many datoms or more is normalised at once when it can be (workers.db.bulk).
-# Chosen, not measured: a round number well above where the arrays' fixed costs (a few dozen
-# NumPy calls per batch) could outweigh the per-transaction path.
+# A batch of this many ops or more is normalised at once when it can be (workers.db.bulk).
+# A round number above where the arrays' fixed costs (about a hundred NumPy calls a batch)
+# stop outweighing the per-transaction path: ~100 ops of the fleet's stream, without queries
+# (docs/fleet.md, "Catch-up"); live ticks of a few transactions stay one by one.
 BULK_DATOMS = 1000
 
 
@@ -181,8 +183,8 @@ class Engine:
         and the refused transactions (which changed nothing).
 
         Step 1 normalises each transaction against the state plus the ones before it in the
-        tick (a :class:`PendingReader`) — a batch of at least ``bulk_datoms`` datoms all at
-        once when its transactions allow (:mod:`workers.db.bulk`); the queries then step once
+        tick (a :class:`PendingReader`) — a batch of at least ``bulk_datoms`` ops all at once
+        when its transactions allow (:mod:`workers.db.bulk`); the queries then step once
         with the summed delta — one Spark job for a whole catch-up batch instead of one per
         transaction.
         """
@@ -214,35 +216,38 @@ class Engine:
     def _normalise_many(self, txs: Iterable[tuple[Any, int]]) -> tuple[IdDelta, list[Refusal]]:
         """Step 1 of a batch: the summed effective delta (value ids) and the refused
         transactions, in the batch's order."""
-        parsed: list[tuple[TxOps, int]] = []
-        refused: list[tuple[int, Refusal]] = []  # (position in the batch, refusal)
-        positions: list[int] = []  # of the parsed transactions
-        for position, (forms, tx_id) in enumerate(txs):
-            self.tx = tx_id
-            try:
-                parsed.append((parse_tx(forms), tx_id))
-                positions.append(position)
-            except TransactionError as error:
-                refused.append((position, Refusal(tx_id, error)))
+        batch = list(txs)
+        if batch:
+            self.tx = batch[-1][1]
         bulk = None
-        if sum(len(ops.adds) + len(ops.retracts) for ops, _ in parsed) >= self.bulk_datoms:
+        if sum(len(forms) for forms, _ in batch if isinstance(forms, list | tuple)
+               ) >= self.bulk_datoms:  # ops: datoms, unless entity maps
+            parsed = parse_batch([forms for forms, _ in batch])
             bulk = normalise_bulk(parsed, self.db, self.schema)
         if bulk is not None:
             delta: IdDelta = bulk.delta
-            refused += [(positions[i], Refusal(parsed[i][1], error)) for i, error in bulk.refused]
+            refused = parsed.refused + bulk.refused
         else:
-            pending = MemoryArrangement(orders=PENDING_ORDERS)
-            reader = PendingReader(self.db, pending)
-            for position, (ops, tx_id) in zip(positions, parsed, strict=True):
-                try:
-                    normalised = normalise(ops, reader, self.schema)
-                except TransactionError as error:
-                    refused.append((position, Refusal(tx_id, error)))
-                    continue
-                self.schema = normalised.schema
-                pending.update(normalised.delta)
-            delta = self.db.encode(dict(pending.datoms()))
-        return delta, [refusal for _, refusal in sorted(refused, key=lambda pair: pair[0])]
+            delta, refused = self._normalise_one_by_one(batch)
+        return delta, [Refusal(batch[position][1], error)
+                       for position, error in sorted(refused, key=itemgetter(0))]
+
+    def _normalise_one_by_one(self, batch: list[tuple[Any, int]]
+                              ) -> tuple[IdDelta, list[tuple[int, TransactionError]]]:
+        """Step 1 transaction after transaction, against the state plus the ones before:
+        the summed delta and the refused transactions' positions."""
+        pending = MemoryArrangement(orders=PENDING_ORDERS)
+        reader = PendingReader(self.db, pending)
+        refused: list[tuple[int, TransactionError]] = []
+        for position, (forms, _) in enumerate(batch):
+            try:
+                normalised = normalise(parse_tx(forms), reader, self.schema)
+            except TransactionError as error:
+                refused.append((position, error))
+                continue
+            self.schema = normalised.schema
+            pending.update(normalised.delta)
+        return self.db.encode(dict(pending.datoms())), refused
 
     def _tick(self, delta: IdDelta) -> Changes:
         """Steps 2-6 of a tick whose effective delta is ``delta`` (value ids)."""

@@ -57,3 +57,21 @@ def reference_db() -> ReferenceDb:
     reference = ReferenceDb(CARDINALITY_ONE)
     reference.datoms |= SCHEMA_DATOMS
     return reference
+
+# Churn over three entities: most batches touch a datom, an entity's cardinality-one
+# attribute or an entity more than once, and retract entities in transactions that add to
+# them — the dependent batches normalised at once (workers.db.bulk) — with refusals among
+# them (a datom added and retracted, two ages, a score of the wrong type).
+SCORE = keyword("score")
+SCORE_TX = [{keyword("db/ident"): SCORE, keyword("db/valueType"): keyword("db.type/long")}]
+few = st.sampled_from([1, 2, 3])
+churn_datoms = st.one_of(
+    st.tuples(few, st.just(TO), few),
+    st.tuples(few, st.just(AGE), st.sampled_from([1, 2, 30])),
+    st.tuples(few, st.just(SCORE), st.sampled_from([1, 2, "x"])),
+)
+churn_ops = st.one_of(
+    st.tuples(st.sampled_from([ADD, ADD, RETRACT]), churn_datoms).map(lambda op: [op[0], *op[1]]),
+    few.map(lambda e: [RETRACT_ENTITY, e]),
+)
+churn_streams = st.lists(st.lists(churn_ops, min_size=1, max_size=4), min_size=1, max_size=16)

@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.property.strategies import SCHEMA_TX, plain_tx_streams, tx_streams
+from tests.property.strategies import SCHEMA_TX, churn_streams, plain_tx_streams, tx_streams
 from tests.property.test_datalog_features import UNREACHABLE
 from tests.property.test_incremental_matches_recompute import QUERIES
 from workers.engine import Engine
@@ -49,6 +49,15 @@ def test_a_plain_batch_normalised_at_once_is_the_sum_of_its_transactions(
     """Independent batches take the bulk path (``bulk_datoms=0``), the others and every
     batch under ``10**9`` the per-transaction one: the same changes, refusals, database."""
     _check_batches(stream, cuts, chunk, bulk_datoms)
+
+
+@given(stream=churn_streams, cuts=st.lists(st.integers(0, 16), max_size=3),
+       chunk=st.integers(1, 4))
+def test_a_dependent_batch_normalised_at_once_is_the_sum_of_its_transactions(
+        stream: list[list[Any]], cuts: list[int], chunk: int) -> None:
+    """Batches touching datoms and entities several times, entities retracted by the
+    transactions that add to them (``tests/property/test_bulk.py``: they take the bulk path)."""
+    _check_batches(stream, cuts, chunk, bulk_datoms=0)
 
 
 def _check_batches(stream: list[list[Any]], cuts: list[int], chunk: int,

@@ -75,6 +75,13 @@ class ValueIds:
         i = bisect_left(keys, key)
         return self._id_view[i] if i < len(keys) and keys[i] == key else None  # type: ignore[no-any-return]
 
+    def objects(self, ids: IdArray) -> list[Any]:
+        """The values of ``ids`` that are not longs, each distinct one once (a column of
+        longs is looked at without a Python call per value)."""
+        distinct = np.unique(ids)
+        chosen = distinct[self._kind[distinct] == _OBJECT]
+        return [self._values[i] for i in self._payload[chosen].tolist()]
+
     def intern(self, x: Any) -> int:
         """The id of ``x``, assigned now when it has none."""
         found = self.lookup(x)

@@ -1,17 +1,36 @@
 """A large batch of transactions normalised at once, as columns of value ids.
 
 ``transact_many`` normalises transaction after transaction against the state plus the ones
-before (a :class:`~workers.arrangements.PendingReader`): a few dict reads per datom.  Most
-large batches — a bulk load, a worker catching up on inserts — are *plain* (datoms added
-and retracted, no schema attribute, :func:`~workers.db.normalise.is_plain`) and
-*independent*: no datom is touched by two of their transactions, and no entity's
-cardinality-one attribute either.  Then every transaction reads only the state before the
-batch, so the batch is normalised in one pass of array operations: every datom's presence
-looked up in the spine at once, every replaced cardinality-one value found at once.  The
-delta is exactly the per-transaction one, and so are the refusals: whether a plain
-transaction is refused does not depend on the database, and it is decided by the same
-checks (:func:`~workers.db.normalise.check_plain`).  Any other batch returns None and takes
-the per-transaction path.
+before (a :class:`~workers.arrangements.PendingReader`): a few dict reads and set
+operations per datom, 13-14 µs a transaction of the catch-up stream, ~5-9 here
+(``python -m bench catchup``, docs/fleet.md "Catch-up").  Here the batch's
+additions, retractions and entity retractions are columns (``_Events``), and since the
+database is a set, the batch's summed delta is, per datom, its presence after the batch
+against its presence before: the *last event* that touches the datom decides
+
+```
+present after = the last of: its add (+) or retract (-) | its entity's retraction (-)
+                | another value added to its cardinality-one attribute (-)
+                — none: present before                       (ties: a transaction's explicit
+                                                              ops after what it implies)
+```
+
+so the datoms a batch may change (those it names, and the stored ones of the entities it
+retracts and of the cardinality-one attributes it adds to) are decided by a few sorts.
+Refusals are the per-transaction ones, with the same messages:
+
+1. whether a transaction adds and retracts one datom, adds two values to a cardinality-one
+   attribute or a mistyped value does not depend on the database: array operations find the
+   few transactions that might, and :func:`~workers.db.normalise.check_plain` decides them;
+2. a transaction that retracts an entity and adds one of its datoms conflicts if that datom
+   was present before it: those (1 in ~575 of the catch-up stream) are decided in batch
+   order, each from the events of the accepted transactions before it on its entities.
+
+The batch takes the per-transaction path (None) when a transaction retracts an attribute or
+touches the schema, retracts an entity while the schema has references, or when a value
+inside it or among the stored ones it may retract is a boolean, an integral double or NaN:
+a transaction compares values as Python does (``1``, ``1.0`` and ``true`` are one value in
+it, docs/semantics.md), ids never.
 """
 
 from __future__ import annotations
@@ -25,12 +44,12 @@ import edn_format
 import numpy as np
 
 from workers.arrangements import ArrangementRegistry, IndexOrder
-from workers.arrangements.batch import Ids, Ints, sort_order, starts
+from workers.arrangements.batch import Ids, Ints, Mask, sort_order, starts
 from workers.arrangements.delta import DatomColumns
 from workers.arrangements.values import ValueIds
-from workers.db.normalise import check_plain, is_plain
+from workers.db.normalise import check_plain
 from workers.db.schema import SCHEMA_ATTRIBUTES, Schema
-from workers.db.tx import PLAIN_VALUES, Datom, TxOps
+from workers.db.tx import PLAIN_VALUES, BatchOps, Datom, TxOps
 from workers.db.values import LONG_MAX, LONG_MIN, VALUE_TYPES
 from workers.edn import Keyword
 from workers.errors import TransactionError
@@ -47,34 +66,280 @@ class BulkNormalised:
     refused: list[tuple[int, TransactionError]]
 
 
-def normalise_bulk(batch: Sequence[tuple[TxOps, Any]], db: ArrangementRegistry,
+@dataclass(frozen=True, slots=True)
+class _Events:
+    """What a batch's transactions do, as columns of value ids: the datoms they add and
+    retract with their transaction's position in the batch, and the entities they retract
+    with theirs."""
+
+    e: Ids
+    a: Ids
+    v: Ids
+    position: Ints
+    added: Mask
+    one: Mask  # the additions to cardinality-one attributes: they retract the other values
+    entities: Ids
+    entity_position: Ints
+
+    def where(self, rows: Mask | Ints, entities: Mask | Ints) -> _Events:
+        """The events of ``rows`` and of ``entities`` (the entity retractions kept), as
+        flags or row numbers."""
+        return _Events(self.e[rows], self.a[rows], self.v[rows], self.position[rows],
+                       self.added[rows], self.one[rows], self.entities[entities],
+                       self.entity_position[entities])
+
+
+def normalise_bulk(batch: BatchOps, db: ArrangementRegistry,
                    schema: Schema) -> BulkNormalised | None:
-    """The batch ``(ops, tx_id)`` normalised at once, or None when it is not plain and
-    independent (then normalise it transaction by transaction)."""
-    if not all(is_plain(ops) for ops, _ in batch):
+    """The parsed batch normalised at once (its refusals those of normalising, the
+    grammar's are ``batch.refused``), or None when a transaction retracts an attribute or
+    touches the schema, or retracts an entity while references exist (then normalise it
+    transaction by transaction)."""
+    ops = batch.ops
+    if ops.retract_attributes or (ops.retract_entities and schema.ref_attributes()):
         return None
+    events = _events(db.ids, schema, batch)
+    stored = _stored(db, events)
+    if _holds_schema(db.ids, np.concatenate([events.a, stored[1]])) or not _kinds_apart(
+            db.ids.objects(np.concatenate([events.v, stored[2]]))):
+        return None
+    accepted = np.ones(len(batch), bool)
     refused: list[tuple[int, TransactionError]] = []
-    adds: list[Datom] = []
-    retracts: list[Datom] = []
-    add_tx: list[int] = []  # the position in the batch of each added datom's transaction
-    retract_tx: list[int] = []
-    for position, (ops, _) in enumerate(batch):
-        try:
-            added, retracted = check_plain(ops, schema)
-        except TransactionError as error:
-            refused.append((position, error))
-            continue
-        adds.extend(added)
-        retracts.extend(retracted)
-        add_tx.extend([position] * len(added))
-        retract_tx.extend([position] * len(retracted))
-    datoms = adds + retracts
-    e, a, v = (intern_column(db.ids, column) for column in _columns(datoms))
-    tx = np.array(add_tx + retract_tx, np.int64)
-    one = _cardinality_one_ids(db.ids, schema, a)
-    if not _independent(e, a, v, tx, one):
-        return None
-    return BulkNormalised(_effective(db, e, a, v, len(adds), one), refused)
+    at_risk = _at_risk(events)
+    waiting = np.zeros(len(batch), bool)
+    waiting[events.position[at_risk]] = True
+    # Step 1: the refusals the database cannot change.
+    for position in np.flatnonzero(_suspects(events, len(batch), db.ids, schema)
+                                   & ~waiting).tolist():
+        _check(position, batch.transaction(position), [], schema, accepted, refused)
+    # Step 2: in order, each transaction retracting an entity it adds to, after what the
+    # accepted ones before it left.
+    risky = np.flatnonzero(at_risk)  # in batch order, as the additions are
+    by_entity = _ByEntity.of(events)
+    for position in np.flatnonzero(waiting).tolist():
+        rows = risky[np.searchsorted(events.position[risky], position, "left"):np.searchsorted(
+            events.position[risky], position, "right")]
+        present = _present_before(db, events, by_entity, rows, accepted, position)
+        _check(position, batch.transaction(position),
+               [ops.adds[row] for row in rows[present].tolist()], schema, accepted, refused)
+    # Step 3: the accepted transactions' summed delta.
+    delta = _delta(db, events.where(accepted[events.position],
+                                    accepted[events.entity_position]), stored)
+    return BulkNormalised(delta, sorted(refused, key=itemgetter(0)))
+
+
+def _events(ids: ValueIds, schema: Schema, batch: BatchOps) -> _Events:
+    """The batch's operations as columns, its added datoms first (in ``batch.ops.adds``'
+    order)."""
+    ops = batch.ops
+    e, a, v = (intern_column(ids, column) for column in _columns(ops.adds + ops.retracts))
+    positions = np.arange(len(batch))
+    adds, retracts, _, entities = np.diff(np.array(batch.ends, np.int64).reshape(-1, 4),
+                                          axis=0, prepend=0).T
+    position = np.concatenate([np.repeat(positions, adds), np.repeat(positions, retracts)])
+    added = np.arange(len(e)) < len(ops.adds)
+    return _Events(e, a, v, position, added, added & np.isin(a, _cardinality_one_ids(
+        ids, schema, a)), intern_column(ids, ops.retract_entities),
+                   np.repeat(positions, entities))
+
+
+def _stored(db: ArrangementRegistry, events: _Events) -> tuple[Ids, Ids, Ids]:
+    """The datoms in the database that ``events`` may retract without naming them: those of
+    the entities they retract and of the cardinality-one attributes they add to."""
+    entities = np.unique(events.entities)
+    rows, (entity_a, entity_v), _ = db.state.enumerations(EAV, entities[:, None].astype(
+        np.int64))
+    one = np.flatnonzero(events.one)
+    e, a = events.e[one], events.a[one]
+    found, values, _ = db.state.proposals(EAV, np.stack([e, a], axis=1).astype(np.int64))
+    return (np.concatenate([entities[rows], e[found]]), np.concatenate([entity_a, a[found]]),
+            np.concatenate([entity_v, values]))
+
+
+def _holds_schema(ids: ValueIds, a: Ids) -> bool:
+    """Whether one of the attributes ``a`` is a schema attribute."""
+    schema_ids = [i for i in map(ids.lookup, SCHEMA_ATTRIBUTES) if i is not None]
+    return bool(schema_ids) and bool(np.isin(a, schema_ids).any())
+
+
+def _kinds_apart(values: list[Any]) -> bool:
+    """No boolean, integral double or NaN among ``values``.  A transaction compares values
+    as Python does (docs/semantics.md: ``1``, ``1.0`` and ``true`` are one value inside
+    it), ids never: without such values the two agree."""
+    kinds = set(map(type, values))
+    return bool not in kinds and (float not in kinds or not any(
+        x.is_integer() or x != x for x in values if type(x) is float))
+
+
+def _at_risk(events: _Events) -> Mask:
+    """The added datoms whose entity their own transaction retracts: that transaction is
+    refused if one of them was present before it (both added and retracted), which only
+    the transactions before it decide."""
+    if not len(events.entities):
+        return np.zeros(len(events.e), bool)
+    retracted = (events.entity_position << 32) | events.entities
+    return events.added & np.isin((events.position << 32) | events.e, retracted)
+
+
+def _suspects(events: _Events, size: int, ids: ValueIds, schema: Schema) -> Mask:
+    """The transactions (a flag per position) one of :func:`check_plain`'s checks may
+    refuse: those adding and retracting one datom, adding two values to an entity's
+    cardinality-one attribute, or a value not of its attribute's type."""
+    suspect = np.zeros(size, bool)
+    groups, count = _group_ids(events.position, events.e, events.a, events.v)
+    kinds = np.zeros((count, 2), bool)
+    kinds[groups, events.added.astype(np.int64)] = True
+    both = kinds[:, 0] & kinds[:, 1]  # a datom added and retracted
+    suspect[events.position[both[groups]]] = True
+    one = np.flatnonzero(events.one)
+    pairs, count = _group_ids(events.position[one], events.e[one], events.a[one])
+    values = np.bincount(pairs[_unique_rows(pairs, events.v[one])], minlength=count)
+    suspect[events.position[one][values[pairs] > 1]] = True
+    added = np.flatnonzero(events.added)
+    for attribute in np.unique(events.a[added]).tolist():
+        value_type = schema[ids.value(attribute)].value_type
+        if value_type is not None:
+            rows = added[events.a[added] == attribute]
+            check = VALUE_TYPES[value_type]
+            distinct = np.unique(events.v[rows])
+            wrong = [i for i in distinct.tolist() if not check(ids.value(i))]
+            suspect[events.position[rows[np.isin(events.v[rows], wrong)]]] = True
+    return suspect
+
+
+def _check(position: int, ops: TxOps, implicit: list[Datom], schema: Schema,
+           accepted: Mask, refused: list[tuple[int, TransactionError]]) -> None:
+    """Refuse the transaction at ``position`` as :func:`normalise` would, ``implicit`` the
+    datoms it adds that its entity retractions retract."""
+    try:
+        check_plain(TxOps(ops.adds, ops.retracts + implicit) if implicit else ops, schema)
+    except TransactionError as error:
+        refused.append((position, error))
+        accepted[position] = False
+
+
+@dataclass(frozen=True, slots=True)
+class _ByEntity:
+    """The events' row numbers sorted by entity, so that an entity's events are a slice:
+    the transactions decided in order read only their entities' events."""
+
+    ops: Ints
+    op_entities: Ids
+    retractions: Ints
+    retracted: Ids
+
+    @staticmethod
+    def of(events: _Events) -> _ByEntity:
+        ops, retractions = (np.argsort(e, kind="stable") for e in (events.e, events.entities))
+        return _ByEntity(ops, events.e[ops], retractions, events.entities[retractions])
+
+    def rows(self, entities: Ids) -> tuple[Ints, Ints]:
+        """The rows of ``entities``' datoms added or retracted, and of their retractions."""
+        return (_slices(self.ops, self.op_entities, entities),
+                _slices(self.retractions, self.retracted, entities))
+
+
+def _slices(order: Ints, keys: Ids, wanted: Ids) -> Ints:
+    """The rows ``order`` lists under each of the ``wanted`` ``keys`` (sorted)."""
+    low, high = np.searchsorted(keys, wanted, "left"), np.searchsorted(keys, wanted, "right")
+    return np.concatenate([order[lo:hi] for lo, hi in zip(low.tolist(), high.tolist(),
+                                                          strict=True)] or [order[:0]])
+
+
+def _present_before(db: ArrangementRegistry, events: _Events, by_entity: _ByEntity,
+                    rows: Ints, accepted: Mask, position: int) -> Mask:
+    """Whether each datom of ``rows`` is present before the transaction at ``position``:
+    after the accepted ones before it (their events on the datoms' entities)."""
+    e, a, v = events.e[rows], events.a[rows], events.v[rows]
+    ops, retractions = by_entity.rows(np.unique(e))
+    at, retracted_at = events.position[ops], events.entity_position[retractions]
+    earlier = events.where(ops[accepted[at] & (at < position)],
+                           retractions[accepted[retracted_at] & (retracted_at < position)])
+    return _present_after(earlier, e, a, v, _in_state(db, e, a, v))
+
+
+def _in_state(db: ArrangementRegistry, e: Ids, a: Ids, v: Ids) -> Mask:
+    """Whether each datom is in the database."""
+    if not len(e):
+        return np.zeros(0, bool)
+    return db.state.weights(EAV, np.stack([e, a, v], axis=1).astype(np.int64)) > 0
+
+
+def _present_after(events: _Events, e: Ids, a: Ids, v: Ids, before: Mask) -> Mask:
+    """Whether each datom is present after ``events``, given whether it was ``before``.
+
+    The database is a set, so the last event that touches a datom decides: its addition or
+    retraction, the retraction of its entity, or the addition of another value to its
+    cardinality-one attribute (which retracts it) — none, and it is as it was.  Within one
+    transaction the datoms it adds and retracts come after the retractions it implies (a
+    datom both retracted and added would refuse it): times ``2·position + 1`` and
+    ``2·position``."""
+    n = len(e)
+    if not n:
+        return np.zeros(0, bool)
+    groups, count = _group_ids(*(np.concatenate([q, c]) for q, c in
+                                 ((e, events.e), (a, events.a), (v, events.v))))
+    last_op = np.full(count, -1, np.int64)  # time · 2 + added
+    np.maximum.at(last_op, groups[n:], ((2 * events.position + 1) << 1) | events.added)
+    op = last_op[groups[:n]]
+    op_time = np.where(op >= 0, op >> 1, -1)
+    latest = np.maximum(np.maximum(op_time, _entity_retracted(events, e)),
+                        _other_value_added(events, e, a, v))
+    return np.where(latest < 0, before, (latest == op_time) & (op & 1 == 1))
+
+
+def _entity_retracted(events: _Events, e: Ids) -> Ints:
+    """The time each entity was last retracted, -1 for never."""
+    groups, count = _group_ids(np.concatenate([e, events.entities]))
+    last = np.full(count, -1, np.int64)
+    np.maximum.at(last, groups[len(e):], 2 * events.entity_position)
+    return last[groups[:len(e)]]
+
+
+def _other_value_added(events: _Events, e: Ids, a: Ids, v: Ids) -> Ints:
+    """The time another value than ``v`` was last added to each datom's cardinality-one
+    attribute, -1 for never: the group's last addition, unless its value is ``v``; then
+    the last addition of another value than that."""
+    rows = np.flatnonzero(events.one)
+    groups, count = _group_ids(np.concatenate([e, events.e[rows]]),
+                               np.concatenate([a, events.a[rows]]))
+    added, time, value = groups[len(e):], 2 * events.position[rows], events.v[rows]
+    last = np.full(count, -1, np.int64)  # time << 32 | value
+    np.maximum.at(last, added, (time << 32) | value)
+    last_value = np.where(last >= 0, last & 0xFFFFFFFF, -1)
+    other = value != last_value[added]
+    last_other = np.full(count, -1, np.int64)
+    np.maximum.at(last_other, added[other], time[other])
+    mine = groups[:len(e)]
+    return np.where(v == last_value[mine], last_other[mine], np.where(last[mine] >= 0,
+                                                                       last[mine] >> 32, -1))
+
+
+def _group_ids(*columns: np.ndarray) -> tuple[Ints, int]:
+    """A number for each distinct row of ``columns`` (0, 1, ... in sorted order), and how
+    many there are."""
+    order = sort_order(*columns)
+    first = starts(*(c[order] for c in columns))
+    new = np.zeros(len(order), np.int64)
+    new[first] = 1
+    groups = np.empty(len(order), np.int64)
+    groups[order] = np.cumsum(new) - 1
+    return groups, len(first)
+
+
+def _delta(db: ArrangementRegistry, events: _Events,
+           stored: tuple[Ids, Ids, Ids]) -> DatomColumns:
+    """The batch's effective delta: of the datoms it may change (those it names and
+    ``stored``), those present after it and not before, or the reverse."""
+    e, a, v = (np.concatenate(parts) for parts in zip((events.e, events.a, events.v), stored,
+                                                      strict=True))
+    unique = _unique_rows(e, a, v)
+    e, a, v = e[unique], a[unique], v[unique]
+    before = _in_state(db, e, a, v)
+    after = _present_after(events, e, a, v, before)
+    changed = np.flatnonzero(after != before)
+    return DatomColumns(e[changed], a[changed], v[changed],
+                        np.where(after[changed], 1, -1).astype(np.int64))
 
 
 def normalise_columns(e: Any, a: Any, v: Any, added: Any, db: ArrangementRegistry,
@@ -193,18 +458,6 @@ def _cardinality_one_ids(ids: ValueIds, schema: Schema, a: Ids) -> Ids:
     distinct = np.unique(a)
     return np.array([i for i in distinct.tolist() if schema[ids.value(i)].cardinality_one],
                     np.int32)
-
-
-def _independent(e: Ids, a: Ids, v: Ids, tx: Ints, one: Ids) -> bool:
-    """No datom in two transactions, nor an entity's cardinality-one attribute."""
-    if len(_unique_rows(e, a, v)) != len(e):
-        return False
-    single = np.isin(a, one)
-    if not single.any():
-        return True
-    pairs = _unique_rows(e[single], a[single])
-    with_tx = _unique_rows(e[single], a[single], tx[single])
-    return len(pairs) == len(with_tx)
 
 
 def _replaced(db: ArrangementRegistry, e: Ids, a: Ids, v: Ids,

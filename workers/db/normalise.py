@@ -65,15 +65,6 @@ def normalise(ops: TxOps, db: DatabaseReader, schema: Schema) -> Normalised:
     return Normalised(delta, schema)
 
 
-def is_plain(ops: TxOps) -> bool:
-    """Only datoms added and retracted, none of them schema: what such a transaction does
-    to a datom depends on that datom alone (and, for a cardinality-one attribute, on the
-    entity's other values of it), and whether it is refused on nothing in the database."""
-    return (not ops.retract_attributes and not ops.retract_entities
-            and SCHEMA_ATTRIBUTES.isdisjoint({*map(_ATTRIBUTE, ops.adds),
-                                              *map(_ATTRIBUTE, ops.retracts)}))
-
-
 _ATTRIBUTE = itemgetter(1)
 
 

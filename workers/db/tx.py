@@ -42,11 +42,61 @@ class TxOps:
     retract_entities: list[Any] = field(default_factory=list)
 
 
-def parse_tx(forms: Any) -> TxOps:
-    """Group the ops of one transaction; malformed ops raise :class:`TransactionError`."""
+@dataclass(slots=True)
+class BatchOps:
+    """A batch's transactions parsed into one :class:`TxOps`, with where each one's ops end
+    in its lists, and the transactions the grammar refuses (their position, and why).
+
+    One object per batch, not per transaction: a catch-up batch of 50,000 kept five small
+    objects alive per transaction, and the cyclic collector scanned them again and again —
+    parsing it took 0.41 s, 0.04 s with the ops in shared lists (docs/fleet.md, "Catch-up").
+    """
+
+    ops: TxOps = field(default_factory=TxOps)
+    # Four ints per transaction: where its adds, retracts, attribute and entity retractions
+    # end in ``ops``' lists (ints, not a tuple each: no object per transaction).
+    ends: list[int] = field(default_factory=list)
+    refused: list[tuple[int, TransactionError]] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.ends) // 4
+
+    def _start(self, position: int) -> list[int]:
+        return self.ends[4 * position - 4:4 * position] if position else [0, 0, 0, 0]
+
+    def transaction(self, position: int) -> TxOps:
+        """The ops of the transaction at ``position``."""
+        a, r, ra, re = self._start(position)
+        a_end, r_end, ra_end, re_end = self.ends[4 * position:4 * position + 4]
+        ops = self.ops
+        return TxOps(ops.adds[a:a_end], ops.retracts[r:r_end],
+                     ops.retract_attributes[ra:ra_end], ops.retract_entities[re:re_end])
+
+
+def parse_batch(batch: Sequence[Any]) -> BatchOps:
+    """Each transaction of ``batch`` parsed by :func:`parse_tx` into the batch's lists; a
+    refused one leaves none of its ops there."""
+    parsed = BatchOps()
+    ops = parsed.ops
+    for position, forms in enumerate(batch):
+        try:
+            parse_tx(forms, ops)
+        except TransactionError as error:
+            parsed.refused.append((position, error))
+            a, r, ra, re = parsed._start(position)
+            del ops.adds[a:], ops.retracts[r:], ops.retract_attributes[ra:]
+            del ops.retract_entities[re:]
+        parsed.ends += (len(ops.adds), len(ops.retracts), len(ops.retract_attributes),
+                        len(ops.retract_entities))
+    return parsed
+
+
+def parse_tx(forms: Any, into: TxOps | None = None) -> TxOps:
+    """Group the ops of one transaction (added to ``into``'s, when given: a batch's);
+    malformed ops raise :class:`TransactionError`."""
     if isinstance(forms, str | bytes) or not isinstance(forms, Sequence):
         raise TransactionError(f"a transaction is a vector of ops, got {_show(forms)}", form=forms)
-    ops = TxOps()
+    ops = TxOps() if into is None else into
     add, retract = ops.adds.append, ops.retracts.append
     for form in forms:
         kind = type(form)

@@ -32,6 +32,12 @@ def test_equal_values_of_one_kind_share_an_id_and_come_back_as_interned() -> Non
     assert ids.intern(2**70) != ids.intern(float(2**70))  # beyond int64, still two kinds
 
 
+def test_objects_are_the_values_that_are_not_longs_each_once() -> None:
+    ids = ValueIds()
+    column = np.array([ids.intern(x) for x in [7, 1.0, "a", 8, 1.0, True, 2**70]], np.int32)
+    assert ids.objects(column) == [1.0, "a", True, 2**70]
+
+
 def test_lookup_never_assigns_an_id() -> None:
     ids = ValueIds()
     ids.intern(5)

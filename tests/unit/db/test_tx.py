@@ -7,6 +7,9 @@ import edn_format
 import pytest
 
 from tests.unit.db.txdb import TxDb, case, kw, row
+from workers import edn
+from workers.db import parse_tx
+from workers.db.tx import parse_batch
 from workers.edn import Keyword
 from workers.errors import ErrorCode, TransactionError
 
@@ -116,3 +119,19 @@ def test_forms_read_by_edn_format_give_the_same_delta_as_edn_text(text):
 def test_delta_from_plain_keywords_holds_interned_keywords(db):
     delta = db.transact([[P("db/add"), P("ivan"), P("likes"), P("pizza")]])
     assert all(type(x) is Keyword for datom in delta for x in datom)
+
+
+def test_a_batch_parses_each_transaction_as_alone_and_keeps_none_of_a_refused_one() -> None:
+    batch = [edn.read(tx) for tx in [
+        '[[:db/add 1 :name "Ivan"] [:db/retract 2 :age 3] [:db/retractEntity 4]]',
+        '[[:db/add 5 :name "x"] [:db/retract 5 :age] [:db/add 6]]',  # refused: a malformed op
+        '[{:db/id 7 :tag [:a :b]} [:db/retract 7 :age]]', "[]"]]
+    parsed = parse_batch(batch)
+    with pytest.raises(TransactionError) as alone:
+        parse_tx(batch[1])
+    assert [(position, str(error)) for position, error in parsed.refused] == [
+        (1, str(alone.value))]
+    assert len(parsed) == 4
+    for position in (0, 2, 3):
+        assert parsed.transaction(position) == parse_tx(batch[position])
+    assert parsed.transaction(1) == parse_tx([])

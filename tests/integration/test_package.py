@@ -81,8 +81,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     borrowed = dict.fromkeys(sysconfig.get_path(key) for key in ("purelib", "platlib"))
     (Path(site.strip()) / "borrowed-dependencies.pth").write_text("\n".join(borrowed) + "\n")
     cwd.mkdir()
-    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    found = Installed(venv, cwd, env)
+    found = Installed(venv, cwd, _without_python_path())
     imported = found.run("python", "-c", "import workers; print(workers.__file__)",
                          timeout_s=STEP_TIMEOUT_S)
     assert imported.returncode == 0, imported.stderr
@@ -152,9 +151,17 @@ def _offline_build() -> list[str]:
     return ["--no-build-isolation"]
 
 
+def _without_python_path() -> dict[str, str]:
+    """This process's environment without ``PYTHONPATH``: a Spark session started earlier
+    in it puts the checkout there (``workers.executors.spark.session``), and pip then finds
+    the checkout's ``deltalog.egg-info`` and installs nothing ("already satisfied": CI,
+    2026-11-24, with the Spark tests on the same xdist worker first)."""
+    return {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+
+
 def _check(command: list[str], timeout_s: float = STEP_TIMEOUT_S) -> str:
     done = subprocess.run(command, text=True, capture_output=True, timeout=timeout_s,
-                          check=False)
+                          env=_without_python_path(), check=False)
     assert done.returncode == 0, f"{command}:\n{done.stdout}{done.stderr}"
     return done.stdout
 

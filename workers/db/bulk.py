@@ -380,8 +380,10 @@ def normalise_columns(e: Any, a: Any, v: Any, added: Any, db: ArrangementRegistr
     single = np.flatnonzero(is_add & np.isin(a_ids, one))
     if len(_unique_rows(e_ids[single], a_ids[single])) != len(single):
         return None  # two values of an entity's cardinality-one attribute
-    order = np.argsort(~is_add, kind="stable")  # the added datoms first
-    return _effective(db, e_ids[order], a_ids[order], v_ids[order], int(is_add.sum()), one)
+    none = np.zeros(0, np.int32)
+    events = _Events(e_ids, a_ids, v_ids, np.zeros(len(e_ids), np.int64), is_add,
+                     is_add & np.isin(a_ids, one), none, none.astype(np.int64))
+    return _delta(db, events, _stored(db, events))
 
 
 def _plain_values(values: Sequence[Any]) -> bool:
@@ -407,25 +409,6 @@ def _typed(ids: ValueIds, schema: Schema, a_ids: Ids, values: Sequence[Any]) -> 
                                                            rows.tolist())}.values())):
                 return False
     return True
-
-
-def _effective(db: ArrangementRegistry, e: Ids, a: Ids, v: Ids, added: int,
-               one: Ids) -> DatomColumns:
-    """The effective delta of datoms (ids; the first ``added`` asserted, the others
-    retracted) that no two transactions share: the new assertions, the present
-    retractions, and the old values the cardinality-one assertions replace."""
-    present = db.state.weights(EAV, np.stack([e, a, v], axis=1).astype(np.int64)) > 0 if len(
-        e) else np.zeros(0, bool)
-    new = np.flatnonzero(~present[:added])
-    gone = added + np.flatnonzero(present[added:])
-    replaced = _replaced(db, e[:added], a[:added], v[:added], one)
-    minus_e, minus_a, minus_v = (np.concatenate([c[gone], r]) for c, r in zip(
-        (e, a, v), replaced, strict=True))
-    unique = _unique_rows(minus_e, minus_a, minus_v)  # an explicit retraction may be replaced
-    return DatomColumns(
-        np.concatenate([e[new], minus_e[unique]]), np.concatenate([a[new], minus_a[unique]]),
-        np.concatenate([v[new], minus_v[unique]]),
-        np.concatenate([np.ones(len(new), np.int64), -np.ones(len(unique), np.int64)]))
 
 
 def intern_column(ids: ValueIds, values: Sequence[Any]) -> Ids:
@@ -458,20 +441,6 @@ def _cardinality_one_ids(ids: ValueIds, schema: Schema, a: Ids) -> Ids:
     distinct = np.unique(a)
     return np.array([i for i in distinct.tolist() if schema[ids.value(i)].cardinality_one],
                     np.int32)
-
-
-def _replaced(db: ArrangementRegistry, e: Ids, a: Ids, v: Ids,
-              one: Ids) -> tuple[Ids, Ids, Ids]:
-    """The old values a cardinality-one assertion replaces (present, not the new value)."""
-    rows = np.flatnonzero(np.isin(a, one))
-    if not len(rows):
-        empty = np.zeros(0, np.int32)
-        return empty, empty, empty
-    found, keys, _ = db.state.proposals(EAV, np.stack([e[rows], a[rows]], axis=1).astype(
-        np.int64))
-    old = keys != v[rows][found]
-    at = rows[found[old]]
-    return e[at], a[at], keys[old].astype(np.int32)
 
 
 def _unique_rows(*columns: np.ndarray) -> Ints:

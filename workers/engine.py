@@ -39,7 +39,7 @@ from workers.datalog import compile_query
 from workers.datalog.results import shaped
 from workers.db import BUILTIN_SCHEMA, Schema, normalise, parse_tx
 from workers.db.bulk import normalise_bulk, normalise_columns
-from workers.db.tx import DB_ADD, DB_RETRACT, parse_batch
+from workers.db.tx import DB_ADD, DB_RETRACT, BatchOps, parse_batch
 from workers.errors import ErrorCode, TransactionError, UnknownQueryError, WorkersError
 from workers.executors import Work
 from workers.executors.dispatch import (
@@ -58,7 +58,7 @@ if TYPE_CHECKING:
 
 Row = tuple[Any, ...]
 Changes = dict[str, dict[Row, int]]
-# A batch of this many ops or more is normalised at once when it can be (workers.db.bulk).
+# A batch of this many datoms or more is normalised at once when it can be (workers.db.bulk).
 # A round number above where the arrays' fixed costs (about a hundred NumPy calls a batch)
 # stop outweighing the per-transaction path: ~100 ops of the fleet's stream, without queries
 # (docs/fleet.md, "Catch-up"); live ticks of a few transactions stay one by one.
@@ -183,7 +183,7 @@ class Engine:
         and the refused transactions (which changed nothing).
 
         Step 1 normalises each transaction against the state plus the ones before it in the
-        tick (a :class:`PendingReader`) — a batch of at least ``bulk_datoms`` ops all at once
+        tick (a :class:`PendingReader`) — a batch of at least ``bulk_datoms`` datoms at once
         when its transactions allow (:mod:`workers.db.bulk`); the queries then step once
         with the summed delta — one Spark job for a whole catch-up batch instead of one per
         transaction.
@@ -215,33 +215,35 @@ class Engine:
 
     def _normalise_many(self, txs: Iterable[tuple[Any, int]]) -> tuple[IdDelta, list[Refusal]]:
         """Step 1 of a batch: the summed effective delta (value ids) and the refused
-        transactions, in the batch's order."""
+        transactions, in the batch's order.  The batch is parsed once, for either path."""
         batch = list(txs)
         if batch:
             self.tx = batch[-1][1]
+        parsed = parse_batch([forms for forms, _ in batch])
         bulk = None
-        if sum(len(forms) for forms, _ in batch if isinstance(forms, list | tuple)
-               ) >= self.bulk_datoms:  # ops: datoms, unless entity maps
-            parsed = parse_batch([forms for forms, _ in batch])
+        if len(parsed.ops.adds) + len(parsed.ops.retracts) >= self.bulk_datoms:
             bulk = normalise_bulk(parsed, self.db, self.schema)
         if bulk is not None:
             delta: IdDelta = bulk.delta
             refused = parsed.refused + bulk.refused
         else:
-            delta, refused = self._normalise_one_by_one(batch)
+            delta, refused = self._normalise_one_by_one(parsed)
         return delta, [Refusal(batch[position][1], error)
                        for position, error in sorted(refused, key=itemgetter(0))]
 
-    def _normalise_one_by_one(self, batch: list[tuple[Any, int]]
+    def _normalise_one_by_one(self, parsed: BatchOps
                               ) -> tuple[IdDelta, list[tuple[int, TransactionError]]]:
         """Step 1 transaction after transaction, against the state plus the ones before:
-        the summed delta and the refused transactions' positions."""
+        the summed delta and the refused transactions' positions (the grammar's too)."""
         pending = MemoryArrangement(orders=PENDING_ORDERS)
         reader = PendingReader(self.db, pending)
-        refused: list[tuple[int, TransactionError]] = []
-        for position, (forms, _) in enumerate(batch):
+        refused = list(parsed.refused)
+        unparsed = {position for position, _ in refused}
+        for position in range(len(parsed)):
+            if position in unparsed:
+                continue
             try:
-                normalised = normalise(parse_tx(forms), reader, self.schema)
+                normalised = normalise(parsed.transaction(position), reader, self.schema)
             except TransactionError as error:
                 refused.append((position, error))
                 continue

@@ -32,12 +32,6 @@ def test_a_dependent_batch_is_normalised_as_one_transaction_after_another(
     bulk = normalise_bulk(parse_batch(batch), db.db, db.schema)
     assert bulk is not None
     delta = {db.db.decode(datom): weight for datom, weight in bulk.delta.as_dict().items()}
-    one_by_one, expected_delta, expected_refused = _database(before), {}, []
-    for i, tx in enumerate(batch):
-        try:
-            for datom, weight in one_by_one.transact(tx).items():
-                expected_delta[datom] = expected_delta.get(datom, 0) + weight
-        except TransactionError as error:
-            expected_refused.append((i, str(error)))
-    assert delta == {d: w for d, w in expected_delta.items() if w}
+    expected_delta, expected_refused = _database(before).transact_one_by_one(batch)
+    assert delta == expected_delta
     assert [(i, str(error)) for i, error in bulk.refused] == expected_refused

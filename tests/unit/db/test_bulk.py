@@ -28,19 +28,6 @@ def _bulk(db: TxDb, batch: list[str]) -> Any:
     return normalise_bulk(parse_batch([edn.read(tx) for tx in batch]), db.db, db.schema)
 
 
-def _one_by_one(db: TxDb, batch: list[str]) -> tuple[dict[Any, int], list[tuple[int, str]]]:
-    """The summed delta and the refusals (index, message) of the batch one by one."""
-    delta: dict[Any, int] = {}
-    refused = []
-    for i, tx in enumerate(batch):
-        try:
-            for datom, weight in db.transact(tx).items():
-                delta[datom] = delta.get(datom, 0) + weight
-        except TransactionError as error:
-            refused.append((i, str(error)))
-    return {d: w for d, w in delta.items() if w}, refused
-
-
 @pytest.mark.parametrize("batch", [
     pytest.param(['[[:db/add 1 :age 31] [:db/add 4 :g/to 1]]', '[[:db/retract 1 :g/to 2]]'],
                  id="replace a cardinality-one value, add, retract"),
@@ -81,7 +68,8 @@ def test_a_batch_gives_the_one_by_one_delta_and_refusals(batch: list[str]) -> No
     bulk = _bulk(db, batch)
     assert bulk is not None
     delta = {db.db.decode(datom): w for datom, w in bulk.delta.as_dict().items()}
-    assert (delta, [(i, str(error)) for i, error in bulk.refused]) == _one_by_one(_db(), batch)
+    refused = [(i, str(error)) for i, error in bulk.refused]
+    assert (delta, refused) == _db().transact_one_by_one(batch)
 
 
 @pytest.mark.parametrize("batch", [

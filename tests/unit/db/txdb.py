@@ -10,6 +10,7 @@ from workers import edn
 from workers.arrangements import ArrangementRegistry
 from workers.db import BUILTIN_SCHEMA, normalise, parse_tx
 from workers.edn import keyword as kw
+from workers.errors import TransactionError
 
 __all__ = ["TxDb", "case", "kw", "row"]
 
@@ -30,6 +31,20 @@ class TxDb:
         self.db.apply(self.db.encode(normalised.delta))
         self.schema = normalised.schema
         return normalised.delta
+
+    def transact_one_by_one(self, batch: list[Any]) -> tuple[dict[Any, int],
+                                                             list[tuple[int, str]]]:
+        """The oracle of a batch: each transaction in turn, a refused one skipped; their
+        summed delta and the refusals (index, message)."""
+        delta: dict[Any, int] = {}
+        refused = []
+        for i, tx in enumerate(batch):
+            try:
+                for datom, weight in self.transact(tx).items():
+                    delta[datom] = delta.get(datom, 0) + weight
+            except TransactionError as error:
+                refused.append((i, str(error)))
+        return {d: w for d, w in delta.items() if w}, refused
 
     def datoms(self) -> dict[Any, int]:
         return dict.fromkeys(self.db.datoms(), 1)

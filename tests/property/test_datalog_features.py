@@ -20,6 +20,7 @@ from tests.property.strategies import (
     reference_db,
     tx_streams,
 )
+from workers.edn import keyword
 from workers.engine import Engine
 from workers.errors import TransactionError
 from workers.testing import evaluate_from_scratch
@@ -137,6 +138,14 @@ FEATURES: list[tuple[str, str, list[Any]]] = [
      "[:find ?a ?b :in $ % [[?a _] ...] :where (reach ?a ?b)]", [REACH_FROM, [[1, 0], [2, 0]]]),
     ("get-some into a bag", "[:find ?v :with ?e :where [?e :tag] "
                             "[(get-some $ ?e :name :age) [_ ?v]]]", []),
+    # Datascript's conformance cases (tests/unit/conformance)
+    ("missing? of a reverse attribute", "[:find ?e :where [?e :name] [(missing? $ ?e :g/_to)]]",
+     []),
+    ("or-join with a required input", "[:find ?e :in $ ?a :where (or-join [[?a] ?e] "
+                                      "[?e :age ?a] [?e :tag 1])]", [30]),
+    ("map values of an input read by get", "[:find ?e ?x :in $ [[?n ?m] ...] "
+                                           ":where [?e :name ?n] [(get ?m :x) ?x]]",
+     [[["Ivan", {keyword("x"): 1}], ["Petr", {keyword("x"): 2}]]]),
     ("more built-ins", '[:find ?e ?k ?c ?r :where [?e :name ?n] [(clojure.string/lower-case ?n) '
                        '?l] [(keyword "p" ?l) ?k] [(compare ?n "Petr") ?c] '
                        '[(clojure.string/replace ?n "a" "o") ?r] [(name ?k) ?l]]', []),

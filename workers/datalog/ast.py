@@ -218,6 +218,7 @@ class Or:
     join: tuple[Variable, ...] | None
     branches: tuple[tuple[Clause, ...], ...]
     source: Any = field(default=None, compare=False, hash=False)
+    required: tuple[Variable, ...] = ()  # or-join [[?req] ?opt]: bound around the or
 
     @property
     def variables(self) -> tuple[Variable, ...]:
@@ -390,7 +391,8 @@ def renamed(clause: Clause, renames: dict[Variable, Variable]) -> Clause:
     join = None if clause.join is None else terms(clause.join)
     if isinstance(clause, Not):
         return replace(clause, join=join, clauses=clauses(clause.clauses))
-    return replace(clause, join=join, branches=tuple(clauses(b) for b in clause.branches))
+    return replace(clause, join=join, branches=tuple(clauses(b) for b in clause.branches),
+                   required=terms(clause.required))
 
 
 def _renamed_binding(binding: Any, renames: dict[Variable, Variable]) -> Any:

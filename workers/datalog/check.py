@@ -44,10 +44,10 @@ from workers.datalog.ast import (
     is_flat_binding,
     walk,
 )
-from workers.datalog.parser import parse_rules
+from workers.datalog.parser import frozen, parse_rules
 from workers.datalog.pull import PullPattern, parse_pattern
 from workers.db.values import is_value, type_name
-from workers.edn import intern, show
+from workers.edn import Keyword, intern, show
 from workers.errors import ErrorCode, QueryError
 
 
@@ -67,8 +67,9 @@ def check_query(query: Query) -> Query:
         if isinstance(aggregate.n, Variable) and aggregate.n not in scalars:
             raise QueryError(f":find {aggregate.name}: {aggregate.n} must be an :in scalar "
                              "(the number of values to keep)", form=aggregate.source)
-    # A pattern variable is replaced by the pattern it is given, never bound as a value.
-    elsewhere = {*query.variables, *query.basis, *(a.n for a in query.aggregates)}
+    # A pattern variable is replaced by the pattern it is given, never bound by a clause; it
+    # may be returned (Datascript's [:find ?pattern (pull ?e ?pattern) ...]).
+    elsewhere = {*query.variables, *(a.n for a in query.aggregates)}
     for pull in query.pulls:
         if isinstance(pull.pattern, Variable) and (pull.pattern not in in_scalars
                                                    or pull.pattern in elsewhere):
@@ -109,7 +110,7 @@ def _binds(clause: Clause, bound: set[Variable]) -> set[Variable]:
         return set(clause.variables) if set(clause.inputs) <= bound else set()
     if isinstance(clause, FnBinding):
         return set(clause.outputs) if set(clause.inputs) <= bound else set()
-    if isinstance(clause, Or):
+    if isinstance(clause, Or) and set(clause.required) <= bound:
         return set.intersection(*(bound_by(b, bound) for b in clause.branches)) & \
             set(clause.variables)
     return set()
@@ -119,9 +120,11 @@ def check_clauses(clauses: Sequence[Clause], outer: set[Variable]) -> set[Variab
     """Check every clause of a conjunction; return the variables it binds."""
     bound = bound_by(clauses, outer)
     for clause in clauses:
-        if isinstance(clause, Or) and clause.join is None:
-            _check_free_variables(clause, bound_by([c for c in clauses if c is not clause],
-                                                   outer))
+        if isinstance(clause, Or) and (clause.join is None or clause.required):
+            around = bound_by([c for c in clauses if c is not clause], outer)
+            if clause.join is None:
+                _check_free_variables(clause, around)
+            _check_bound(clause, clause.required, around)
         _check_clause(clause, bound)
     return bound
 
@@ -132,11 +135,11 @@ def _check_free_variables(clause: Or, outside: set[Variable]) -> None:
     clauses around it); a bound one may appear in some branches only."""
     free = [{v for c in branch for v in c.variables} - outside for branch in clause.branches]
     if any(f != free[0] for f in free):
-        shown = ", ".join("{" + " ".join(sorted(map(str, f))) + "}" for f in free)
-        raise QueryError(f"{show(clause.source)}: every branch of (or ...) must use the same "
-                         f"free variables (those not bound outside it), got {shown}; use "
-                         "or-join to name the shared ones", code=ErrorCode.QUERY_UNSAFE,
-                         form=clause.source)
+        shown = " ".join("#{" + " ".join(sorted(map(str, f))) + "}" for f in free)
+        raise QueryError(f"All clauses in 'or' must use same set of free vars, had [{shown}] "
+                         f"in {show(clause.source)}: every branch must use the same free "
+                         "variables (those not bound outside it); use or-join to name the "
+                         "shared ones", code=ErrorCode.QUERY_UNSAFE, form=clause.source)
 
 
 def _check_clause(clause: Clause, bound: set[Variable]) -> None:
@@ -152,10 +155,15 @@ def _check_clause(clause: Clause, bound: set[Variable]) -> None:
         needed = _check_or(clause, bound)
     elif isinstance(clause, RuleCall):
         _check_required(clause, bound)
+    _check_bound(clause, needed, bound)
+
+
+def _check_bound(clause: Clause, needed: Sequence[Variable], bound: set[Variable]) -> None:
     missing = [str(v) for v in needed if v not in bound]
     if missing:
-        raise QueryError(f"unsafe query: {show(clause.source)} uses {', '.join(missing)}, "
-                         "which no data pattern, rule call or function binds",
+        raise QueryError(f"Insufficient bindings: #{{{' '.join(missing)}}} not bound in "
+                         f"{show(clause.source)} (unsafe query: no data pattern, rule call or "
+                         "function binds it)",
                          code=ErrorCode.QUERY_UNSAFE, form=clause.source)
 
 
@@ -198,7 +206,7 @@ def check_rules(rules: Sequence[Rule], where: Sequence[Clause]
         if isinstance(clause, RuleCall):
             if clause.name not in arity:
                 defined = ", ".join(sorted(arity)) or "none"
-                raise QueryError(f"{show(clause.source)}: no rule named {clause.name} "
+                raise QueryError(f"Unknown rule '{clause.name} in {show(clause.source)} "
                                  f"(rules defined: {defined})", form=clause.source)
             if len(clause.args) != arity[clause.name][0]:
                 raise QueryError(f"{show(clause.source)}: rule {clause.name} takes "
@@ -277,21 +285,26 @@ def bind_inputs(query: Query, inputs: Sequence[Any]) -> Query:
         p.pattern: p.pattern for p in query.pulls if isinstance(p.pattern, Variable)}
     grounds: list[Clause] = []
     rules = query.rules
+    # The variables whose values are looked up as datoms: by a pattern, or pulled.
+    matched = {v for c in walk(query.where) if isinstance(c, Pattern) for v in c.variables}
+    matched |= {p.var for p in query.pulls}
     for binding, value in zip(query.inputs, inputs, strict=True):
         value = intern(value)
         if isinstance(binding, InRules):
             rules = rules + parse_rules(value)
         elif isinstance(binding, InScalar) and binding.var in patterns:
             patterns[binding.var] = parse_pattern(value, f"input {binding.var}")
+            if binding.var in query.basis:  # returned too: the pattern as a value
+                values[binding.var] = _scalar(binding.var, value)
         elif isinstance(binding, InScalar):
-            values[binding.var] = _scalar(binding.var, value)
+            values[binding.var] = _scalar(binding.var, value, binding.var in matched)
         elif isinstance(binding, InTuple) and is_flat_binding(_as_binding(binding)):
-            for target, item in zip(binding.vars, _sequence(binding, value, len(binding.vars)),
-                                    strict=True):
+            items = _sequence(_as_binding(binding), value, len(binding.vars))
+            for target, item in zip(binding.vars, items, strict=True):
                 if isinstance(target, Variable):
-                    values[target] = _scalar(target, item)
+                    values[target] = _scalar(target, item, target in matched)
         else:
-            grounds.append(_ground(binding, value))
+            grounds.append(_ground(binding, value, matched))
     # An input returned by :find is a one-row relation too; the clauses see its constant.
     grounds += [FnBinding("ground", (Constant(values[v]),), BindScalar(v),
                           source=f"input {v}") for v in query.basis if v in values]
@@ -353,55 +366,79 @@ def _as_binding(binding: InScalar | InTuple | InColl | InRel) -> Binding:
     return BindTuple(binding.vars) if isinstance(binding, InTuple) else BindRel(binding.vars)
 
 
-def _scalar(variable: Variable, value: Any) -> Any:
-    if not is_value(value):
-        raise QueryError(f"input {variable} must be a scalar value, got {type_name(value)}",
-                         code=ErrorCode.QUERY_INPUTS, form=value)
-    return value
+def _scalar(variable: Variable, value: Any, matched: bool = False) -> Any:
+    """One value bound to ``variable``: a map or a collection too (Datascript's
+    ``[(get ?m ?k) ?v]`` over a map input), made hashable as query constants are — but only
+    a datom's kind of value where a data pattern ``matched`` it (no lookup refs)."""
+    if is_value(value) or (not matched and isinstance(value, list | tuple | Mapping
+                                                      | frozenset)):
+        return frozen(value)
+    if matched and _is_lookup_ref(value):
+        raise QueryError(f"input {variable}: the lookup ref {show(value)} is not supported (the "
+                         "schema has no :db/unique); bind the entity with a data pattern",
+                         code=ErrorCode.QUERY_UNSUPPORTED, form=value)
+    why = ": a data pattern matches it, and tuple values are not supported" if matched else ""
+    raise QueryError(f"input {variable} must be a scalar value, got {type_name(value)}{why}",
+                     code=ErrorCode.QUERY_INPUTS, form=value)
 
 
-def _sequence(binding: Any, value: Any, width: int | None = None) -> list[Any]:
-    """The items of a collection input (a map's are its ``[key value]`` entries)."""
+def _is_lookup_ref(value: Any) -> bool:
+    """``[:name "Ivan"]``: an attribute and a value, as Datomic names an entity by them."""
+    return (isinstance(value, list | tuple) and len(value) == 2
+            and isinstance(value[0], Keyword) and is_value(value[1]))
+
+
+def _sequence(form: Binding, value: Any, width: int | None = None) -> list[Any]:
+    """The items of a collection input bound to ``form`` (a map's are its ``[key value]``
+    entries); errors worded as Datascript's."""
     if isinstance(value, Mapping):
         value = [(k, v) for k, v in value.items()]
+    kind = "tuple" if isinstance(form, BindTuple) else "collection"
     if not isinstance(value, list | tuple | frozenset | set):
-        raise QueryError(f"input {_input_name(binding)} must be a collection, got "
-                         f"{type_name(value)}", code=ErrorCode.QUERY_INPUTS, form=value)
+        raise QueryError(f"Cannot bind value {show(value)} to {kind} {_show_binding(form)}",
+                         code=ErrorCode.QUERY_INPUTS, form=value)
     items = list(value)
     if width is not None and len(items) != width:
-        raise QueryError(f"input {_input_name(binding)} takes {width} values, got "
-                         f"{len(items)}", code=ErrorCode.QUERY_INPUTS, form=value)
+        which = "Not enough" if len(items) < width else "Too many"
+        raise QueryError(f"{which} elements in a collection {show(value)} to bind tuple "
+                         f"{_show_binding(form)}", code=ErrorCode.QUERY_INPUTS, form=value)
     return items
 
 
-def _destructure(form: Any, value: Any, where: Any) -> list[tuple[Any, ...]]:
+def _destructure(form: Any, value: Any, matched: set[Variable]) -> list[tuple[Any, ...]]:
     """Every way ``form`` binds ``value``: one tuple of values per binding, a value per
-    variable or ``_`` of the form, in order (Datascript's nested in-bindings)."""
+    variable or ``_`` of the form, in order (Datascript's nested in-bindings); ``matched``:
+    the variables a data pattern matches."""
     if isinstance(form, Variable | Blank | BindScalar):
         target = form.var if isinstance(form, BindScalar) else form
-        return [(_scalar(target, value) if isinstance(target, Variable) else value,)]
+        if isinstance(target, Variable):
+            return [(_scalar(target, value, target in matched),)]
+        return [(value,)]
     if isinstance(form, BindColl):
-        return [row for item in _sequence(where, value) for row in
-                _destructure(form.var, item, where)]
+        return [row for item in _sequence(form, value) for row in
+                _destructure(form.var, item, matched)]
     if isinstance(form, BindRel):
-        return _destructure(BindColl(BindTuple(form.vars)), value, where)
+        return _destructure(BindColl(BindTuple(form.vars)), value, matched)
     rows: list[tuple[Any, ...]] = [()]
-    for target, item in zip(form.vars, _sequence(where, value, len(form.vars)), strict=True):
-        rows = [row + more for row in rows for more in _destructure(target, item, where)]
+    for target, item in zip(form.vars, _sequence(form, value, len(form.vars)), strict=True):
+        rows = [row + more for row in rows for more in _destructure(target, item, matched)]
     return rows
 
 
-def _ground(binding: InTuple | InColl | InRel, value: Any) -> FnBinding:
+def _ground(binding: InTuple | InColl | InRel, value: Any, matched: set[Variable]
+            ) -> FnBinding:
     """A collection input is the constant relation ``[(ground value) binding]``: a flat
     collection as it is, any other form as the relation of its variables' values."""
     form = _as_binding(binding)
     if isinstance(binding, InColl) and isinstance(binding.var, Variable):
-        items = tuple(_scalar(binding.var, x) for x in _sequence(binding, value))
+        var = binding.var
+        items = tuple(_scalar(var, x, var in matched) for x in _sequence(_as_binding(binding),
+                                                                            value))
         return FnBinding("ground", (Constant(items),), BindColl(binding.var),
                          source=f"input {_input_name(binding)}")
     terms = binding_terms(form)
     kept = [i for i, t in enumerate(terms) if isinstance(t, Variable)]
-    rows = tuple(tuple(row[i] for i in kept) for row in _destructure(form, value, binding))
+    rows = tuple(tuple(row[i] for i in kept) for row in _destructure(form, value, matched))
     return FnBinding("ground", (Constant(rows),), BindRel(tuple(terms[i] for i in kept)),
                      source=f"input {_input_name(binding)}")
 
@@ -423,6 +460,7 @@ def _substitute(clause: Clause, substitute: Any) -> Clause:
                        join=_kept(clause.join, substitute))
     assert isinstance(clause, Or)
     return replace(clause, join=_kept(clause.join, substitute),
+                   required=_kept(clause.required, substitute) or (),
                    branches=tuple(tuple(_substitute(c, substitute) for c in b)
                                   for b in clause.branches))
 

@@ -51,7 +51,7 @@ from workers.datalog.ast import (
     variables_of,
 )
 from workers.datalog.functions import FUNCTIONS, NONDETERMINISTIC, canonical
-from workers.datalog.pull import parse_pull
+from workers.datalog.pull import named_attribute, parse_pull
 from workers.edn import Keyword, intern, keyword, read
 from workers.edn import show as _show
 from workers.errors import ErrorCode, QueryError
@@ -75,10 +75,15 @@ def parse_query(query: Any) -> Query:
     sections = _sections(form)
     spec, elements = _find_spec(sections.get(FIND))
     find = _parse_find(elements)
+    with_ = _parse_with(sections.get(WITH, []))
+    shared = [str(v) for v in with_ if v in find]
+    if shared:
+        raise QueryError(f":find and :with should not use same variables: [{' '.join(shared)}]",
+                         form=sections[WITH])
     return Query(find=find,
                  where=_parse_where(sections.get(WHERE, [])),
                  inputs=_parse_inputs(sections.get(IN, [SOURCE])),
-                 with_=_parse_with(sections.get(WITH, [])),
+                 with_=with_,
                  rules=parse_rules(_rules_section(sections[RULES])) if RULES in sections
                  else (),
                  keys=_parse_keys(sections, len(find), spec),
@@ -222,8 +227,8 @@ def _parse_keys(sections: dict[Any, list[Any]], width: int,
         raise QueryError(f"{kind} names the columns of a relation or a tuple, not of a "
                          f"find-{'coll' if spec == 'collection' else 'scalar'}", form=names)
     if len(names) != width:
-        raise QueryError(f"{kind} names {len(names)} key(s) for {width} :find element(s)",
-                         form=names)
+        raise QueryError(f"{kind} names {len(names)} key(s) for {width} :find element(s) "
+                         "(Count of :keys/:strs/:syms must match count of :find)", form=names)
     if not all(isinstance(n, Symbol) and not isinstance(n, edn_format.Keyword) for n in names):
         raise QueryError(f"{kind} takes symbols, got {_show(names)}", form=names)
     return kind, tuple(n.name for n in names)
@@ -233,6 +238,9 @@ def _parse_keys(sections: dict[Any, list[Any]], width: int,
 def _parse_inputs(elements: list[Any]) -> tuple[InBinding, ...]:
     inputs: list[InBinding] = []
     for i, element in enumerate(elements, 1):
+        if isinstance(element, Symbol) and element in elements[:i - 1]:
+            raise QueryError(f":in element {i}: Vars used in :in should be distinct, "
+                             f"{element.name} appears twice", form=element)
         if element == SOURCE:
             continue
         if element == RULES_INPUT:
@@ -310,7 +318,7 @@ def _parse_list_clause(clause: tuple[Any, ...], where: str) -> Clause:
 def _parse_not(name: str, body: list[Any], clause: Any, where: str) -> Not:
     join = None
     if name == "not-join":
-        join, body = _parse_join_vars(body, name, where), body[1:]
+        join, body = _parse_join_vars(body, name, where)[0], body[1:]
     if not body:
         raise QueryError(f"{where}: ({name} ...) needs at least one clause", form=clause)
     return Not(join, _parse_clauses(body, f"{where}, inner clause "), source=clause)
@@ -319,9 +327,10 @@ def _parse_not(name: str, body: list[Any], clause: Any, where: str) -> Not:
 # or-clause = (or (clause | and-clause)+);  or-join-clause = (or-join rule-vars branch+)
 # and-clause = (and clause+)
 def _parse_or(name: str, body: list[Any], clause: Any, where: str) -> Or:
-    join = None
+    join: tuple[Variable, ...] | None = None
+    required: tuple[Variable, ...] = ()
     if name == "or-join":
-        join, body = _parse_join_vars(body, name, where), body[1:]
+        (join, required), body = _parse_join_vars(body, name, where), body[1:]
     if not body:
         raise QueryError(f"{where}: ({name} ...) needs at least one branch", form=clause)
     branches = []
@@ -333,21 +342,23 @@ def _parse_or(name: str, body: list[Any], clause: Any, where: str) -> Or:
             branches.append(_parse_clauses(list(branch[1:]), f"{inner}, clause "))
         else:
             branches.append((_parse_clause(branch, f"{inner} {_show(branch)}"),))
-    return Or(join, tuple(branches), source=clause)
+    return Or(join, tuple(branches), source=clause, required=required)
 
 
-def _parse_join_vars(body: list[Any], name: str, where: str) -> tuple[Variable, ...]:
-    """``[?x ?y]``, or ``[[?x] ?y]`` (the required-binding form; deltalog binds bottom-up,
-    so required and optional variables are treated alike)."""
+def _parse_join_vars(body: list[Any], name: str, where: str
+                     ) -> tuple[tuple[Variable, ...], tuple[Variable, ...]]:
+    """``[?x ?y]``, or ``[[?x] ?y]`` (the required-binding form: ``?x`` must be bound
+    around the clause); the join variables, and the required ones."""
     given = body[0] if body else None
     if not isinstance(given, list):
         raise QueryError(f"{where}: {name} starts with a vector of variables, got "
                          f"{_show(given)}", form=given)
-    flat = [*given[0], *given[1:]] if given and isinstance(given[0], list) else given
-    variables = [_parse_variable(v) for v in flat]
+    required, rest = (given[0], given[1:]) if given and isinstance(given[0], list) else ([], given)
+    variables = [_parse_variable(v) for v in [*required, *rest]]
     if not variables or any(v is None for v in variables):
         raise QueryError(f"{where}: {name} joins on variables, got {_show(given)}", form=given)
-    return tuple(v for v in variables if v is not None)
+    join = tuple(v for v in variables if v is not None)
+    return join, join[:len(required)]
 
 
 # pred-expr = [ (pred fn-arg+) ];  fn-expr = [ (fn fn-arg*) binding ]
@@ -364,6 +375,11 @@ def _parse_expression(clause: list[Any], where: str) -> Clause:
                          "standing query's rows would change with no datom changing, and a "
                          "replay would not reproduce them)", code=ErrorCode.QUERY_UNSUPPORTED,
                          form=clause)
+    if name.startswith("?"):
+        raise QueryError(f"{where}: calling {name}, a function bound to a variable (passed "
+                         "as an input), is not supported: inputs are data (EDN, Avro); call a "
+                         "built-in by name",
+                         code=ErrorCode.QUERY_UNSUPPORTED, form=clause)
     args = tuple(_parse_argument(a, where) for a in call[1:])
     if len(clause) == 1:
         if name not in FUNCTIONS:
@@ -378,7 +394,8 @@ def _parse_expression(clause: list[Any], where: str) -> Clause:
 
 def _unknown_function(name: str, where: str, kind: str, known: Mapping[str, Any],
                       clause: Any) -> QueryError:
-    return QueryError(f"{where}: unknown {kind} {name}; deltalog evaluates only built-in "
+    return QueryError(f"{where}: Unknown {kind} '{name} in {_show(clause)}; deltalog "
+                      "evaluates only built-in "
                       f"{kind}s: {', '.join(sorted(known))}",
                       code=ErrorCode.QUERY_UNSUPPORTED, form=clause)
 
@@ -397,7 +414,7 @@ def _parse_db_function(name: str, clause: list[Any], where: str) -> Clause:
         raise QueryError(f"{where}: expected [{shape}]", form=clause)
     entity, attribute = _parse_term(call[2], where), _parse_term(call[3], where)
     if name == "missing?":
-        return Not(None, (Pattern(entity, attribute, Blank(), source=clause),), source=clause)
+        return Not(None, (_has(entity, attribute, clause),), source=clause)
     if name == "get-some":
         if len(clause) != 2:
             raise QueryError(f"{where}: expected [{shape}]", form=clause)
@@ -407,8 +424,9 @@ def _parse_db_function(name: str, clause: list[Any], where: str) -> Clause:
             or isinstance(entity, Blank):
         raise QueryError(f"{where}: expected [{shape}]", form=clause)
     if call[4] is None:
-        raise QueryError(f"{where}: get-else takes a non-nil default (Datomic and Datascript "
-                         "refuse nil too); use (or-join ...) or [(missing? $ ?e :attr)]",
+        raise QueryError(f"{where}: get-else: nil default value is not supported — get-else "
+                         "takes a non-nil default (as in Datomic and Datascript); use "
+                         "(or-join ...) or [(missing? $ ?e :attr)]",
                          form=clause)
     default = _parse_argument(call[4], where)
     join = (entity, value) if isinstance(entity, Variable) else (value,)
@@ -417,6 +435,16 @@ def _parse_db_function(name: str, clause: list[Any], where: str) -> Clause:
         (Not(None, (Pattern(entity, attribute, Blank(), source=clause),), source=clause),
          FnBinding("ground", (default,), BindScalar(value), source=clause)),
     ), source=clause)
+
+
+def _has(entity: Term, attribute: Term, clause: Any) -> Pattern:
+    """``?e`` has ``:attr``: ``[?e :attr _]``; for a reverse ``:_attr`` (Datascript's
+    ``(missing? $ ?e :_parent)``), something points at ``?e``: ``[_ :attr ?e]``."""
+    if isinstance(attribute, Constant) and isinstance(attribute.value, Keyword):
+        spec = named_attribute(attribute.value)
+        if spec.reverse:
+            return Pattern(Blank(), Constant(spec.attribute), entity, source=clause)
+    return Pattern(entity, attribute, Blank(), source=clause)
 
 
 def _get_some(entity: Term, attributes: list[Term], binding: Binding, clause: Any) -> Or:
@@ -488,7 +516,9 @@ def _parse_rule(rule: Any, position: int) -> Rule:
     params = [*required, *head[2:]] if required is not None else list(head[1:])
     variables = [_parse_variable(p) for p in params]
     if any(v is None for v in variables) or required == []:
-        raise QueryError(f"{where}: a rule head names variables, got {_show(head)}", form=head)
+        wrong = next((p for p, v in zip(params, variables, strict=True) if v is None), head)
+        raise QueryError(f"{where}: a rule head names variables — Cannot parse var, expected "
+                         f"symbol starting with ?, got: {_show(wrong)}", form=head)
     if len(rule) < 2:
         raise QueryError(f"{where}: a rule needs at least one clause", form=rule)
     return Rule(head[0].name, tuple(v for v in variables if v is not None),
@@ -551,16 +581,16 @@ def _parse_argument(element: Any, where: str) -> Term:
         raise QueryError(f"{where}: nested calls such as {_show(element)} are not supported; "
                          "bind the inner call to a variable first",
                          code=ErrorCode.QUERY_UNSUPPORTED, form=element)
-    return Constant(_frozen(element))
+    return Constant(frozen(element))
 
 
-def _frozen(value: Any) -> Any:
+def frozen(value: Any) -> Any:
     """Collection constants become tuples and immutable maps so plans can hash them (a map
     stays a map: ``get`` and ``contains?`` read it)."""
     if isinstance(value, list):
-        return tuple(_frozen(x) for x in value)
+        return tuple(frozen(x) for x in value)
     if isinstance(value, Mapping):
-        return ImmutableDict({k: _frozen(v) for k, v in value.items()})
+        return ImmutableDict({k: frozen(v) for k, v in value.items()})
     return value
 
 

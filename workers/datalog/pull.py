@@ -112,7 +112,7 @@ def _parse_map_entry(key: Any, value: Any, where: str) -> AttrSpec:
 #           | ("default" | 'default') attr-name any-value            (as a list or a vector)
 def _parse_attr(form: Any, where: str) -> AttrSpec:
     if isinstance(form, Keyword):
-        return _named(form)
+        return named_attribute(form)
     if isinstance(form, list | tuple) and form:
         head = form[0]
         name = head.name if isinstance(head, Symbol) and not isinstance(head, Keyword) else head
@@ -126,7 +126,7 @@ def _parse_attr(form: Any, where: str) -> AttrSpec:
                      "or {:attr [pattern]})", form=form)
 
 
-def _named(attribute: Keyword) -> AttrSpec:
+def named_attribute(attribute: Keyword) -> AttrSpec:
     """``:ns/_name`` is the reverse of ``:ns/name``; the key keeps the spelling."""
     namespace, slash, name = attribute.name.rpartition("/")
     if name.startswith("_") and len(name) > 1:
@@ -138,7 +138,7 @@ def _with_options(attribute: Any, options: list[Any], form: Any, where: str) -> 
     if not isinstance(attribute, Keyword) or not options or len(options) % 2:
         raise QueryError(f"{where}: expected [:attr option value ...], got {_show(form)}",
                          form=form)
-    spec = _named(attribute)
+    spec = named_attribute(attribute)
     key, limit, has_default, default = spec.key, spec.limit, False, None
     for option, value in zip(options[::2], options[1::2], strict=True):
         if option == AS:

@@ -57,6 +57,11 @@ def row(text: str, message: str) -> Any:
     row("{:find [?e] :rules [[r ?e]] :where [[?e :a]]}",
         "rule 1 [r ?e]: a rule is [(name ?var ...) clause+]"),
     row("[:find ?e ?e :where [?e :a]]", ":find element 2: ?e appears twice"),
+    # Datascript's parser (parser_query.cljc) refuses both
+    row("[:find ?e :with ?e :where [?e :a]]",
+        ":find and :with should not use same variables: [?e]"),
+    row("[:find ?e :in $ ?x ?x :where [?e :a ?x]]",
+        ":in element 3: Vars used in :in should be distinct, ?x appears twice"),
     row("[:find ?e :where [?e :a] :find ?e]", ":find appears twice in the query"),
     row("[?e :find ?e :where [?e :a]]", "a vector query starts with a keyword such as :find"),
     row("{:find ?e :where [[?e :a]]}", ":find takes a vector, got ?e"),
@@ -70,9 +75,10 @@ def test_malformed_query_is_refused_with_query_shape(text, message):
 
 @pytest.mark.parametrize(("text", "message"), [
     row("[:find ?e :where [?e :age ?a] [(eval ?a)]]",
-        ":where clause 2 [(eval ?a)]: unknown predicate eval; deltalog evaluates only "
-        "built-in predicates"),
-    row("[:find ?e :where [?e :age ?a] [(slurp ?a) ?b]]", "unknown function slurp"),
+        ":where clause 2 [(eval ?a)]: Unknown predicate 'eval in [(eval ?a)]; deltalog "
+        "evaluates only built-in predicates"),
+    row("[:find ?e :where [?e :age ?a] [(slurp ?a) ?b]]",
+        "Unknown function 'slurp in [(slurp ?a) ?b]"),
     row("[:find ?e :where [?e :age ?a] [(inc (inc ?a)) ?b]]",
         "nested calls such as (inc ?a) are not supported"),
     row("[:find ?e :where [?e :a] [(fulltext $ :a \"x\") [[?e]]]]", "fulltext is not supported"),

@@ -48,7 +48,7 @@ def row(text: str, expected: Any) -> Any:
     row("(or [?e :age 1] [?e :age 2])",
         Or(None, ((Pattern(E, C(AGE), C(1)),), (Pattern(E, C(AGE), C(2)),)))),
     row("(or-join [[?e] ?a] (and [?e :age ?a] [(> ?a 1)]))",
-        Or((E, A), ((Pattern(E, C(AGE), A), Predicate(">", (A, C(1)))),))),
+        Or((E, A), ((Pattern(E, C(AGE), A), Predicate(">", (A, C(1)))),), required=(E,))),
     row("(ancestor ?a _ 3)", RuleCall("ancestor", (A, _, C(3)))),
     row("[(missing? $ ?e :age)]", Not(None, (Pattern(E, C(AGE), _),))),
     row("[(get-else $ ?e :age 0) ?a]",

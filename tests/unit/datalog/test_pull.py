@@ -110,11 +110,11 @@ def test_malformed_or_unsupported_pattern_is_refused(text: str, message: str) ->
 @pytest.mark.parametrize("text", [
     "[:find (pull ?e ?p) :where [?e :name ?p]]",
     "[:find (pull ?e ?p) :in $ ?p :where [?e :name ?p]]",
-    "[:find ?p (pull ?e ?p) :in $ ?p :where [?e :name]]",
     "[:find (pull ?e ?p) (max ?p ?e) :in $ ?p :where [?e :name]]",
     "[:find (pull ?e ?p) :in $ [?p] :where [?e :name]]",
 ], ids=str)
 def test_pattern_variable_must_be_an_input_used_by_pull_only(text: str) -> None:
+    """(:find may return it: tests/unit/conformance/test_query_pull.py, test-var-pattern.)"""
     with pytest.raises(QueryError, match=r"the pattern \?p must be an :in scalar used by pull "
                                          "only") as info:
         compile_query(text, ["[:name]"] if ":in" in text else [])

@@ -255,23 +255,36 @@ def row(method: str, timings: Timings, base: float | None) -> Row:
 
 
 def rows_of(run: Run) -> list[Row]:
-    """The table: incremental (all, inserts, deletes, sampled ticks), then the recomputes."""
+    """The table: incremental (all, inserts, deletes, sampled ticks; inserts and deletes
+    again without the tick right after each recompute, which finds the caches full of the
+    recompute's data: ~3 ms more for any tick on the power-law closure), then the
+    recomputes."""
     incremental = row("incremental (all ticks)", run.incremental, None)
     sampled = set(run.local.ticks)
-    on_samples = Timings()
-    for tick, ns in zip(run.incremental.ticks, run.incremental.ns, strict=True):
-        if tick in sampled:
-            on_samples.add(tick, ns)
+    after = {tick + 1 for tick in sampled}
     rows = [incremental]
     rows += [row(label, t, None) for label, t in (
         ("incremental inserts", run.inserts),
         ("incremental deletes", run.deletes),
-        ("incremental (sampled ticks)", on_samples),
+        ("incremental (sampled ticks)", _only(run.incremental, sampled.__contains__)),
+        ("inserts, not right after a recompute",
+         _only(run.inserts, lambda tick: tick not in after)),
+        ("deletes, not right after a recompute",
+         _only(run.deletes, lambda tick: tick not in after)),
     ) if t.ns]
     rows.append(row("recompute engine.query", run.local, incremental.median_ms))
     if run.duckdb.ns:
         rows.append(row("recompute DuckDB", run.duckdb, incremental.median_ms))
     return rows
+
+
+def _only(timings: Timings, keep: Callable[[int], bool]) -> Timings:
+    """The ticks of ``timings`` that ``keep`` accepts."""
+    kept = Timings()
+    for tick, ns in zip(timings.ticks, timings.ns, strict=True):
+        if keep(tick):
+            kept.add(tick, ns)
+    return kept
 
 
 def table(rows: list[Row]) -> str:

@@ -7,6 +7,7 @@ The integrated changes equal the from-scratch oracle after every tick."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
@@ -15,6 +16,11 @@ from hypothesis import strategies as st
 
 from tests.property.strategies import ADD, NAME, RETRACT, TO, reference_db
 from workers.engine import Engine
+from workers.executors import Work
+from workers.executors.extenders import Row
+from workers.executors.generic_join import count_support, witnessed
+from workers.executors.joins import LocalJoins
+from workers.plan.ir import JoinProgram
 from workers.testing import evaluate_from_scratch
 from workers.zset import add_into
 
@@ -101,3 +107,51 @@ def test_deletes_in_recursive_strata_match_recompute(
         if reference.transact(tx):
             add_into(view, engine.transact(tx).get("q", {}))
         assert view == evaluate_from_scratch(query, reference.datoms, [rules]), tx
+
+
+@pytest.mark.parametrize("rules", [pytest.param(QUERIES[name][1], id=name) for name in (
+    "right-recursive closure", "left-recursive closure", "non-linear closure",
+    "mutual recursion")])
+@settings(max_examples=50, deadline=None)
+@given(graph=hub_graph, stream=ticks)
+def test_a_round_at_once_answers_as_a_search_per_row(
+        rules: str, graph: set[tuple[int, int]],
+        stream: list[list[tuple[bool, tuple[int, int]]]]) -> None:
+    """A program of one level answers a round's support check, and the rederive step's,
+    at once (``witnessed_at_once``): the same rows as GenericJoin's search per row, in
+    every tick's mid-delete state (the tick's delta, the marked tuples, the levels)."""
+    witnessed_at_once, derivable_at_once = LocalJoins.witnessed, LocalJoins.derivable
+    rounds: list[int] = []
+
+    def witnessed_both(joins: LocalJoins, program: JoinProgram, rows: Iterable[Row],
+                       accept: Callable[[Row], bool], work: Work) -> set[Row]:
+        rows = list(rows)
+        found = witnessed_at_once(joins, program, rows, accept, work)
+        compiled = joins.compiled(program)
+        assert found == {row for row in rows if witnessed(compiled, row, accept, Work())}
+        rounds.append(len(rows))
+        return found
+
+    def derivable_both(joins: LocalJoins, program: JoinProgram, rows: Iterable[Row],
+                       work: Work) -> set[Row]:
+        rows = list(rows)
+        found = derivable_at_once(joins, program, rows, work)
+        compiled = joins.compiled(program)
+        assert found == {row for row in rows if count_support(compiled, row, 1, Work())}
+        return found
+
+    engine, reference = Engine(), reference_db()
+    engine.transact(tx_of([(True, edge) for edge in sorted(graph)]))
+    engine.register("q", PAIRS.format("reach" if "reach" in rules else "even"), [rules])
+    present, deleted = set(graph), False  # a present edge deleted: a round is checked
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(LocalJoins, "witnessed", witnessed_both)
+        patch.setattr(LocalJoins, "derivable", derivable_both)
+        for ops in stream:
+            if not reference.transact(tx_of(ops)):  # refused (an edge added and retracted)
+                continue
+            engine.transact(tx_of(ops))
+            deleted = deleted or any(not add and edge in present for add, edge in ops)
+            present = ({edge for add, edge in ops if add}
+                       | (present - {edge for add, edge in ops if not add}))
+    assert rounds or not deleted

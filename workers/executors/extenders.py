@@ -57,13 +57,14 @@ def lookup_depth(spec: ExtenderSpec) -> int:
 class TrieExtender:
     """One pattern over one trie (a state or a delta)."""
 
-    __slots__ = ("_shape", "_tail", "_weighted", "node")
+    __slots__ = ("_shape", "_tail", "_weighted", "node", "prefix")
 
     def __init__(self, spec: ExtenderSpec, arrangement: Arrangement) -> None:
         depth = lookup_depth(spec)
         # The trie is mutated in place and never replaced, so the lookup can hold it.
         trie = arrangement.index(spec.order)  # type: ignore[arg-type]  # order fits its relation
         self.node = _prefix_lookup(trie, spec.steps[:depth])
+        self.prefix = _prefix_of(spec.steps[:depth])  # the keys ``node`` looks up
         self._tail: tuple[Step, ...] = spec.steps[depth:]
         self._weighted = spec.weighted
         self._shape = _shape(self._tail)
@@ -141,31 +142,32 @@ class TrieExtender:
 class SpineExtender:
     """One data pattern over the database state (a set of datoms, as a spine of id batches)."""
 
-    __slots__ = ("_order", "_prefix", "_shape", "_spine", "_tail", "_weighted")
+    __slots__ = ("_free_tail", "_order", "_shape", "_spine", "_tail", "_weighted", "prefix")
 
     def __init__(self, spec: ExtenderSpec, spine: SpineArrangement) -> None:
         depth = lookup_depth(spec)
         assert isinstance(spec.order, IndexOrder)
         self._spine, self._order = spine, spec.order
-        self._prefix = _prefix_of(spec.steps[:depth])
+        self.prefix = _prefix_of(spec.steps[:depth])
         self._tail: tuple[Step, ...] = spec.steps[depth:]
+        self._free_tail = all(s.kind is StepKind.FREE for s in self._tail)  # a check's weight
         self._weighted = spec.weighted
         self._shape = _shape(self._tail)
 
     def count(self, row: Row) -> int:
         """An upper bound (GenericJoin only ranks extenders by it), O(sources)."""
-        return self._spine.estimate(self._order, self._prefix(row))
+        return self._spine.estimate(self._order, self.prefix(row))
 
     def propose(self, row: Row) -> Candidates:
         if self._shape == "leaf" or self._shape == "scan":
-            sums = self._spine.propose(self._order, self._prefix(row))
+            sums = self._spine.propose(self._order, self.prefix(row))
             return sums if self._weighted else dict.fromkeys(sums, 1)
         return self._walk(row, single=True)
 
     def weights(self, row: Row, candidates: Candidates) -> dict[Any, int]:
         """This pattern's weight (or presence) for each candidate that has one."""
         if self._shape == "leaf" or self._shape == "scan":
-            found = self._spine.intersect(self._order, self._prefix(row),
+            found = self._spine.intersect(self._order, self.prefix(row),
                                           dict.fromkeys(candidates, 1))
             return found if self._weighted else dict.fromkeys(found, 1)
         every = self._walk(row, single=True)
@@ -173,19 +175,19 @@ class SpineExtender:
 
     def intersect(self, row: Row, candidates: Candidates) -> dict[Any, int]:
         if self._weighted and (self._shape == "leaf" or self._shape == "scan"):
-            return self._spine.intersect(self._order, self._prefix(row), candidates)
+            return self._spine.intersect(self._order, self.prefix(row), candidates)
         return {x: w * candidates[x] for x, w in self.weights(row, candidates).items()}
 
     def weight(self, row: Row) -> int:
         """The weight of a fully bound pattern (a check)."""
-        if all(s.kind is StepKind.FREE for s in self._tail):
-            total = self._spine.weight(self._order, self._prefix(row))
+        if self._free_tail:
+            total = self._spine.weight(self._order, self.prefix(row))
             return total if self._weighted or not total else 1
         return self._walk(row, single=False).get((), 0)
 
     def enumerate(self, row: Row = ()) -> dict[Row, int]:
         """Every binding of the spec's BIND columns with its weight (a seed)."""
-        leaves = self._spine.enumerate(self._order, self._prefix(row))
+        leaves = self._spine.enumerate(self._order, self.prefix(row))
         if self._shape == "pairs":
             if self._tail[0].arg == 0:
                 return leaves
@@ -197,7 +199,7 @@ class SpineExtender:
         """The tail's steps over the datoms under the prefix: each binding's weight (or
         presence), keyed by the bound column (``single``) or the tuple of BIND columns."""
         if leaves is None:
-            leaves = self._spine.enumerate(self._order, self._prefix(row))
+            leaves = self._spine.enumerate(self._order, self.prefix(row))
         binds = sum(s.kind is StepKind.BIND for s in self._tail)
         out: dict[Any, int] = {}
         for suffix, weight in leaves.items():
@@ -242,17 +244,21 @@ def _prefix_of(steps: Sequence[Step]) -> Callable[[Row], tuple[Any, ...]]:
         if second_const:
             return lambda row: (row[a], b)
         return lambda row: (row[a], row[b])
+    if [is_const for is_const, _ in keys] == [False, True, False]:  # a whole datom: a check
+        (_, a), (_, b), (_, c) = keys
+        return lambda row: (row[a], b, row[c])
     return lambda row: tuple(arg if is_const else row[arg] for is_const, arg in keys)
 
 
 class OverlayExtender:
     """The ``new`` state of one pattern: the old trie plus the tick's delta trie."""
 
-    __slots__ = ("_delta", "_old", "_weighted")
+    __slots__ = ("_delta", "_old", "_weighted", "prefix")
 
     def __init__(self, old: SpineExtender | TrieExtender, delta: TrieExtender,
                  weighted: bool) -> None:
         self._old, self._delta, self._weighted = old, delta, weighted
+        self.prefix = old.prefix  # the delta's too: one spec
 
     def count(self, row: Row) -> int:
         return self._old.count(row) + self._delta.count(row)
@@ -270,8 +276,9 @@ class OverlayExtender:
 
     def intersect(self, row: Row, candidates: Candidates) -> dict[Any, int]:
         if self._weighted:  # weights add: each side's intersection, then their sum
-            return add_into(self._old.intersect(row, candidates),
-                            self._delta.intersect(row, candidates))
+            old, delta = self._old.intersect(row, candidates), self._delta.intersect(row,
+                                                                                candidates)
+            return add_into(old, delta) if delta else old
         return {x: w * candidates[x] for x, w in self.weights(row, candidates).items()}
 
     def weight(self, row: Row) -> int:

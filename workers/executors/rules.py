@@ -437,11 +437,15 @@ class PreparedRules:
         """The heads ``program`` derives from the literal's tuples."""
         steps = self._unify[id(seeded)]
         width = sum(s.kind is StepKind.BIND for s in steps)
-        rows = {}
-        for values, _ in tuples:
-            row = _unify(steps, values, width)
-            if row is not None:
-                rows[row] = 1
+        if width == len(steps) and all(s.arg == i for i, s in enumerate(steps)):
+            # every column bound, in order (a recursive literal's): each tuple is its row
+            rows = dict.fromkeys((values for values, _ in tuples), 1)
+        else:
+            rows = {}
+            for values, _ in tuples:
+                row = _unify(steps, values, width)
+                if row is not None:
+                    rows[row] = 1
         if not rows:
             return []
         return [head for head, weight in self.joins.run(program, rows, work).items()

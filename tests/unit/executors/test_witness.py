@@ -4,10 +4,15 @@ has one derivation per successor, and listing them all was the deletes' tail."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
 from workers.edn import keyword
 from workers.engine import Engine
 from workers.executors import Work
-from workers.executors.extenders import Row
+from workers.executors.extenders import OverlayExtender, Row
 from workers.executors.rules import PreparedRules
 from workers.plan.ir import JoinProgram
 
@@ -68,3 +73,26 @@ def test_derivable_without_a_search_for_a_program_of_checks_alone() -> None:
     assert len(successors) == FANOUT
     rows = [*successors, (hub, sink), (sink, hub)]
     assert prepared.joins.derivable(base, rows, Work()) == set(successors)
+
+
+def test_a_round_reads_a_prefix_shared_by_its_rows_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hub delete's candidates ``(hub, b)`` all extend through the hub's successors: a
+    witness of one level proposes them once for the whole round, not once per row (a
+    search per row read them through the spine and the tick's delta every time)."""
+    prepared, witness, (hub, _) = hub_closure()
+    successors, _ = prepared.joins.compiled(witness).levels[0]  # type: ignore[misc]
+    reads: list[Row] = []
+
+    def counted(read: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(extender: OverlayExtender, row: Row, *args: Any) -> Any:
+            if extender is successors:
+                reads.append(row)
+            return read(extender, row, *args)
+        return wrapper
+
+    for verb in ("propose", "intersect"):
+        monkeypatch.setattr(OverlayExtender, verb, counted(getattr(OverlayExtender, verb)))
+    rows = [row for row in prepared.root.state.rows if row[0] == hub]  # (hub, b), b below
+    assert len(rows) == FANOUT + 1
+    assert prepared.joins.witnessed(witness, rows, lambda row: False, Work()) == set()
+    assert len(reads) == 1

@@ -14,6 +14,7 @@ from bench.harness import first_line, main
 # name -> module; each module has `parse_args(parser, argv)` and `run(args)`
 BENCHMARKS = {
     "latency": "bench.engine.latency",
+    "single": "bench.engine.single",
     "bootstrap": "bench.engine.bootstrap",
     "cluster": "bench.engine.cluster",
     "closure": "bench.engine.closure",

@@ -289,10 +289,10 @@ class Engine:
         self.dispatch.applied()
         self._delta.reset({})
         # Step 6: pulled maps, re-read after the tick for the entities it may have changed.
-        reader = PullReader(self.db, self.schema)
+        reader = PullReader(self.db, self.schema) if pulled else None
         for name, rows in pulled.items():
             pulling = self._queries[name].pulling
-            assert pulling is not None
+            assert pulling is not None and reader is not None
             started = time.perf_counter()
             rows = pulling.step(rows, reader, delta)
             self.last_work[name].seconds += time.perf_counter() - started

@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from workers.arrangements import INDEX_ORDERS, IndexOrder, MemoryArrangement
-from workers.arrangements.spine import DatomBatch, IdDatom, SpineArrangement
+from workers.arrangements.spine import SMALL_NODE, DatomBatch, IdDatom, SpineArrangement
 from workers.zset import add
 
 KEYS = range(6)  # ids 0..5 present, 6 never: lookups of absent keys
@@ -104,16 +104,21 @@ class Inline(Executor):
 
 
 compaction = st.sampled_from([None, 1])  # never, or whenever it is due
+# every node read whole (these nodes hold 7 keys at most), or only the empty ones: the
+# general path, per source
+small_node = st.sampled_from([SMALL_NODE, 0])
 
 
 @given(stream=st.lists(st.tuples(deltas, st.booleans()), min_size=1, max_size=10),
        limit=st.sampled_from([1, 4, 64]), asked=prefixes, adds_only=st.booleans(),
-       compact_from=compaction)
+       compact_from=compaction, small=small_node)
 def test_every_verb_answers_as_the_dict_tries(stream: list[tuple[dict[IdDatom, int], bool]],
                                               limit: int, asked: list[tuple[int, ...]],
-                                              adds_only: bool, compact_from: int | None) -> None:
+                                              adds_only: bool, compact_from: int | None,
+                                              small: int) -> None:
     """``adds_only``: every source positive, so several sources answer by adding keys."""
-    spine = SpineArrangement(layer_limit=limit, compact_from=compact_from, compactor=Inline())
+    spine = SpineArrangement(layer_limit=limit, compact_from=compact_from, compactor=Inline(),
+                             small_node=small)
     tries = MemoryArrangement()
     for delta, bulk in stream:
         if adds_only:
@@ -138,15 +143,15 @@ toggles = st.lists(st.tuples(st.lists(datoms, min_size=1, max_size=12), st.boole
 
 
 @given(stream=toggles, limit=st.sampled_from([1, 4, 64]), asked=prefixes,
-       compact_from=compaction)
+       compact_from=compaction, small=small_node)
 def test_a_nonnegative_spine_answers_as_the_dict_tries(
         stream: list[tuple[list[IdDatom], bool]], limit: int,
-        asked: list[tuple[int, ...]], compact_from: int | None) -> None:
+        asked: list[tuple[int, ...]], compact_from: int | None, small: int) -> None:
     """A database's spine (a set: each delta adds absent datoms and retracts present ones,
     so the layer and later batches hold -1s for datoms of earlier batches) reads across
     sources by summing; ``estimate`` never undercounts."""
     spine = SpineArrangement(layer_limit=limit, nonnegative=True, compact_from=compact_from,
-                             compactor=Inline())
+                             compactor=Inline(), small_node=small)
     tries = MemoryArrangement()
     for toggled, bulk in stream:
         delta = {d: -1 if tries.weight(d) else 1 for d in toggled}

@@ -150,31 +150,30 @@ class Batch:
     def node(self, prefix: Sequence[int]) -> tuple[int, int]:
         """The range, at level ``len(prefix)``, of the keys under ``prefix`` (empty: lo == hi);
         at level 3 the leaf itself."""
-        if not prefix:
-            return 0, len(self._b0) - 1
-        k = prefix[0]
-        if self._k0 is None:
-            if not 0 <= k < len(self._b0) - 1:
+        depth, b0 = len(prefix), self._b0
+        if not depth:
+            return 0, len(b0) - 1
+        i = prefix[0]
+        if self._k0 is None:  # dense: the key is the row
+            if not 0 <= i < len(b0) - 1:
                 return 0, 0
-            lo, hi = self._b0[k], self._b0[k + 1]
         else:
-            i = bisect_left(self._k0, k)
-            if i == len(self._k0) or self._k0[i] != k:
+            k0 = self._k0
+            i = bisect_left(k0, i)
+            if i == len(k0) or k0[i] != prefix[0]:
                 return 0, 0
-            lo, hi = self._b0[i], self._b0[i + 1]
-        if len(prefix) >= 2:
-            k = prefix[1]
-            i = bisect_left(self._k1, k, lo, hi)
-            if i == hi or self._k1[i] != k:
-                return 0, 0
-            lo, hi = self._b1[i], self._b1[i + 1]
-        if len(prefix) == 3:
-            k = prefix[2]
-            i = bisect_left(self._k2, k, lo, hi)
-            if i == hi or self._k2[i] != k:
-                return 0, 0
-            lo, hi = i, i + 1
-        return lo, hi
+        lo, hi = b0[i], b0[i + 1]
+        if depth == 1:
+            return lo, hi
+        k, keys = prefix[1], self._k1
+        i = bisect_left(keys, k, lo, hi)
+        if i == hi or keys[i] != k:
+            return 0, 0
+        if depth == 2:
+            return self._b1[i], self._b1[i + 1]
+        lo, hi, k, keys = self._b1[i], self._b1[i + 1], prefix[2], self._k2
+        i = bisect_left(keys, k, lo, hi)
+        return (0, 0) if i == hi or keys[i] != k else (i, i + 1)
 
     def count(self, depth: int, lo: int, hi: int) -> int:
         """How many keys the node holds (the dense level's absent ids not counted)."""

@@ -63,8 +63,10 @@ class TickDelta:
         self._spine: SpineArrangement | None = None
 
     def reset(self, delta: IdDelta) -> None:
-        """The next tick's delta (nothing is arranged yet)."""
-        self.arrangement.reset({})
+        """The next tick's delta (nothing is arranged yet; the tries are emptied only when
+        the last delta filled them)."""
+        if self._arranged and len(self):
+            self.arrangement.reset({})
         self._datoms, self._columns = (None, delta) if isinstance(delta, DatomColumns) else (
             delta, None)
         self._arranged = not delta

@@ -38,11 +38,28 @@ class MemoryArrangement:
         return self.tries[order]
 
     def update(self, delta: Mapping[Datom, int]) -> None:
-        """Add ``delta`` to every index, keeping the no-zero/no-empty invariant."""
+        """Add ``delta`` to every index, keeping the no-zero/no-empty invariant (one loop,
+        no call per leaf: a single-datom tick writes eight leaves, its delta's and the
+        database layer's)."""
         self.version += 1
-        for trie, i, j, k in self._permuted:
-            for datom, weight in delta.items():
-                _add_leaf(trie, datom[i], datom[j], datom[k], weight)
+        for datom, weight in delta.items():
+            for trie, i, j, k in self._permuted:
+                k0, k1, k2 = datom[i], datom[j], datom[k]
+                level1 = trie.get(k0)
+                if level1 is None:
+                    level1 = trie[k0] = {}
+                level2 = level1.get(k1)
+                if level2 is None:
+                    level2 = level1[k1] = {}
+                total = level2.get(k2, 0) + weight
+                if total:
+                    level2[k2] = total
+                    continue
+                level2.pop(k2, None)
+                if not level2:
+                    del level1[k1]
+                    if not level1:
+                        del trie[k0]
 
     def reset(self, delta: Mapping[Datom, int]) -> None:
         """Replace the contents by ``delta``, keeping the same trie objects (readers hold them)."""
@@ -86,21 +103,3 @@ class MemoryArrangement:
 
 def _copy(trie: Trie) -> Trie:
     return {k0: {k1: dict(leaves) for k1, leaves in level.items()} for k0, level in trie.items()}
-
-
-def _add_leaf(trie: Trie, k0: Any, k1: Any, k2: Any, weight: int) -> None:
-    level1 = trie.get(k0)
-    if level1 is None:
-        level1 = trie[k0] = {}
-    level2 = level1.get(k1)
-    if level2 is None:
-        level2 = level1[k1] = {}
-    total = level2.get(k2, 0) + weight
-    if total:
-        level2[k2] = total
-        return
-    level2.pop(k2, None)
-    if not level2:
-        del level1[k1]
-        if not level1:
-            del trie[k0]

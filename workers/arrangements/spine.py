@@ -44,6 +44,11 @@ from workers.arrangements.keys import INDEX_ORDERS, IndexOrder
 from workers.arrangements.memory import MemoryArrangement
 from workers.zset import add_into
 
+# A node with at most this many keys is read whole (``SpineArrangement._whole``), once per
+# write, and every verb on it reads that dict; a larger one stays on the per-source path
+# (counted without reading it, searched per candidate).  The grid's nodes hold ~3 keys; on
+# the power-law closure 64 read nodes whole that were only counted (docs/engine.md).
+SMALL_NODE = 16
 # Read once: an Enum member read through its class costs ~90 ns on the one-prefix path.
 EAV, AEV, AVE, VAE = IndexOrder.EAV, IndexOrder.AEV, IndexOrder.AVE, IndexOrder.VAE
 IdDatom = tuple[int, int, int]
@@ -117,16 +122,20 @@ class SpineArrangement:
     __slots__ = ("_by_order", "_compaction", "_compactor", "_holder_views", "_holders",
                  "_layer_batch", "_layer_negative", "_layer_rows", "_read", "_summed",
                  "_summed_keys", "batches", "compact_from", "layer", "layer_limit",
-                 "nonnegative")
+                 "nonnegative", "small_node")
 
     def __init__(self, layer_limit: int = 4096, nonnegative: bool = False,
-                 compact_from: int | None = None, compactor: Executor | None = None) -> None:
+                 compact_from: int | None = None, compactor: Executor | None = None,
+                 small_node: int = SMALL_NODE) -> None:
         """``nonnegative``: the caller promises the Z-set never has a negative weight (a
         set or a multiset; the sources may), which makes reads across sources cheaper.
+        ``small_node``: a prefix whose node has at most this many keys is read whole
+        (``_whole``; 0: only an empty one, the tests' general path).
         ``compact_from``: from this many datoms, the batches are merged into one in the
         background whenever the newer ones hold an eighth of the oldest (None: never), on
         ``compactor`` (by default one thread shared by every spine)."""
         self.nonnegative = nonnegative
+        self.small_node = small_node
         self.compact_from = compact_from
         self._compactor = compactor or _COMPACTOR
         self._compaction: tuple[int, Future[DatomBatch | None]] | None = None
@@ -296,6 +305,9 @@ class SpineArrangement:
 
     def count(self, order: IndexOrder, prefix: Sequence[int]) -> int:
         """How many keys follow ``prefix`` (``len(trie[k0]...)``), ``len(prefix) <= 2``."""
+        sums = self._summed.get((order, prefix)) or self._whole(order, prefix)
+        if sums is not None:
+            return len(sums)
         nodes, depth = self._nodes(order, prefix), len(prefix)
         if len(nodes) == 1:
             node = nodes[0]
@@ -307,8 +319,11 @@ class SpineArrangement:
 
     def estimate(self, order: IndexOrder, prefix: Sequence[int]) -> int:
         """:meth:`count` or more: the sources' counts added (a key in several is counted in
-        each, a retracted one still counted), without reading any node whole — what
-        GenericJoin needs to pick a proposer."""
+        each, a retracted one still counted), without reading a large node whole — what
+        GenericJoin needs to pick a proposer.  A small node is read whole (exact)."""
+        sums = self._summed.get((order, prefix)) or self._whole(order, prefix)
+        if sums is not None:
+            return len(sums)
         depth, total = len(prefix), 0
         for node in self._nodes(order, prefix):
             total += node[0].count(depth, node[1], node[2]) if isinstance(node, tuple) else len(
@@ -323,19 +338,46 @@ class SpineArrangement:
         key = (order, prefix)
         sums = self._summed.get(key)
         if sums is None:
-            sums = self._propose(self._nodes(order, prefix), len(prefix))
-            if len(sums) <= _SUMMED_MEMO:
-                if self._summed_keys + len(sums) > _SUMMED_MEMO:
-                    self._summed.clear()
-                    self._summed_keys = 0
-                self._summed[key] = sums
-                self._summed_keys += len(sums)
+            sums = self._remember(key, self._propose(self._nodes(order, prefix), len(prefix)))
+        return sums
+
+    def _whole(self, order: IndexOrder, prefix: Sequence[int]) -> dict[int, int] | None:
+        """:meth:`propose` when it is remembered or the node is small (read whole now: at
+        most ``small_node`` keys in all its sources), else None.  Every verb on a small
+        node then reads one dict, as the dict tries did: its size is the count, its keys
+        intersect in C, a whole datom's weight is its entry under its two-key prefix
+        (a single-edge tick reads ~5 prefixes ~15 times)."""
+        key = (order, prefix)
+        sums = self._summed.get(key)
+        if sums is not None:
+            return sums
+        if self._compaction is not None:
+            self._adopt()
+        nodes = self._read.get(key) or self._find_nodes(order, prefix)
+        if len(nodes) == 1 and type(nodes[0]) is tuple:  # one batch holds it: most prefixes
+            batch, lo, hi = nodes[0]
+            if hi - lo <= self.small_node:
+                return self._remember(key, batch.sums(len(prefix), lo, hi))
+        elif sum(map(_size, nodes)) <= self.small_node:
+            return self._remember(key, self._propose(nodes, len(prefix)))
+        self._keep(key, nodes)
+        return None
+
+    def _remember(self, key: tuple[IndexOrder, Sequence[int]],
+                  sums: dict[int, int]) -> dict[int, int]:
+        """Keep a prefix's proposals until the next write (at most ``_SUMMED_MEMO`` keys)."""
+        if len(sums) <= _SUMMED_MEMO:
+            if self._summed_keys + len(sums) > _SUMMED_MEMO:
+                self._summed.clear()
+                self._summed_keys = 0
+            self._summed[key] = sums
+            self._summed_keys += len(sums)
         return sums
 
     def _propose(self, nodes: list[Node], depth: int) -> dict[int, int]:
         if len(nodes) <= 1:
             return _sums(nodes[0], depth) if nodes else {}
-        if self._positive(nodes) or self.nonnegative:
+        if self.nonnegative or self._positive(nodes):
             out: dict[int, int] = {}
             for node in nodes:
                 add_into(out, _sums(node, depth))
@@ -345,15 +387,21 @@ class SpineArrangement:
     def intersect(self, order: IndexOrder, prefix: Sequence[int],
                   candidates: Mapping[int, int]) -> dict[int, int]:
         """The candidates following ``prefix``, each weight times the summed weight under it."""
-        sums = self._summed.get((order, prefix))
-        nodes, depth = self._nodes(order, prefix), len(prefix)
-        small = sum(map(_size, nodes)) <= 8 * len(candidates)  # reading them whole costs less
-        if sums is not None or small or (
-                len(nodes) > 1 and not self._positive(nodes) and not self.nonnegative):
-            sums = sums if sums is not None else self.propose(order, prefix)
-            # the keys' intersection in C, then a product for each key both hold
-            return {x: candidates[x] * sums[x] for x in candidates.keys() & sums.keys()}
-        out: dict[int, int] = {}  # a binary search per candidate in each node
+        sums = self._summed.get((order, prefix)) or self._whole(order, prefix)
+        if sums is None:
+            nodes, depth = self._nodes(order, prefix), len(prefix)
+            if sum(map(_size, nodes)) <= 8 * len(candidates) or (  # reading whole costs less
+                    len(nodes) > 1 and not self._positive(nodes) and not self.nonnegative):
+                sums = self.propose(order, prefix)
+            else:
+                return self._search(nodes, depth, candidates)
+        # the keys' intersection in C, then a product for each key both hold
+        return {x: candidates[x] * sums[x] for x in candidates.keys() & sums.keys()}
+
+    def _search(self, nodes: list[Node], depth: int,
+                candidates: Mapping[int, int]) -> dict[int, int]:
+        """:meth:`intersect` over large nodes: a binary search per candidate in each."""
+        out: dict[int, int] = {}
         for x, w in candidates.items():
             found = [s for node in nodes if (s := _below(node, depth, x)) is not None]
             if found:
@@ -363,7 +411,15 @@ class SpineArrangement:
         return out
 
     def weight(self, order: IndexOrder, prefix: Sequence[int]) -> int:
-        """The summed weight of the datoms under ``prefix`` (a whole datom: its weight)."""
+        """The summed weight of the datoms under ``prefix`` (a whole datom: its weight, read
+        from its two-key prefix's proposals when that node is small)."""
+        if len(prefix) == 3:
+            if order is AEV or order is AVE:
+                order, prefix = _MAJOR[order], (prefix[1], prefix[0], prefix[2])
+            pair = (order, prefix[:2])
+            sums = self._summed.get(pair) or self._whole(*pair)
+            if sums is not None:
+                return sums.get(prefix[2], 0)
         return sum(_weight(node, len(prefix)) for node in self._nodes(order, prefix))
 
     def enumerate(self, order: IndexOrder, prefix: Sequence[int]) -> dict[tuple[int, ...], int]:
@@ -385,37 +441,39 @@ class SpineArrangement:
         key = (order, prefix)
         nodes = self._read.get(key)
         if nodes is None:
-            if len(self._read) >= _READ_MEMO:
-                self._read.clear()
-            nodes = self._read[key] = self._find_nodes(order, prefix)
+            nodes = self._keep(key, self._find_nodes(order, prefix))
+        return nodes
+
+    def _keep(self, key: tuple[IndexOrder, Sequence[int]], nodes: list[Node]) -> list[Node]:
+        if len(self._read) >= _READ_MEMO:
+            self._read.clear()
+        self._read[key] = nodes
         return nodes
 
     def _find_nodes(self, order: IndexOrder, prefix: Sequence[int]) -> list[Node]:
-        if len(prefix) >= 2 and (order is AEV or order is AVE):
+        if (order is AEV or order is AVE) and len(prefix) >= 2:
             order, prefix = _MAJOR[order], (prefix[1], prefix[0], *prefix[2:])
+        nodes: list[Node] = []
         indexes = self._by_order[order]
-        if prefix and (order is EAV or order is VAE):
+        if prefix and (order is EAV or order is VAE):  # the batches the holders' bits name
             holders, key = self._holder_views[order], prefix[0]
             bits = holders[key] if 0 <= key < len(holders) else 0
-            indexes = []
-            while bits:
-                low = bits & -bits
-                indexes.append(self._by_order[order][low.bit_length() - 1])
-                bits ^= low
-        nodes: list[Node] = []
+            if bits & (bits - 1) == 0:  # one batch at most: most keys
+                indexes = [indexes[bits.bit_length() - 1]] if bits else []
+            else:
+                indexes = [index for i, index in enumerate(indexes) if bits >> i & 1]
         for index in indexes:
             lo, hi = index.node(prefix)
             if lo < hi:
                 nodes.append((index, lo, hi))
-        if not self._layer_rows:
-            return nodes
-        node: Any = self.layer.tries[order]
-        for key in prefix:
-            node = node.get(key)
-            if node is None:
-                return nodes
-        if node:
-            nodes.append(node)
+        if self._layer_rows:
+            node: Any = self.layer.tries[order]
+            for key in prefix:
+                node = node.get(key)
+                if node is None:
+                    return nodes
+            if node:
+                nodes.append(node)
         return nodes
 
     def _positive(self, nodes: list[Node]) -> bool:

@@ -54,6 +54,20 @@ def test_numbers_keep_their_ids_when_merged_into_the_columns() -> None:
     assert ids.value(4000) == values[4000]
 
 
+def test_remembered_lookups_give_the_ids_of_the_columns() -> None:
+    """Ints found in the columns are remembered, at most ``_FOUND_MEMO`` of them: a lookup
+    answered from there, or searched again after they were forgotten, gives the same id."""
+    ids = ValueIds()
+    values = [(x * 7919) % 5003 for x in range(5003)]
+    assigned = dict(zip(values, (ids.intern(x) for x in values), strict=True))
+    ids.intern_ints(np.array([values[0]], np.int64))  # every number in the columns
+    assert ids.lookup(-1) is None and ids.lookup(5003) is None
+    for asked in (values[:10] * 3, values, values[::-1], values[:3] * 2):
+        assert [ids.lookup(x) for x in asked] == [assigned[x] for x in asked]
+        assert [ids.intern(x) for x in asked] == [assigned[x] for x in asked]
+    assert ids.size == 5003
+
+
 def test_a_column_of_ints_gets_the_ids_interning_each_in_turn_would() -> None:
     column = np.array([40, 3, 40, -2**63, 2**63 - 1, 3, 9], np.int64)
     one_by_one = ValueIds()

@@ -25,7 +25,8 @@ timed from the kill until the group has given the survivor every query partition
 (`reassigned`, as the group coordinator describes it) and until every query's progress passes
 the log end as it was at the kill (`takeover`); the survivor's log gives the steps between
 (ending the dead worker's open transaction, reading the committed progress and the moved
-queries' committed views), and its lines since the kill are printed as a timeline.
+queries' committed views, and how many records that read met), and its lines since the kill
+are printed as a timeline.
 `--warmup-tx` is the history before the kill (10^4 vs 10^6: issue 17 wants the medians within
 1.2x). The killed worker is restarted (from the newest snapshot) and the fleet settles again
 before the next repeat. Results go to bench/results/fleet-<start>.json.
@@ -82,6 +83,7 @@ LIVE_S = 5.0  # a fleet that reaches the log end within this is keeping up with 
 FENCED = re.compile(r"fenced \S+ \(its open transaction aborted\) in ([\d.]+) s")
 PROGRESS_READ = re.compile(r"progress read in ([\d.]+) s")
 VIEWS_READ = re.compile(r"committed views in ([\d.]+) s")
+VIEW_RECORDS = re.compile(r"committed views in [\d.]+ s \((\d+) records\)")
 SNAPSHOT_LOADED = re.compile(r"loaded snapshot at tx (\d+)")
 LOG_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) \w+ [\w.]+: (.*)$", re.MULTILINE)
 COORDINATOR_NOT_READY = {KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
@@ -317,6 +319,7 @@ class TakeoverRow:
     fence_s: float  # the survivor ending the dead worker's open transaction (its log)
     progress_s: float  # the survivor reading the committed progress (its log)
     views_s: float  # the survivor reading the moved queries' committed views (its log)
+    view_records: int  # the records that read met: the views and the churn their topics held
 
 
 def capacity_once(bootstrap: str, k: int, args: argparse.Namespace,
@@ -385,7 +388,8 @@ def takeover_once(watch: Watch, queries: Sequence[str], victim: WorkerProcess,
                                     "every query past the log end": done - killed}))
     return TakeoverRow(repeat, victim.worker_id, moved, end, settle_s, reassigned - killed,
                        done - killed, logged_seconds(FENCED, steps),
-                       logged_seconds(PROGRESS_READ, steps), logged_seconds(VIEWS_READ, steps))
+                       logged_seconds(PROGRESS_READ, steps), logged_seconds(VIEWS_READ, steps),
+                       sum(int(records) for records in VIEW_RECORDS.findall(steps)))
 
 
 def timeline(steps: str, killed_at: float, seen: dict[str, float]) -> str:
@@ -466,11 +470,11 @@ def capacity_table(rows: Sequence[CapacityRow]) -> str:
 
 def takeover_table(rows: Sequence[TakeoverRow]) -> str:
     headers = ["repeat", "killed", "queries moved", "log end at kill", "settle s",
-               "reassigned s", "fence s", "progress s", "views s", "takeover s"]
+               "reassigned s", "fence s", "progress s", "views s", "view records", "takeover s"]
     return markdown_table(headers, [
         [str(r.repeat), r.killed, str(r.moved), f"{r.log_end:,}", f"{r.settle_s:.1f}",
          f"{r.reassigned_s:.1f}", f"{r.fence_s:.2f}", f"{r.progress_s:.2f}",
-         f"{r.views_s:.2f}", f"{r.seconds:.1f}"]
+         f"{r.views_s:.2f}", f"{r.view_records:,}", f"{r.seconds:.1f}"]
         for r in rows
     ])
 

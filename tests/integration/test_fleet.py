@@ -6,6 +6,7 @@ integrates to the oracle with no tick twice."""
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections import Counter
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import Consumer
 
 from tests.integration.pipeline import (
     REACH_COUNT,
@@ -36,6 +38,7 @@ from workers.kafka.compacted import CompactedReader
 from workers.kafka.topics import Topics
 from workers.kafka.views import read_views
 from workers.runtime import worker as worker_module
+from workers.runtime.ownership import Ownership
 from workers.runtime.process import WorkerProcess
 from workers.runtime.status import fleet_status
 from workers.runtime.worker import Worker
@@ -177,6 +180,102 @@ def test_a_worker_is_not_ready_while_it_takes_queries_up(
             worker.tick()
         assert committed_progress(config, ["tri"]) == 49  # ready once its tick committed
     assert asked and asked[0] == (False, "taking queries up: their progress, views, first tick")
+
+
+def test_a_take_up_commits_at_the_position_before_what_was_sent_meanwhile(
+        kafka_bootstrap: str, tmp_path: Path) -> None:
+    """A query taken up while transactions wait in the log is committed at the worker's
+    position first, and those transactions by the next ticks: the queries a takeover moves
+    produce again without waiting for the survivor to apply what was sent meanwhile."""
+    config = isolated_config(kafka_bootstrap, snapshot_dir=tmp_path / "snapshots",
+                             tick_max_tx=1)
+    admin = QueryAdmin(config)
+    admin.add("tri", TRIANGLE)
+    stream = random_stream(seed=17, count=200)
+    send_stream(config, stream[:20], batch=20)
+    with Worker(config) as worker:
+        worker.start()
+        _tick_until(worker, config, ["tri"], 19)
+        send_stream(config, stream[20:], batch=len(stream))  # one a tick from now on
+        admin.add("two", TWO_PATH)
+        _tick_until(worker, config, ["tri", "two"], len(stream) - 1)
+    owners = _owners(config)
+    taken_at = owners["two"][0][0]
+    assert 19 <= taken_at < len(stream) - 1  # taken up while transactions were waiting
+    assert [tx for tx, _ in owners["tri"]].count(taken_at) == 2  # its tick applied none
+    states = reference_states(stream)
+    for name, query in (("tri", TRIANGLE), ("two", TWO_PATH)):
+        check_change_stream(query, committed_changes(config, name), states)
+
+
+def test_a_tick_refused_at_a_rebalance_is_sent_again_exactly_once(
+        kafka_bootstrap: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A tick whose offsets the group refuses because its generation changed meanwhile (a
+    takeover's survivor, mid-tick at the rebalance) is sent again with the next tick, by a
+    new producer: exactly once."""
+    config = isolated_config(kafka_bootstrap, snapshot_dir=tmp_path / "snapshots")
+    QueryAdmin(config).add("tri", TRIANGLE)
+    stream = random_stream(seed=19, count=120)
+    send_stream(config, stream[:60], batch=60)
+    handed: list[Any] = []  # the group metadata commits were given
+    stale: list[Any] = []  # given to the next commit instead, once
+    real_metadata = Ownership.group_metadata
+
+    def metadata(ownership: Ownership) -> Any:
+        handed.append(stale.pop() if stale else real_metadata(ownership))
+        return handed[-1]
+
+    monkeypatch.setattr(Ownership, "group_metadata", metadata)
+    with Worker(config) as worker:
+        worker.start()
+        _tick_until(worker, config, ["tri"], 59)
+        before_rebalances = handed[-1]
+        joiner = threading.Thread(target=_join_and_leave, args=(config,))
+        joiner.start()
+        while joiner.is_alive():  # the worker takes part in both rebalances as it ticks
+            worker.tick()
+        joiner.join()
+        _tick_until_sole_member(worker, config)
+        stale.append(before_rebalances)
+        send_stream(config, stream[60:], batch=60)
+        with caplog.at_level(logging.WARNING, logger=worker_module.__name__):
+            _tick_until(worker, config, ["tri"], len(stream) - 1)
+    lost = [r.getMessage() for r in caplog.records if "tick not committed" in r.getMessage()]
+    assert len(lost) == 1 and "generation" in lost[0], lost
+    check_change_stream(TRIANGLE, committed_changes(config, "tri"), reference_states(stream))
+
+
+def _tick_until(worker: Worker, config: WorkerConfig, queries: Sequence[str],
+                tx_last: int) -> None:
+    deadline = time.monotonic() + 120
+    while committed_progress(config, queries) < tx_last:
+        assert time.monotonic() < deadline, committed_progress(config, queries)
+        worker.tick()
+
+
+def _join_and_leave(config: WorkerConfig) -> None:
+    """Join the workers' group until given a partition, then leave: two rebalances, and a
+    generation the worker's earlier commits' metadata no longer matches."""
+    group = config.group_id or f"{config.topic_prefix}.workers"
+    consumer = Consumer(config.kafka(**{
+        "group.id": group, "partition.assignment.strategy": "cooperative-sticky",
+        "session.timeout.ms": config.session_timeout_ms, "enable.auto.commit": False}))
+    consumer.subscribe([Topics(config.topic_prefix).queries])
+    deadline = time.monotonic() + 120
+    while not consumer.assignment():
+        assert time.monotonic() < deadline, "never given a partition"
+        consumer.poll(0.1)
+    consumer.close()
+
+
+def _tick_until_sole_member(worker: Worker, config: WorkerConfig) -> None:
+    """Tick until the worker holds every queries partition again."""
+    deadline = time.monotonic() + 120
+    while [len(w.partitions) for w in fleet_status(config).workers] != [
+            config.query_partitions]:
+        assert time.monotonic() < deadline, fleet_status(config).text()
+        worker.tick()
 
 
 def test_over_its_memory_ceiling_a_worker_slows_down_and_loses_nothing(

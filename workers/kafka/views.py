@@ -49,6 +49,7 @@ class View:
     rows: dict[Row, int] = field(default_factory=dict)
     registration: int = -1
     tx: int = -1
+    records_read: int = 0  # the rows, and the churn its topic still held (docs/fleet.md)
 
     def of(self, registration: int) -> bool:
         """Whether this is the view of that registration of the query (else it is stale or
@@ -71,8 +72,10 @@ class _Folding:
         self.marker_key = marker_key
         self.by_key: dict[bytes, bytes] = {}
         self.at_marker = True  # the last record read was a marker (or none was read)
+        self.read = 0
 
     def add(self, record: KeyedRecord) -> None:
+        self.read += 1
         self.at_marker = record.raw_key == self.marker_key
         if record.value is None:
             self.by_key.pop(record.raw_key, None)
@@ -82,7 +85,7 @@ class _Folding:
     def result(self, codec: AvroCodec) -> View:
         """The view read; the records are let go as they are decoded (not held beside the
         rows they become)."""
-        view = View()
+        view = View(records_read=self.read)
         marker = self.by_key.pop(self.marker_key, None)
         if marker is not None:
             value = codec.decode(marker)

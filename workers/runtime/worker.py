@@ -36,7 +36,8 @@ One tick:
 
 1. apply ownership changes: drop the queries of revoked partitions, take new registrations;
 2. poll a batch of transactions (bounded by count, bytes and wait; never past a waiting
-   query's progress);
+   query's progress) — none in a tick that took registrations up: it commits them at the
+   position, and the next tick applies what was sent meanwhile;
 3. decode them and apply them as one engine tick; refused or undecodable records become
    dead letters, exactly once (see "Dead letters" below).  A tick whose
    delta is larger than ``tick_max_datoms`` is stepped in pieces: the first is held like a
@@ -221,7 +222,7 @@ class Worker(Closing):
         assert self._source is not None and self._ownership is not None
         started = time.perf_counter()
         output, self._pending = self._pending, TickOutput()
-        self._own(self._ownership.poll(), output)  # Step 1
+        taken_up = self._own(self._ownership.poll(), output)  # Step 1
         config = self.config
         until = self._queries.waits_for()
         resident = resident_bytes()
@@ -232,8 +233,11 @@ class Worker(Closing):
         if self._tick_size.throttled:
             gc.collect()
             time.sleep(THROTTLE_PAUSE_S)  # consume slower while over the memory ceiling
-        batch = self._source.next_batch(tick_tx, config.tick_max_bytes,  # Step 2
-                                        config.tick_max_wait_s, until=until)
+        # A tick that takes queries up commits them at the position, without the
+        # transactions sent meanwhile: the moved queries produce again one engine step
+        # sooner (docs/fleet.md, "Takeover time"); the next tick applies those.
+        batch = [] if taken_up else self._source.next_batch(  # Step 2
+            tick_tx, config.tick_max_bytes, config.tick_max_wait_s, until=until)
         rest = self._apply(batch, output)  # Step 3
         letters = self._dead_letters(batch)
         if not (batch or output.snapshots or output.changes or output.replaced
@@ -413,7 +417,11 @@ class Worker(Closing):
         rebalance or a broker restart — confluentinc/librdkafka#5456, #5511).  The failed one
         is let go, not closed: closing would abort its transaction first, while dropping the
         last reference destroys it without that call.  The new one then ends what the lost
-        transaction may have left hanging (:mod:`workers.kafka.hanging`)."""
+        transaction may have left hanging (:mod:`workers.kafka.hanging`).  Even a transaction
+        refused only for a stale generation is not aborted on its own producer: the abort
+        bumps the producer's epoch, and its records still in flight then came back fenced, a
+        fatal error for that producer that ended the worker (CI's chaos run of takeover4,
+        docs/fleet.md)."""
         log.warning("tick not committed, sent again with the next one: %s", error,
                     extra={"tx_first": tx_first})
         self._unswept |= self._sink.written
@@ -475,9 +483,10 @@ class Worker(Closing):
 
     # -- queries -------------------------------------------------------------------------
 
-    def _own(self, polled: Polled, output: TickOutput) -> None:
+    def _own(self, polled: Polled, output: TickOutput) -> bool:
         """Drop the queries of revoked partitions; take the registrations that arrived.  The
-        committed views of the queries to catch up are read together (one reader)."""
+        committed views of the queries to catch up are read together (one reader).  Whether
+        any registration was taken up."""
         for query in self._queries:
             if query.partition in polled.revoked:
                 self._drop(query.name, output)
@@ -489,6 +498,7 @@ class Worker(Closing):
         if records or takes_dead_letters:
             self._take(records, takes_dead_letters, output)
         metrics.QUERIES.set(len(self._queries.registered()))
+        return bool(records)
 
     def _take(self, records: list[KeyedRecord], dead_letters_too: bool,
               output: TickOutput) -> None:
@@ -523,8 +533,8 @@ class Worker(Closing):
             for record in records:
                 self._register(record, done[record], views.get(record.key, View()), output)
             log.info("took %d registrations up in %.2f s: progress read in %.2f s, committed "
-                     "views in %.2f s", len(records), time.monotonic() - started, read_s,
-                     viewed_s - read_s)
+                     "views in %.2f s (%d records)", len(records), time.monotonic() - started,
+                     read_s, viewed_s - read_s, sum(v.records_read for v in views.values()))
             create(self._admin, {topic: config for record in records
                                  if record.key in self._queries
                                  for topic, config in self.topics.of_query(record.key).items()})

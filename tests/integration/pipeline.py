@@ -88,7 +88,7 @@ def wait_committed(config: WorkerConfig, queries: Sequence[str], tx_last: int,
         done = committed_progress(config, queries)
         if done >= tx_last:
             return
-        assert worker is None or worker.alive(), f"worker died; see {worker.log}"
+        assert worker is None or worker.alive(), f"worker died ({worker.log}):\n{worker.tail(40)}"
         assert time.monotonic() < deadline, f"progress {done}, waiting for tx {tx_last}"
         time.sleep(0.2)
 

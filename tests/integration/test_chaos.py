@@ -52,7 +52,8 @@ def _wait(config: WorkerConfig, tx: int, deadline: float,
         assert time.monotonic() < deadline, f"progress stuck before tx {tx}"
         for worker in workers:
             worker.restart_if_asked()
-            assert worker.process is None or worker.alive(), f"worker died; see {worker.log}"
+            assert worker.process is None or worker.alive(), \
+                f"worker died ({worker.log}):\n{worker.tail(40)}"
         time.sleep(0.5)
 
 

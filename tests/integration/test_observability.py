@@ -342,6 +342,6 @@ def _maybe(read: Callable[[], Any]) -> Any:
 def _until(done: Callable[[], bool], what: str, worker: WorkerProcess) -> None:
     deadline = time.monotonic() + WAIT_S
     while not done():
-        assert worker.alive(), f"worker died; see {worker.log}"
+        assert worker.alive(), f"worker died ({worker.log}):\n{worker.tail(40)}"
         assert time.monotonic() < deadline, f"waited {WAIT_S} s for {what}"
         time.sleep(POLL_S)

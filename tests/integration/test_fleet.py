@@ -231,11 +231,13 @@ def test_a_tick_refused_at_a_rebalance_is_sent_again_exactly_once(
         worker.start()
         _tick_until(worker, config, ["tri"], 59)
         before_rebalances = handed[-1]
-        joiner = threading.Thread(target=_join_and_leave, args=(config,))
+        given: list[list[int]] = []  # the partitions the joiner was given
+        joiner = threading.Thread(target=_join_and_leave, args=(config, given))
         joiner.start()
         while joiner.is_alive():  # the worker takes part in both rebalances as it ticks
             worker.tick()
         joiner.join()
+        assert given and given[0], "the joiner was never given a partition"
         _tick_until_sole_member(worker, config)
         stale.append(before_rebalances)
         send_stream(config, stream[60:], batch=60)
@@ -254,19 +256,23 @@ def _tick_until(worker: Worker, config: WorkerConfig, queries: Sequence[str],
         worker.tick()
 
 
-def _join_and_leave(config: WorkerConfig) -> None:
-    """Join the workers' group until given a partition, then leave: two rebalances, and a
-    generation the worker's earlier commits' metadata no longer matches."""
+def _join_and_leave(config: WorkerConfig, given: list[list[int]]) -> None:
+    """Join the workers' group until given a partition (into ``given``), then leave: two
+    rebalances, and a generation the worker's earlier commits' metadata no longer matches.
+    The consumer is closed whatever happens: one dropped while in the group hangs in
+    librdkafka's destroy, and with it the whole test run."""
     group = config.group_id or f"{config.topic_prefix}.workers"
     consumer = Consumer(config.kafka(**{
         "group.id": group, "partition.assignment.strategy": "cooperative-sticky",
         "session.timeout.ms": config.session_timeout_ms, "enable.auto.commit": False}))
-    consumer.subscribe([Topics(config.topic_prefix).queries])
-    deadline = time.monotonic() + 120
-    while not consumer.assignment():
-        assert time.monotonic() < deadline, "never given a partition"
-        consumer.poll(0.1)
-    consumer.close()
+    try:
+        consumer.subscribe([Topics(config.topic_prefix).queries])
+        deadline = time.monotonic() + 120
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(0.1)
+        given.append([tp.partition for tp in consumer.assignment()])
+    finally:
+        consumer.close()
 
 
 def _tick_until_sole_member(worker: Worker, config: WorkerConfig) -> None:

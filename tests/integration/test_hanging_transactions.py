@@ -10,6 +10,7 @@ does) or a reader's (a worker whose read it holds up, as another writer)."""
 from __future__ import annotations
 
 import struct
+import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from confluent_kafka.admin import AdminClient
 from tests.integration.pipeline import (
     TRIANGLE,
     committed_changes,
+    committed_progress,
     isolated_config,
     random_stream,
     reference_states,
@@ -30,7 +32,9 @@ from workers.kafka.broker import LocalBroker
 from workers.kafka.clients import QueryAdmin, progress_table
 from workers.kafka.sink import ResultSink
 from workers.kafka.topics import Topics, create, ensure_topics
+from workers.runtime.fencing import fence
 from workers.runtime.process import WorkerProcess, transactional_id
+from workers.runtime.worker import Worker
 from workers.testing import check_change_stream
 
 pytestmark = [pytest.mark.kafka]
@@ -172,3 +176,34 @@ def test_a_worker_restarted_ends_what_it_left_hanging_before_it_commits(
     assert NOT_COMMITTED not in _committed_values(config, topics.results("q"))
     check_change_stream(TRIANGLE, committed_changes(config, "q"), reference_states(stream))
     hanging.purge()
+
+
+def test_a_worker_fenced_while_it_starts_sweeps_again_and_carries_on(
+        own_broker: LocalBroker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker restarted after a crash is no member of the group while it starts: a worker
+    taking its queries up fences its transactional id meanwhile (``fence_absent``), and the
+    start's sweep fails, fenced.  The worker takes a new producer and sweeps before its first
+    commit instead of ending (CI's chaos run: a restarted worker exited 2)."""
+    config = isolated_config(own_broker.bootstrap_servers,
+                             snapshot_dir=tmp_path / "snapshots", tick_max_tx=5)
+    QueryAdmin(config).add("tri", TRIANGLE)
+    stream = random_stream(seed=11, count=40)
+    send_stream(config, stream, 5)
+    real_sweep = ResultSink.sweep
+    fenced: list[str] = []
+
+    def fenced_first(sink: ResultSink, topics: set[str]) -> None:
+        if not fenced:
+            fenced.append(sink.worker)
+            fence(config, sink.worker)  # as another worker's fence_absent would
+        real_sweep(sink, topics)
+
+    monkeypatch.setattr(ResultSink, "sweep", fenced_first)
+    with Worker(config) as worker:
+        worker.start()
+        deadline = time.monotonic() + 120
+        while committed_progress(config, ["tri"]) < len(stream) - 1:
+            assert time.monotonic() < deadline, committed_progress(config, ["tri"])
+            worker.tick()
+    assert fenced == [transactional_id(config.worker_id)]
+    check_change_stream(TRIANGLE, committed_changes(config, "tri"), reference_states(stream))

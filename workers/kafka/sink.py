@@ -121,18 +121,24 @@ class ResultSink(Closing):
         tried again (for as long as a broker outage may last), never given up."""
         self._retried(self._producer.commit_transaction)
 
-    def sweep(self, topics: set[str] | None = None) -> None:
+    def worker_topics(self) -> set[str]:
+        """Every topic the workers' transactions write now: what a worker starting after a
+        crash sweeps (:mod:`workers.kafka.hanging`)."""
+        try:
+            metadata = self._producer.list_topics(timeout=TRANSACTION_TIMEOUT_S).topics
+        except KafkaException as err:
+            raise _failed(err) from err
+        return {topic for topic in metadata if self._topics.written_by_workers(topic)}
+
+    def sweep(self, topics: set[str]) -> None:
         """End what a lost transaction of this transactional id may have left hanging on
-        ``topics`` — every topic the workers write when None, for a worker starting after
-        a crash — in one aborted transaction over all their partitions
+        ``topics`` in one aborted transaction over all their partitions
         (:mod:`workers.kafka.hanging`).  Before this producer commits anything: a commit
         would end the hanging records as committed.  None open now."""
         def sweep_partitions() -> None:
             metadata = self._producer.list_topics(timeout=TRANSACTION_TIMEOUT_S).topics
             abort_on(self._producer, [
-                TopicPartition(topic, partition) for topic in sorted(metadata)
-                if (topic in topics if topics is not None
-                    else self._topics.written_by_workers(topic))
+                TopicPartition(topic, partition) for topic in sorted(topics & metadata.keys())
                 for partition in sorted(metadata[topic].partitions)])
 
         self._call(sweep_partitions)

@@ -189,7 +189,11 @@ class Worker(Closing):
         config = self.config
         ensure_topics(self._admin, self.topics, config.query_partitions)  # Step 1
         self._sink.init()  # Step 2
-        self._sink.sweep()  # what a crash may have left hanging (workers.kafka.hanging)
+        # What a crash may have left hanging (workers.kafka.hanging), on every topic the
+        # workers write.  Not a member of the group yet, this worker may be fenced meanwhile
+        # by one taking its queries up: then a new producer sweeps before the first commit.
+        self._unswept = self._sink.worker_topics()
+        self._sweep()
         state = self.snapshots.load(at_most=_snapshot_bound(self._progress()))  # Step 3
         if state is not None:
             self.engine.restore(state)
@@ -435,15 +439,15 @@ class Worker(Closing):
             log.warning("queries %s had pieces written: owned anew next tick", ", ".join(lost))
 
     def _sweep(self) -> None:
-        """End what lost transactions may have left hanging on the topics they wrote; if
-        that fails, the next commit tries first (a commit of this transactional id would
-        end those records as committed)."""
+        """End what a crash or lost transactions may have left hanging on the topics they
+        wrote (``_unswept``); if that fails, the next commit tries first (a commit of this
+        transactional id would end those records as committed)."""
         try:
             self._sink.sweep(self._unswept)
         except TransactionFailed as failure:
-            log.warning("could not end what a lost transaction may have left hanging on %s "
-                        "(tried again before the next commit): %s",
-                        ", ".join(sorted(self._unswept)), failure)
+            log.warning("could not end what a crash or a lost transaction may have left "
+                        "hanging on %d topics (tried again before the next commit): %s",
+                        len(self._unswept), failure)
             self._sink = self._new_sink()
             return
         self._unswept = set()

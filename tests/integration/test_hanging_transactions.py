@@ -14,7 +14,14 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient
 
 from tests.integration.pipeline import (
@@ -41,6 +48,7 @@ pytestmark = [pytest.mark.kafka]
 TIMEOUT_S = 30.0
 BATCH_HEADER = struct.Struct(">qi")  # a record batch starts with its base offset and length
 NOT_COMMITTED = b"not committed"  # the hanging transaction's records
+LEADER_UNKNOWN = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE)
 
 
 def _topics(broker: LocalBroker) -> tuple[WorkerConfig, Topics]:
@@ -94,13 +102,28 @@ def _cut_last_batch(partition: Path) -> None:
 
 def _held(config: WorkerConfig, topic: str) -> bool:
     """Whether the topic's partition has records beyond its last stable offset."""
-    ends = {}
-    for isolation in ("read_committed", "read_uncommitted"):
-        consumer = Consumer(config.kafka(**{"group.id": "ends", "isolation.level": isolation}))
-        ends[isolation] = consumer.get_watermark_offsets(TopicPartition(topic, 0),
-                                                         timeout=TIMEOUT_S)[1]
-        consumer.close()
+    ends = {isolation: _end(config, topic, isolation)
+            for isolation in ("read_committed", "read_uncommitted")}
     return bool(ends["read_committed"] < ends["read_uncommitted"])
+
+
+def _end(config: WorkerConfig, topic: str, isolation: str) -> int:
+    """The partition's end as a reader of that isolation sees it; asked again while its
+    leader is not known yet, as right after the broker's restart."""
+    consumer = Consumer(config.kafka(**{"group.id": "ends", "isolation.level": isolation}))
+    deadline = time.monotonic() + TIMEOUT_S
+    try:
+        while True:
+            try:
+                return int(consumer.get_watermark_offsets(TopicPartition(topic, 0),
+                                                          timeout=TIMEOUT_S)[1])
+            except KafkaException as error:
+                if (error.args[0].code() not in LEADER_UNKNOWN
+                        or time.monotonic() > deadline):
+                    raise
+                time.sleep(0.2)
+    finally:
+        consumer.close()
 
 
 def _committed_values(config: WorkerConfig, topic: str) -> list[bytes | None]:

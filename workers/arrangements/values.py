@@ -79,11 +79,11 @@ class ValueIds:
     def lookup(self, x: Any) -> int | None:
         """The id of ``x``, or None when it was never interned (a query constant no datom
         holds: its lookups are empty)."""
+        if type(x) is int and 0 <= x < len(self._direct_view):  # in the column exactly
+            direct: int = self._direct_view[x]                   # when found here
+            return direct if direct >= 0 else self._recent.get(x)
         if type(x) is not int or not INT64_MIN <= x <= INT64_MAX:
             return self._objects.get(_object_key(x))
-        if 0 <= x < len(self._direct_view):  # in the column exactly when found here
-            direct: int = self._direct_view[x]
-            return direct if direct >= 0 else self._recent.get(x)
         found = self._recent.get(x)
         if found is None:
             found = self._found.get(x)

@@ -56,6 +56,8 @@ def _check_one_prefix(spine: SpineArrangement, trie: dict[Any, Any], order: Inde
     if len(prefix) == 3:
         return
     sums = {k: _total(sub) for k, sub in (node or {}).items()}
+    small = spine.small(order, prefix)
+    assert small is None or small == sums
     assert spine.count(order, prefix) == len(sums)
     assert spine.propose(order, prefix) == sums
     candidates = {0: 3, 2: -1, 5: 1, 6: 2}

@@ -182,6 +182,8 @@ class Batch:
     def sums(self, depth: int, lo: int, hi: int) -> dict[int, int]:
         """The node's keys, each with the summed weight of the leaves under it."""
         if depth == 2:  # the leaves themselves: no NumPy call on the one-prefix path
+            if hi - lo == 1:  # half a graph's nodes: no slice either
+                return {self._k2[lo]: 1 if self._w is None else self._w[lo]}
             leaves = self._k2[lo:hi].tolist()
             if self._w is None:
                 return dict.fromkeys(leaves, 1)

@@ -44,7 +44,7 @@ from workers.arrangements.keys import INDEX_ORDERS, IndexOrder
 from workers.arrangements.memory import MemoryArrangement
 from workers.zset import add_into
 
-# A node with at most this many keys is read whole (``SpineArrangement._whole``), once per
+# A node with at most this many keys is read whole (``SpineArrangement.small``), once per
 # write, and every verb on it reads that dict; a larger one stays on the per-source path
 # (counted without reading it, searched per candidate).  The grid's nodes hold ~3 keys; on
 # the power-law closure 64 read nodes whole that were only counted (docs/engine.md).
@@ -130,7 +130,7 @@ class SpineArrangement:
         """``nonnegative``: the caller promises the Z-set never has a negative weight (a
         set or a multiset; the sources may), which makes reads across sources cheaper.
         ``small_node``: a prefix whose node has at most this many keys is read whole
-        (``_whole``; 0: only an empty one, the tests' general path).
+        (``small``; 0: only an empty one, the tests' general path).
         ``compact_from``: from this many datoms, the batches are merged into one in the
         background whenever the newer ones hold an eighth of the oldest (None: never), on
         ``compactor`` (by default one thread shared by every spine)."""
@@ -305,8 +305,8 @@ class SpineArrangement:
 
     def count(self, order: IndexOrder, prefix: Sequence[int]) -> int:
         """How many keys follow ``prefix`` (``len(trie[k0]...)``), ``len(prefix) <= 2``."""
-        sums = self._summed.get((order, prefix)) or self._whole(order, prefix)
-        if sums is not None:
+        sums = self._summed.get((order, prefix))
+        if sums is not None or (sums := self.small(order, prefix)) is not None:
             return len(sums)
         nodes, depth = self._nodes(order, prefix), len(prefix)
         if len(nodes) == 1:
@@ -321,8 +321,8 @@ class SpineArrangement:
         """:meth:`count` or more: the sources' counts added (a key in several is counted in
         each, a retracted one still counted), without reading a large node whole — what
         GenericJoin needs to pick a proposer.  A small node is read whole (exact)."""
-        sums = self._summed.get((order, prefix)) or self._whole(order, prefix)
-        if sums is not None:
+        sums = self._summed.get((order, prefix))
+        if sums is not None or (sums := self.small(order, prefix)) is not None:
             return len(sums)
         depth, total = len(prefix), 0
         for node in self._nodes(order, prefix):
@@ -341,18 +341,21 @@ class SpineArrangement:
             sums = self._remember(key, self._propose(self._nodes(order, prefix), len(prefix)))
         return sums
 
-    def _whole(self, order: IndexOrder, prefix: Sequence[int]) -> dict[int, int] | None:
+    def small(self, order: IndexOrder, prefix: Sequence[int]) -> dict[int, int] | None:
         """:meth:`propose` when it is remembered or the node is small (read whole now: at
         most ``small_node`` keys in all its sources), else None.  Every verb on a small
         node then reads one dict, as the dict tries did: its size is the count, its keys
         intersect in C, a whole datom's weight is its entry under its two-key prefix
-        (a single-edge tick reads ~5 prefixes ~15 times)."""
+        (a single-edge tick reads ~5 prefixes ~15 times); GenericJoin asks it first
+        (``SpineExtender.small``).  Read-only, like :meth:`propose`'s."""
         key = (order, prefix)
         sums = self._summed.get(key)
         if sums is not None:
             return sums
         if self._compaction is not None:
             self._adopt()
+        if len(prefix) == 2 and (sums := self._small_pair(order, prefix)) is not None:
+            return self._remember(key, sums)
         nodes = self._read.get(key) or self._find_nodes(order, prefix)
         if len(nodes) == 1 and type(nodes[0]) is tuple:  # one batch holds it: most prefixes
             batch, lo, hi = nodes[0]
@@ -362,6 +365,32 @@ class SpineArrangement:
             return self._remember(key, self._propose(nodes, len(prefix)))
         self._keep(key, nodes)
         return None
+
+    def _small_pair(self, order: IndexOrder, prefix: Sequence[int]) -> dict[int, int] | None:
+        """:meth:`small` of a two-key prefix in the common case, read in one step: the
+        holders' bits name one batch at most, the node is small (else None: the general
+        path).  Its keys are leaves, so the layer's leaves under it (a tick's retraction
+        of a datom loaded long ago) add to the batch's, zeros dropped, exactly on any
+        spine.  A single-edge tick's first reads are such (``_find_nodes``' list of
+        sources and its layer walk cost more)."""
+        if order is AEV or order is AVE:
+            order, prefix = _MAJOR[order], (prefix[1], prefix[0])
+        k0, k1 = prefix
+        layer = self.layer.tries[order].get(k0) if self._layer_rows else None
+        written = None if layer is None else layer.get(k1)
+        size = 0 if written is None else len(written)
+        holders = self._holder_views[order]
+        bits = holders[k0] if 0 <= k0 < len(holders) else 0
+        if bits & (bits - 1) or size > self.small_node:  # several batches, or a large node
+            return None
+        if not bits:
+            return {} if written is None else dict(written)
+        batch = self._by_order[order][bits.bit_length() - 1]
+        lo, hi = batch.node(prefix)
+        if hi - lo + size > self.small_node:
+            return None
+        sums = batch.sums(2, lo, hi)
+        return sums if written is None else add_into(sums, written)
 
     def _remember(self, key: tuple[IndexOrder, Sequence[int]],
                   sums: dict[int, int]) -> dict[int, int]:
@@ -387,8 +416,8 @@ class SpineArrangement:
     def intersect(self, order: IndexOrder, prefix: Sequence[int],
                   candidates: Mapping[int, int]) -> dict[int, int]:
         """The candidates following ``prefix``, each weight times the summed weight under it."""
-        sums = self._summed.get((order, prefix)) or self._whole(order, prefix)
-        if sums is None:
+        sums = self._summed.get((order, prefix))
+        if sums is None and (sums := self.small(order, prefix)) is None:
             nodes, depth = self._nodes(order, prefix), len(prefix)
             if sum(map(_size, nodes)) <= 8 * len(candidates) or (  # reading whole costs less
                     len(nodes) > 1 and not self._positive(nodes) and not self.nonnegative):
@@ -417,8 +446,8 @@ class SpineArrangement:
             if order is AEV or order is AVE:
                 order, prefix = _MAJOR[order], (prefix[1], prefix[0], prefix[2])
             pair = (order, prefix[:2])
-            sums = self._summed.get(pair) or self._whole(*pair)
-            if sums is not None:
+            sums = self._summed.get(pair)
+            if sums is not None or (sums := self.small(*pair)) is not None:
                 return sums.get(prefix[2], 0)
         return sum(_weight(node, len(prefix)) for node in self._nodes(order, prefix))
 

@@ -35,6 +35,11 @@ MAX_IDS = 2**31  # ids are int32 columns in the batches
 # binary search of the column costs several dict lookups (1.2 against 0.16 µs among 10^4
 # ints, a busy machine).  Ids never change, so a remembered one never goes stale.
 _FOUND_MEMO = 1024
+# Small non-negative ints (entity ids, a graph's nodes) are also found through ``_direct``,
+# one int32 per int below a bound: an id in two array reads, no search (a single-edge tick
+# looks up its two ints three times: ~1 µs each by search).  The bound grows with the
+# column, at most this many slots per int in it, so sparse ints cost nothing.
+DIRECT_SPREAD = 2
 
 
 def int_key(x: Any) -> int | None:
@@ -52,8 +57,9 @@ def _object_key(x: Any) -> Any:
 class ValueIds:
     """The dictionary: ``intern`` (assigning ids), ``lookup`` (never assigning), ``value``."""
 
-    __slots__ = ("_found", "_id_view", "_key_ids", "_key_view", "_keys", "_kind", "_kind_view",
-                 "_objects", "_payload", "_payload_view", "_recent", "_values", "size")
+    __slots__ = ("_direct", "_direct_view", "_found", "_id_view", "_key_ids", "_key_view",
+                 "_keys", "_kind", "_kind_view", "_objects", "_payload", "_payload_view",
+                 "_recent", "_values", "size")
 
     def __init__(self) -> None:
         self._keys = np.empty(0, np.int64)  # sorted numeric class keys ...
@@ -61,6 +67,8 @@ class ValueIds:
         self._key_view, self._id_view = self._keys.data, self._key_ids.data
         self._recent: dict[int, int] = {}  # numeric key -> id, not yet in the columns
         self._found: dict[int, int] = {}  # ints lately found in the columns -> their ids
+        self._direct: IdArray = np.empty(0, np.int32)  # int x -> its column id, or -1
+        self._direct_view = self._direct.data
         self._objects: dict[Any, int] = {}  # any other value -> id
         self._values: list[Any] = []  # object payloads (the dict's keys, by insertion)
         self._kind = np.empty(16, np.int8)  # per id: _INT or _OBJECT
@@ -71,6 +79,9 @@ class ValueIds:
     def lookup(self, x: Any) -> int | None:
         """The id of ``x``, or None when it was never interned (a query constant no datom
         holds: its lookups are empty)."""
+        if type(x) is int and 0 <= x < len(self._direct_view):  # in the column exactly
+            direct: int = self._direct_view[x]                   # when found here
+            return direct if direct >= 0 else self._recent.get(x)
         if type(x) is not int or not INT64_MIN <= x <= INT64_MAX:
             return self._objects.get(_object_key(x))
         found = self._recent.get(x)
@@ -149,6 +160,8 @@ class ValueIds:
         other._key_view, other._id_view = other._keys.data, other._key_ids.data
         other._recent, other._objects = dict(self._recent), dict(self._objects)
         other._found = {}
+        other._direct = self._direct.copy()
+        other._direct_view = other._direct.data
         other._values = list(self._values)
         other._kind, other._payload = self._kind[:self.size].copy(), self._payload[
             :self.size].copy()
@@ -183,6 +196,7 @@ class ValueIds:
             raise ValueError("a value appears twice in the dictionary")
         ids._keys, ids._key_ids = keys, int_ids[order]
         ids._key_view, ids._id_view = ids._keys.data, ids._key_ids.data
+        ids._cover(ids._keys, ids._key_ids)
         ids._values = list(objects)
         ids._kind, ids._payload = kinds.astype(np.int8), payloads.astype(np.int64)
         ids._kind_view, ids._payload_view = ids._kind.data, ids._payload.data
@@ -192,7 +206,7 @@ class ValueIds:
     def __getstate__(self) -> dict[str, Any]:
         """Pickled without the memoryviews (they are rebuilt from the columns)."""
         state = {name: getattr(self, name) for name in self.__slots__}
-        for view in ("_key_view", "_id_view", "_kind_view", "_payload_view"):
+        for view in ("_key_view", "_id_view", "_kind_view", "_payload_view", "_direct_view"):
             del state[view]
         return state
 
@@ -201,12 +215,17 @@ class ValueIds:
             setattr(self, name, value)
         self._key_view, self._id_view = self._keys.data, self._key_ids.data
         self._kind_view, self._payload_view = self._kind.data, self._payload.data
+        if "_direct" not in state:  # pickled before ``_direct``
+            self._direct = np.empty(0, np.int32)
+            self._cover(self._keys, self._key_ids)
+        self._direct_view = self._direct.data
 
     @property
     def nbytes(self) -> int:
         """The NumPy columns' bytes in use (the dicts of recent and non-numeric values not
         counted)."""
-        return self._keys.nbytes + self._key_ids.nbytes + self.size * (1 + 8)
+        return (self._keys.nbytes + self._key_ids.nbytes + self._direct.nbytes
+                + self.size * (1 + 8))
 
     def _append(self, kind: int, payload: int) -> int:
         new = self.size
@@ -242,3 +261,19 @@ class ValueIds:
         self._keys = np.insert(self._keys, at, keys)
         self._key_ids = np.insert(self._key_ids, at, ids)
         self._key_view, self._id_view = self._keys.data, self._key_ids.data
+        self._cover(keys, ids)
+
+    def _cover(self, keys: npt.NDArray[np.int64], ids: IdArray) -> None:
+        """Keep ``_direct`` exact after sorted ``keys`` (``ids``) joined the column: grown
+        (geometrically, up to ``DIRECT_SPREAD`` slots per int in the column, filled from
+        it) to take the largest, then the new keys below its length set."""
+        size, limit = len(self._direct), DIRECT_SPREAD * len(self._keys) + _MERGE_MIN
+        top = int(keys[-1]) + 1 if len(keys) else 0
+        if top > size and size < limit:
+            grown = np.full(min(max(top, 2 * size), limit), -1, np.int32)
+            grown[:size] = self._direct
+            lo, hi = self._keys.searchsorted([size, len(grown)])
+            grown[self._keys[lo:hi]] = self._key_ids[lo:hi]
+            self._direct, self._direct_view = grown, grown.data
+        inside = (keys >= 0) & (keys < len(self._direct))
+        self._direct[keys[inside]] = ids[inside]

@@ -73,6 +73,13 @@ class TrieExtender:
         node = self.node(row)
         return 0 if node is None else len(node)
 
+    def small(self, row: Row) -> Candidates | None:
+        """:meth:`propose` when it is one trie node read as is (the ``leaf`` shape), else
+        None: see :meth:`SpineExtender.small`."""
+        if self._shape != "leaf":
+            return None
+        return self.node(row) or _EMPTY
+
     def propose(self, row: Row) -> Candidates:
         node = self.node(row)
         if node is None:
@@ -142,7 +149,8 @@ class TrieExtender:
 class SpineExtender:
     """One data pattern over the database state (a set of datoms, as a spine of id batches)."""
 
-    __slots__ = ("_free_tail", "_order", "_shape", "_spine", "_tail", "_weighted", "prefix")
+    __slots__ = ("_free_tail", "_order", "_shape", "_spine", "_tail", "_weighted", "_whole",
+                 "prefix")
 
     def __init__(self, spec: ExtenderSpec, spine: SpineArrangement) -> None:
         depth = lookup_depth(spec)
@@ -153,10 +161,21 @@ class SpineExtender:
         self._free_tail = all(s.kind is StepKind.FREE for s in self._tail)  # a check's weight
         self._weighted = spec.weighted
         self._shape = _shape(self._tail)
+        self._whole = self._shape == "leaf" or self._shape == "scan"  # the spine's sums
 
     def count(self, row: Row) -> int:
         """An upper bound (GenericJoin only ranks extenders by it), O(sources)."""
         return self._spine.estimate(self._order, self.prefix(row))
+
+    def small(self, row: Row) -> Candidates | None:
+        """:meth:`propose` when the spine reads the node whole (a small one), else None.
+        Then :meth:`count` is its size and :meth:`intersect` its product with the
+        candidates, key by key: GenericJoin reads each extender once per row
+        (:func:`~workers.executors.generic_join.extend_one`)."""
+        if not self._whole:
+            return None
+        sums = self._spine.small(self._order, self.prefix(row))
+        return sums if sums is None or self._weighted else dict.fromkeys(sums, 1)
 
     def propose(self, row: Row) -> Candidates:
         if self._shape == "leaf" or self._shape == "scan":
@@ -262,6 +281,16 @@ class OverlayExtender:
 
     def count(self, row: Row) -> int:
         return self._old.count(row) + self._delta.count(row)
+
+    def small(self, row: Row) -> Candidates | None:
+        """:meth:`propose` when both sides read their node whole, else None."""
+        old = self._old.small(row)
+        if old is None:
+            return None
+        delta = self._delta.small(row)
+        if delta is None:
+            return None
+        return _merge(old, delta, self._weighted) if delta else old
 
     def propose(self, row: Row) -> Candidates:
         old, delta = self._old.propose(row), self._delta.propose(row)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import edn_format
 import numpy as np
 import pytest
@@ -77,6 +79,37 @@ def test_a_column_of_ints_gets_the_ids_interning_each_in_turn_would() -> None:
     bulk.intern(9)
     assert bulk.intern_ints(column).tolist() == expected
     assert [bulk.value(i) for i in expected] == column.tolist()
+
+
+@given(st.lists(st.one_of(st.integers(-5, 3000), st.lists(st.integers(-5, 3000), max_size=300)),
+                max_size=30))
+def test_small_ints_are_found_without_a_search_and_exactly(
+        steps: list[int | list[int]]) -> None:
+    """Ints interned one by one or as columns (merges, growth of ``_direct``), then asked
+    of the dictionary, a copy, a pickled one and one from entries: each gives the id
+    interning gave, and the dense small ones never search the column."""
+    ids, assigned = ValueIds(), {}
+    for step in steps:
+        if isinstance(step, int):
+            assigned.setdefault(step, ids.intern(step))
+        else:
+            got = ids.intern_ints(np.array(step, np.int64)).tolist()
+            for x, i in zip(step, got, strict=True):
+                assert assigned.setdefault(x, i) == i
+    asked = range(-6, 3002)
+    want = [assigned.get(x) for x in asked]
+    again = ValueIds.from_entries(*(part.copy() for part in ids.entries()))
+    for other in (ids, ids.copy(), pickle.loads(pickle.dumps(ids)), again):
+        assert [other.lookup(x) for x in asked] == want
+
+
+def test_a_dense_int_is_found_without_searching_the_column(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    ids = ValueIds()
+    ids.intern_ints(np.arange(0, 10000, 2, dtype=np.int64)[::-1].copy())  # ids 4999..0
+    ids.intern(3)  # a recent one, not in the column
+    monkeypatch.setattr(values_module, "bisect_left", None)  # a search would raise
+    assert [ids.lookup(x) for x in (0, 34, 9998, 3, 5)] == [4999, 4982, 0, 5000, None]
 
 
 values = st.one_of(st.integers(-3, 3), st.sampled_from([-1.0, 0.0, 1.0, 2.5, True, False]),

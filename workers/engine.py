@@ -47,8 +47,10 @@ from workers.executors.dispatch import (
     VECTOR_DATOMS,
     AutoPolicy,
     Dispatch,
+    IdRows,
     Prepared,
 )
+from workers.executors.vectorised import Frame
 from workers.plan import STRATEGIES, QueryPlan, explain, query_plan
 from workers.pull import Pulling, PullReader
 from workers.zset.aggregate import Aggregation, Projection, result_of
@@ -305,8 +307,13 @@ class Engine:
         (the next ticks search one batch instead of several; docs/engine.md)."""
         self.db.state.compact_idle()
 
-    def _decode(self, rows: dict[Row, int]) -> dict[Row, int]:
-        """Rows of value ids as rows of values (one value per id: no two rows merge)."""
+    def _decode(self, rows: IdRows) -> dict[Row, int]:
+        """Rows of value ids as rows of values (one value per id: no two rows merge); the
+        vectorised executor's columns a column at a time, then zipped into rows once."""
+        if isinstance(rows, Frame):
+            columns = [self.db.ids.values(column) for column in rows.columns]
+            keys = zip(*columns, strict=True) if columns else [()] * len(rows)
+            return dict(zip(keys, rows.weights.tolist(), strict=True))
         value = self.db.ids.value
         return {tuple(map(value, row)): weight for row, weight in rows.items()}
 

@@ -34,7 +34,7 @@ from workers.arrangements import ArrangementRegistry, IndexOrder
 from workers.arrangements.batch import Ids, Ints, Mask, sort_order, starts
 from workers.arrangements.delta import TickDelta
 from workers.arrangements.spine import Located, SpineArrangement
-from workers.executors.extenders import Row, lookup_depth, with_ids
+from workers.executors.extenders import lookup_depth, with_ids
 from workers.executors.share import WHOLE, Share
 from workers.executors.work import Work
 from workers.plan.ir import (
@@ -212,7 +212,8 @@ def prepare_vector(plan: Plan, db: ArrangementRegistry, delta: TickDelta) -> Vec
                       bind(plan.full) if full else None)
 
 
-def step(plan: VectorPlan, seeds: list[Frame], work: Work) -> dict[Row, int]:
+
+def step(plan: VectorPlan, seeds: list[Frame], work: Work) -> Frame:
     """The tick's set changes: the terms' derivation changes summed, then ``distinct``."""
     return distinct(plan, derivations(plan, seeds, work), work)
 
@@ -225,11 +226,12 @@ def derivations(plan: VectorPlan, seeds: list[Frame], work: Work) -> Frame:
     return consolidated(columns, np.concatenate([o.weights for o in outputs]))
 
 
-def distinct(plan: VectorPlan, derivations: Frame, work: Work) -> dict[Row, int]:
+def distinct(plan: VectorPlan, derivations: Frame, work: Work) -> Frame:
     """The set changes of consolidated derivation changes, recounting each row's
-    derivations in the old state (:mod:`workers.executors.distinct`, for arrays)."""
+    derivations in the old state (:mod:`workers.executors.distinct`, for arrays).  They
+    stay columns: the engine turns them into rows of values once (``Engine._decode``)."""
     if not len(derivations):
-        return {}
+        return derivations
     ones = np.ones(len(derivations), np.int64)
     supported = run(plan.support, Frame(derivations.columns, ones, np.arange(len(ones))), work,
                     project=False)
@@ -238,8 +240,7 @@ def distinct(plan: VectorPlan, derivations: Frame, work: Work) -> dict[Row, int]
     after = before + derivations.weights  # distinct_change, for arrays
     change = (after > 0).astype(np.int64) - (before > 0).astype(np.int64)
     keep = np.flatnonzero(change)
-    rows = zip(*(c[keep].tolist() for c in derivations.columns), strict=True)
-    return dict(zip(rows, change[keep].tolist(), strict=True))
+    return derivations.gather(keep, change[keep])
 
 
 def run(program: VectorProgram, frame: Frame, work: Work, project: bool = True,
@@ -378,7 +379,8 @@ class VectorExecutor:
     def prepare(self, plan: Plan) -> VectorPlan | None:
         return prepare_vector(plan, self._db, self._delta) if vectorisable(plan) else None
 
-    def step(self, prepared: VectorPlan, work: Work) -> dict[Row, int]:
+    def step(self, prepared: VectorPlan, work: Work) -> Frame:
+        """The tick's set changes, as columns of value ids and weights ±1."""
         return distinct(prepared, self.derivations(prepared, work), work)
 
     def derivations(self, prepared: VectorPlan, work: Work, share: Share = WHOLE) -> Frame:
@@ -389,11 +391,10 @@ class VectorExecutor:
                      for seed in seeds for rows in [share.positions(len(seed))]]
         return derivations(prepared, seeds, work)
 
-    def evaluate(self, full: VectorProgram, work: Work) -> dict[Row, int]:
-        """The query's result over the current state, ``{row: 1}``."""
+    def evaluate(self, full: VectorProgram, work: Work) -> Frame:
+        """The query's result over the current state: its rows, each of weight 1."""
         out = self.evaluation(full, work)
-        return dict.fromkeys(zip(*(c.tolist() for c in out.columns), strict=True)
-                             if out.columns else [()] * len(out), 1)
+        return Frame(out.columns, np.ones(len(out), np.int64), out.origin)
 
     def evaluation(self, full: VectorProgram, work: Work, share: Share = WHOLE) -> Frame:
         """The result's rows: the full program from the one empty row, its rows of positive

@@ -173,13 +173,15 @@ class VectorProgram:
 class VectorPlan:
     """The ``delta`` strategy's terms (each seeded from the delta, run for frames), the
     support program of ``distinct``, and the full evaluation (a bootstrap) when it starts
-    from nothing (None: it runs row at a time)."""
+    from nothing (None: it runs row at a time).  ``one_derivation``: a row has at most one
+    derivation (:func:`_one_derivation`), so ``distinct`` has nothing to recount."""
 
     seeds: tuple[ExtenderSpec, ...]
     terms: tuple[VectorProgram, ...]
     support: VectorProgram
     find: int
     full: VectorProgram | None
+    one_derivation: bool
 
 
 def vectorisable(plan: Plan) -> bool:
@@ -209,8 +211,16 @@ def prepare_vector(plan: Plan, db: ArrangementRegistry, delta: TickDelta) -> Vec
     return VectorPlan(tuple(with_ids(t.program.seed, db.ids) for t in terms
                             if t.program.seed is not None),
                       tuple(bind(t.program) for t in terms), bind(plan.support), len(plan.find),
-                      bind(plan.full) if full else None)
+                      bind(plan.full) if full else None, _one_derivation(plan.support))
 
+
+def _one_derivation(support: JoinProgram) -> bool:
+    """Whether a row has at most one derivation: with its columns bound nothing is left to
+    bind (no level) and every check names a whole datom (no ``_``), so over a set (the old
+    state, the new one) its count is 0 or 1.  Then ``before`` and ``before + d`` are both 0
+    or 1 and ``distinct``'s change ``[before + d > 0] - [before > 0]`` is ``d`` itself."""
+    return not support.levels and all(step.kind is not StepKind.FREE
+                                      for check in support.checks for step in check.steps)
 
 
 def step(plan: VectorPlan, seeds: list[Frame], work: Work) -> Frame:
@@ -230,7 +240,7 @@ def distinct(plan: VectorPlan, derivations: Frame, work: Work) -> Frame:
     """The set changes of consolidated derivation changes, recounting each row's
     derivations in the old state (:mod:`workers.executors.distinct`, for arrays).  They
     stay columns: the engine turns them into rows of values once (``Engine._decode``)."""
-    if not len(derivations):
+    if not len(derivations) or plan.one_derivation:
         return derivations
     ones = np.ones(len(derivations), np.int64)
     supported = run(plan.support, Frame(derivations.columns, ones, np.arange(len(ones))), work,

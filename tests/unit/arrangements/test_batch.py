@@ -89,7 +89,9 @@ def test_banded_search_is_bisect_left_within_each_row() -> None:
     empty = node % 7 == 0  # a prefix not found: the range (0, 0)
     lo, hi = np.where(empty, 0, bounds[node]), np.where(empty, 0, bounds[node + 1])
     targets = rng.integers(-1, 101, 2000)
-    pos, found = banded_search(keys, lo, hi, targets)
+    banded = banded_search(keys, lo, hi, targets)
+    assert banded is not None
+    pos, found = banded
     column = keys.tolist()
     want = [bisect_left(column, t, a, b) for a, b, t in zip(lo.tolist(), hi.tolist(),
                                                              targets.tolist(), strict=True)]
@@ -97,6 +99,14 @@ def test_banded_search_is_bisect_left_within_each_row() -> None:
     assert found.tolist() == [p < b and column[p] == t for p, b, t in zip(
         want, hi.tolist(), targets.tolist(), strict=True)]
     assert segment_search(keys, lo, hi, targets)[0].tolist() == want  # it takes this path
+
+
+def test_overlapping_ranges_are_left_to_the_halving_search() -> None:
+    keys = np.array([1, 3, 5, 7], np.int32)
+    lo, hi, targets = np.array([0, 1, 0]), np.array([4, 3, 4]), np.array([5, 3, 7])
+    assert banded_search(keys, lo, hi, targets) is None
+    pos, found = segment_search(keys, lo, hi, targets)
+    assert pos.tolist() == [2, 1, 3] and found.all()
 
 
 def test_an_attribute_major_batch_reads_its_leaves_from_the_entity_major_one() -> None:

@@ -47,8 +47,10 @@ from workers.executors.dispatch import (
     VECTOR_DATOMS,
     AutoPolicy,
     Dispatch,
+    IdRows,
     Prepared,
 )
+from workers.executors.vectorised import Frame
 from workers.plan import STRATEGIES, QueryPlan, explain, query_plan
 from workers.pull import Pulling, PullReader
 from workers.zset.aggregate import Aggregation, Projection, result_of
@@ -147,10 +149,24 @@ class Engine:
         """
         self.tx = self.tx + 1 if tx_id is None else tx_id
         forms = edn.read(tx) if isinstance(tx, str) else tx
-        # Step 1: normalise against the current state.
-        normalised = normalise(parse_tx(forms), self.db, self.schema)
-        self.schema = normalised.schema
-        return self._tick(self.db.encode(normalised.delta))
+        # Step 1: normalise against the current state (a big one at once when it can be).
+        big = isinstance(forms, list | tuple) and len(forms) >= self.bulk_datoms
+        delta = self._normalise_bulk(forms) if big else None
+        if delta is None:
+            normalised = normalise(parse_tx(forms), self.db, self.schema)
+            self.schema = normalised.schema
+            delta = self.db.encode(normalised.delta)
+        return self._tick(delta)
+
+    def _normalise_bulk(self, forms: Any) -> IdDelta | None:
+        """Step 1 of one big transaction as :meth:`transact_many` does a batch's (the same
+        delta, :mod:`workers.db.bulk`), or None: it must go op by op (it touches the schema,
+        or it is refused — normalised again there, to raise the same error)."""
+        parsed = parse_batch([forms])
+        if parsed.refused:
+            return None
+        bulk = normalise_bulk(parsed, self.db, self.schema)
+        return None if bulk is None or bulk.refused else bulk.delta
 
     def transact_columns(self, e: Any, a: Any, v: Any, added: Any = None,
                          tx_id: int | None = None) -> Changes:
@@ -305,8 +321,13 @@ class Engine:
         (the next ticks search one batch instead of several; docs/engine.md)."""
         self.db.state.compact_idle()
 
-    def _decode(self, rows: dict[Row, int]) -> dict[Row, int]:
-        """Rows of value ids as rows of values (one value per id: no two rows merge)."""
+    def _decode(self, rows: IdRows) -> dict[Row, int]:
+        """Rows of value ids as rows of values (one value per id: no two rows merge); the
+        vectorised executor's columns a column at a time, then zipped into rows once."""
+        if isinstance(rows, Frame):
+            columns = [self.db.ids.values(column) for column in rows.columns]
+            keys = zip(*columns, strict=True) if columns else [()] * len(rows)
+            return dict(zip(keys, rows.weights.tolist(), strict=True))
         value = self.db.ids.value
         return {tuple(map(value, row)): weight for row, weight in rows.items()}
 

@@ -10,7 +10,13 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.property.strategies import SCHEMA_TX, churn_streams, plain_tx_streams, tx_streams
+from tests.property.strategies import (
+    SCHEMA_TX,
+    SCORE_TX,
+    churn_streams,
+    plain_tx_streams,
+    tx_streams,
+)
 from tests.property.test_datalog_features import UNREACHABLE
 from tests.property.test_incremental_matches_recompute import QUERIES
 from workers.engine import Engine
@@ -58,6 +64,28 @@ def test_a_dependent_batch_normalised_at_once_is_the_sum_of_its_transactions(
     """Batches touching datoms and entities several times, entities retracted by the
     transactions that add to them (``tests/property/test_bulk.py``: they take the bulk path)."""
     _check_batches(stream, cuts, chunk, bulk_datoms=0)
+
+
+@given(stream=st.one_of(churn_streams, tx_streams))
+def test_a_transaction_normalised_at_once_changes_and_refuses_as_op_by_op(
+        stream: list[list[Any]]) -> None:
+    """``transact`` takes the bulk path from ``bulk_datoms`` ops (here every transaction):
+    the same changes, the same refusals with the same messages, the same database."""
+    op_by_op, at_once = Engine(), Engine(bulk_datoms=0)
+    for engine in (op_by_op, at_once):
+        for tx in (SCHEMA_TX, SCORE_TX):
+            engine.transact(tx)
+        for i, query in enumerate(QUERIES[:4] + MAINTAINED):
+            engine.register(f"q{i}", query)
+    for tx in stream:
+        outcomes: list[Any] = []
+        for engine in (op_by_op, at_once):
+            try:
+                outcomes.append(engine.transact(tx))
+            except TransactionError as error:
+                outcomes.append(str(error))
+        assert outcomes[1] == outcomes[0]
+    assert set(at_once.db.datoms()) == set(op_by_op.db.datoms())
 
 
 def _check_batches(stream: list[list[Any]], cuts: list[int], chunk: int,

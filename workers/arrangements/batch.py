@@ -365,6 +365,10 @@ def segment_search(keys: Ids, lo: Ints, hi: Ints, targets: Ints) -> tuple[Ints, 
     if steps <= 1:  # every range holds one key at most: compare it
         found = (lo < hi) & (keys[np.minimum(lo, last)] == targets)
         return lo, found
+    if len(keys) <= steps * len(lo):  # many rows, few keys (hubs): one pass over the keys
+        banded = banded_search(keys, lo, hi, targets)
+        if banded is not None:
+            return banded
     lo, hi, end = lo.copy(), hi.copy(), hi
     for _ in range(steps):
         mid = (lo + hi) >> 1
@@ -374,3 +378,26 @@ def segment_search(keys: Ids, lo: Ints, hi: Ints, targets: Ints) -> tuple[Ints, 
     found = lo < end
     found[found] = keys[lo[found]] == targets[found]
     return lo, found
+
+
+def banded_search(keys: Ids, lo: Ints, hi: Ints, targets: Ints) -> tuple[Ints, Mask] | None:
+    """:func:`segment_search` as one ``searchsorted`` over ``owner * 2**32 + key``, where a
+    key's owner is the start of the searched range holding it, or the last range end before
+    it.  Owners never decrease and each range's keys are sorted, so "below ``lo * 2**32 +
+    target``" holds for a prefix of the table (keys are ids in ``[0, 2**31)``, targets
+    int32); positions outside every range share bands no row searches.  The ranges must be
+    equal or disjoint (nodes of one level), else None.  O(len(keys) + rows log len(keys)),
+    against O(rows x steps) for the halving search."""
+    live = lo < hi
+    marks = np.zeros(len(keys) + 1, bool)
+    marks[lo[live]] = True
+    marks[hi[live]] = True
+    positions = np.arange(len(keys), dtype=np.int64)
+    owners = np.maximum.accumulate(np.where(marks[:-1], positions, 0))
+    if np.any(owners[hi[live] - 1] != lo[live]):  # another range starts or ends inside one
+        return None
+    table = (owners << 32) + keys
+    at = np.searchsorted(table, (lo.astype(np.int64) << 32) + targets)
+    found = live & (at < hi)
+    found[found] = keys[at[found]] == targets[found]
+    return np.where(live, at, lo), found

@@ -153,6 +153,17 @@ class ValueIds:
         payload = self._payload_view[i]  # memoryviews: Python ints, no NumPy scalar
         return self._values[payload] if self._kind_view[i] == _OBJECT else payload
 
+    def values(self, ids: npt.NDArray[np.integer[Any]]) -> list[Any]:
+        """:meth:`value` of every id of a column, in order: longs straight from the payload
+        column (one NumPy call), the others one by one."""
+        payloads = self._payload[ids]
+        objects = np.flatnonzero(self._kind[ids] == _OBJECT)
+        if not len(objects):
+            return payloads.tolist()  # type: ignore[no-any-return]
+        out = payloads.astype(object)
+        out[objects] = [self._values[i] for i in payloads[objects].tolist()]
+        return out.tolist()  # type: ignore[no-any-return]
+
     def copy(self) -> ValueIds:
         """An independent copy (a snapshot's: the engine goes on numbering new values)."""
         other = ValueIds.__new__(ValueIds)

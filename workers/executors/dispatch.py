@@ -22,7 +22,7 @@ from workers.arrangements.delta import TickDelta
 from workers.errors import ErrorCode, WorkersError
 from workers.executors.local import LocalExecutor, PreparedPlan
 from workers.executors.rules import PreparedRules
-from workers.executors.vectorised import VectorExecutor, VectorPlan
+from workers.executors.vectorised import Frame, VectorExecutor, VectorPlan
 from workers.executors.work import Work
 from workers.plan.ir import Body, Plan, RulesPlan
 
@@ -31,6 +31,9 @@ if TYPE_CHECKING:
     from workers.executors.spark.backend import SparkBackend
 
 Row = tuple[Any, ...]
+# Rows of value ids and their weights: a dict from the row-at-a-time executors and Spark,
+# columns from the vectorised one (a big tick's million rows become tuples once, decoded).
+IdRows = dict[Row, int] | Frame
 T = TypeVar("T")
 EXECUTORS = ("local", "spark", "auto")
 # Measured on 2 cores (docs/spark.md, issue 16): Spark's tasks run the local executor's own
@@ -120,7 +123,7 @@ class Dispatch:
                              lambda relations: SparkJoins(spark, self._old, self._delta,
                                                           relations))
 
-    def step(self, prepared: Prepared, delta_datoms: int, work: Work) -> dict[Row, int]:
+    def step(self, prepared: Prepared, delta_datoms: int, work: Work) -> IdRows:
         """The tick's set changes of one query, on the executor the tick's size calls for
         (a query with derived relations: where its prepared joins run)."""
         if self._on_spark(delta_datoms >= self.auto.tick_datoms, prepared):
@@ -136,7 +139,7 @@ class Dispatch:
         self._tick.arranged()
         return self.local.step(prepared.local, work)
 
-    def evaluate(self, prepared: Prepared, work: Work) -> dict[Row, int]:
+    def evaluate(self, prepared: Prepared, work: Work) -> IdRows:
         """The full result over the current state (a bootstrap when a query registers)."""
         large = self.mode == "auto" and len(self._old) >= self.auto.bootstrap_datoms
         if self._on_spark(large, prepared):

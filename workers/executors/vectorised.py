@@ -34,7 +34,7 @@ from workers.arrangements import ArrangementRegistry, IndexOrder
 from workers.arrangements.batch import Ids, Ints, Mask, sort_order, starts
 from workers.arrangements.delta import TickDelta
 from workers.arrangements.spine import Located, SpineArrangement
-from workers.executors.extenders import Row, lookup_depth, with_ids
+from workers.executors.extenders import lookup_depth, with_ids
 from workers.executors.share import WHOLE, Share
 from workers.executors.work import Work
 from workers.plan.ir import (
@@ -173,13 +173,15 @@ class VectorProgram:
 class VectorPlan:
     """The ``delta`` strategy's terms (each seeded from the delta, run for frames), the
     support program of ``distinct``, and the full evaluation (a bootstrap) when it starts
-    from nothing (None: it runs row at a time)."""
+    from nothing (None: it runs row at a time).  ``one_derivation``: a row has at most one
+    derivation (:func:`_one_derivation`), so ``distinct`` has nothing to recount."""
 
     seeds: tuple[ExtenderSpec, ...]
     terms: tuple[VectorProgram, ...]
     support: VectorProgram
     find: int
     full: VectorProgram | None
+    one_derivation: bool
 
 
 def vectorisable(plan: Plan) -> bool:
@@ -209,10 +211,19 @@ def prepare_vector(plan: Plan, db: ArrangementRegistry, delta: TickDelta) -> Vec
     return VectorPlan(tuple(with_ids(t.program.seed, db.ids) for t in terms
                             if t.program.seed is not None),
                       tuple(bind(t.program) for t in terms), bind(plan.support), len(plan.find),
-                      bind(plan.full) if full else None)
+                      bind(plan.full) if full else None, _one_derivation(plan.support))
 
 
-def step(plan: VectorPlan, seeds: list[Frame], work: Work) -> dict[Row, int]:
+def _one_derivation(support: JoinProgram) -> bool:
+    """Whether a row has at most one derivation: with its columns bound nothing is left to
+    bind (no level) and every check names a whole datom (no ``_``), so over a set (the old
+    state, the new one) its count is 0 or 1.  Then ``before`` and ``before + d`` are both 0
+    or 1 and ``distinct``'s change ``[before + d > 0] - [before > 0]`` is ``d`` itself."""
+    return not support.levels and all(step.kind is not StepKind.FREE
+                                      for check in support.checks for step in check.steps)
+
+
+def step(plan: VectorPlan, seeds: list[Frame], work: Work) -> Frame:
     """The tick's set changes: the terms' derivation changes summed, then ``distinct``."""
     return distinct(plan, derivations(plan, seeds, work), work)
 
@@ -225,11 +236,12 @@ def derivations(plan: VectorPlan, seeds: list[Frame], work: Work) -> Frame:
     return consolidated(columns, np.concatenate([o.weights for o in outputs]))
 
 
-def distinct(plan: VectorPlan, derivations: Frame, work: Work) -> dict[Row, int]:
+def distinct(plan: VectorPlan, derivations: Frame, work: Work) -> Frame:
     """The set changes of consolidated derivation changes, recounting each row's
-    derivations in the old state (:mod:`workers.executors.distinct`, for arrays)."""
-    if not len(derivations):
-        return {}
+    derivations in the old state (:mod:`workers.executors.distinct`, for arrays).  They
+    stay columns: the engine turns them into rows of values once (``Engine._decode``)."""
+    if not len(derivations) or plan.one_derivation:
+        return derivations
     ones = np.ones(len(derivations), np.int64)
     supported = run(plan.support, Frame(derivations.columns, ones, np.arange(len(ones))), work,
                     project=False)
@@ -238,8 +250,7 @@ def distinct(plan: VectorPlan, derivations: Frame, work: Work) -> dict[Row, int]
     after = before + derivations.weights  # distinct_change, for arrays
     change = (after > 0).astype(np.int64) - (before > 0).astype(np.int64)
     keep = np.flatnonzero(change)
-    rows = zip(*(c[keep].tolist() for c in derivations.columns), strict=True)
-    return dict(zip(rows, change[keep].tolist(), strict=True))
+    return derivations.gather(keep, change[keep])
 
 
 def run(program: VectorProgram, frame: Frame, work: Work, project: bool = True,
@@ -378,7 +389,8 @@ class VectorExecutor:
     def prepare(self, plan: Plan) -> VectorPlan | None:
         return prepare_vector(plan, self._db, self._delta) if vectorisable(plan) else None
 
-    def step(self, prepared: VectorPlan, work: Work) -> dict[Row, int]:
+    def step(self, prepared: VectorPlan, work: Work) -> Frame:
+        """The tick's set changes, as columns of value ids and weights ±1."""
         return distinct(prepared, self.derivations(prepared, work), work)
 
     def derivations(self, prepared: VectorPlan, work: Work, share: Share = WHOLE) -> Frame:
@@ -389,11 +401,10 @@ class VectorExecutor:
                      for seed in seeds for rows in [share.positions(len(seed))]]
         return derivations(prepared, seeds, work)
 
-    def evaluate(self, full: VectorProgram, work: Work) -> dict[Row, int]:
-        """The query's result over the current state, ``{row: 1}``."""
+    def evaluate(self, full: VectorProgram, work: Work) -> Frame:
+        """The query's result over the current state: its rows, each of weight 1."""
         out = self.evaluation(full, work)
-        return dict.fromkeys(zip(*(c.tolist() for c in out.columns), strict=True)
-                             if out.columns else [()] * len(out), 1)
+        return Frame(out.columns, np.ones(len(out), np.int64), out.origin)
 
     def evaluation(self, full: VectorProgram, work: Work, share: Share = WHOLE) -> Frame:
         """The result's rows: the full program from the one empty row, its rows of positive

@@ -3,11 +3,15 @@ subtree a slice; level 0 dense when that is smaller."""
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from itertools import pairwise
+
 import numpy as np
 
 from workers.arrangements.batch import (
     Batch,
     PairBatch,
+    banded_search,
     consolidate,
     segment_search,
     sort_order,
@@ -72,6 +76,37 @@ def test_segment_search_is_bisect_left_within_each_row() -> None:
     pos, found = segment_search(keys, np.array([0, 0, 3, 3]), np.array([3, 3, 5, 3]),
                                 np.array([3, 4, 4, 4]))
     assert pos.tolist() == [1, 2, 4, 3] and found.tolist() == [True, False, True, False]
+
+
+def test_banded_search_is_bisect_left_within_each_row() -> None:
+    """Many rows over few keys take one pass over the keys: ranges repeated, adjacent and
+    empty; targets present, absent, below, above and unknown (-1)."""
+    rng = np.random.default_rng(7)
+    bounds = np.cumsum(np.r_[0, rng.integers(0, 40, 50)])
+    keys = np.concatenate([np.sort(rng.choice(100, b - a, replace=False))
+                           for a, b in pairwise(bounds)]).astype(np.int32)
+    node = rng.integers(0, 50, 2000)
+    empty = node % 7 == 0  # a prefix not found: the range (0, 0)
+    lo, hi = np.where(empty, 0, bounds[node]), np.where(empty, 0, bounds[node + 1])
+    targets = rng.integers(-1, 101, 2000)
+    banded = banded_search(keys, lo, hi, targets)
+    assert banded is not None
+    pos, found = banded
+    column = keys.tolist()
+    want = [bisect_left(column, t, a, b) for a, b, t in zip(lo.tolist(), hi.tolist(),
+                                                             targets.tolist(), strict=True)]
+    assert pos.tolist() == want
+    assert found.tolist() == [p < b and column[p] == t for p, b, t in zip(
+        want, hi.tolist(), targets.tolist(), strict=True)]
+    assert segment_search(keys, lo, hi, targets)[0].tolist() == want  # it takes this path
+
+
+def test_overlapping_ranges_are_left_to_the_halving_search() -> None:
+    keys = np.array([1, 3, 5, 7], np.int32)
+    lo, hi, targets = np.array([0, 1, 0]), np.array([4, 3, 4]), np.array([5, 3, 7])
+    assert banded_search(keys, lo, hi, targets) is None
+    pos, found = segment_search(keys, lo, hi, targets)
+    assert pos.tolist() == [2, 1, 3] and found.all()
 
 
 def test_an_attribute_major_batch_reads_its_leaves_from_the_entity_major_one() -> None:

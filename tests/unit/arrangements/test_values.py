@@ -131,6 +131,17 @@ def test_two_values_share_an_id_exactly_when_equal_and_of_one_kind(xs: list[obje
         assert ids.value(i) == x and _kind(ids.value(i)) is _kind(x) and ids.lookup(x) == i
 
 
+@given(st.lists(values, max_size=40), st.lists(st.integers(0, 39), max_size=60))
+def test_a_column_of_ids_decodes_as_each_id_alone(xs: list[object], picks: list[int]) -> None:
+    ids = ValueIds()
+    for x in xs:
+        ids.intern(x)
+    column = np.array([p % ids.size for p in picks] if ids.size else [], np.int64)
+    decoded = ids.values(column)
+    assert decoded == [ids.value(i) for i in column.tolist()]
+    assert [_kind(x) for x in decoded] == [_kind(ids.value(i)) for i in column.tolist()]
+
+
 def test_no_more_ids_than_an_int32_column_holds(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(values_module, "MAX_IDS", 2)
     ids = ValueIds()

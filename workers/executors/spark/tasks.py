@@ -165,7 +165,7 @@ def _set_changes(bound: Bound, plan: Plan, table: pa.Table) -> pa.RecordBatch:
         return _from_rows(set_changes(bound.local(plan).support, rows, Work()), width)
     columns = [table.column(column(i)).to_numpy() for i in range(width)]
     derivations = consolidated(columns, table.column(WEIGHT).to_numpy())
-    return _from_rows(distinct(vector, derivations, Work()), width)
+    return _from_frame(distinct(vector, derivations, Work()))
 
 
 def evaluate(tick: Tick, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

@@ -39,7 +39,7 @@ from workers.datalog import compile_query
 from workers.datalog.results import shaped
 from workers.db import BUILTIN_SCHEMA, Schema, normalise, parse_tx
 from workers.db.bulk import normalise_bulk, normalise_columns
-from workers.db.tx import DB_ADD, DB_RETRACT, BatchOps, parse_batch
+from workers.db.tx import DB_ADD, DB_RETRACT, BatchOps, TxOps, parse_batch
 from workers.errors import ErrorCode, TransactionError, UnknownQueryError, WorkersError
 from workers.executors import Work
 from workers.executors.dispatch import (
@@ -151,22 +151,25 @@ class Engine:
         forms = edn.read(tx) if isinstance(tx, str) else tx
         # Step 1: normalise against the current state (a big one at once when it can be).
         big = isinstance(forms, list | tuple) and len(forms) >= self.bulk_datoms
-        delta = self._normalise_bulk(forms) if big else None
-        if delta is None:
-            normalised = normalise(parse_tx(forms), self.db, self.schema)
-            self.schema = normalised.schema
-            delta = self.db.encode(normalised.delta)
-        return self._tick(delta)
+        return self._tick(self._normalise_big(forms) if big else self._normalise(parse_tx(forms)))
 
-    def _normalise_bulk(self, forms: Any) -> IdDelta | None:
+    def _normalise(self, ops: TxOps) -> IdDelta:
+        """Step 1 of one transaction, op by op, against the current state."""
+        normalised = normalise(ops, self.db, self.schema)
+        self.schema = normalised.schema
+        return self.db.encode(normalised.delta)
+
+    def _normalise_big(self, forms: Any) -> IdDelta:
         """Step 1 of one big transaction as :meth:`transact_many` does a batch's (the same
-        delta, :mod:`workers.db.bulk`), or None: it must go op by op (it touches the schema,
-        or it is refused — normalised again there, to raise the same error)."""
+        delta, :mod:`workers.db.bulk`); op by op, from the same parse, when it touches the
+        schema or is refused (to raise the same error)."""
         parsed = parse_batch([forms])
         if parsed.refused:
-            return None
+            raise parsed.refused[0][1]  # the grammar's error, as parse_tx raised it
         bulk = normalise_bulk(parsed, self.db, self.schema)
-        return None if bulk is None or bulk.refused else bulk.delta
+        if bulk is None or bulk.refused:
+            return self._normalise(parsed.transaction(0))
+        return bulk.delta
 
     def transact_columns(self, e: Any, a: Any, v: Any, added: Any = None,
                          tx_id: int | None = None) -> Changes:

@@ -196,3 +196,26 @@ def test_columns_take_one_attribute_and_retractions() -> None:
         "edges": {(1, 2): 1, (2, 3): 1, (3, 1): 1}}
     assert engine.transact_columns([1, 3], to, [2, 1], added=[False, True]) == {
         "edges": {(1, 2): -1}}
+
+
+ADD, RETRACT, AGE = keyword("db/add"), keyword("db/retract"), keyword("age")
+
+
+@pytest.mark.parametrize("tx", [
+    [[ADD, 1, AGE, 30], [ADD, 1]],  # malformed: the grammar refuses it
+    [[ADD, 1, AGE, 30], [RETRACT, 1, AGE, 30]],  # adds and retracts one datom: refused
+    [{keyword("db/ident"): keyword("score"), keyword("db/cardinality"):
+      keyword("db.cardinality/one")}, [ADD, 1, keyword("score"), 3]],  # touches the schema
+    [[ADD, 1, AGE, 30], [ADD, 2, AGE, 31]],  # the bulk path's own
+])
+def test_a_big_transaction_refuses_and_changes_as_op_by_op(tx: list[Any]) -> None:
+    """``transact`` of ``bulk_datoms`` ops or more parses once; what the bulk path cannot
+    take goes op by op from that parse, with the same error or the same datoms."""
+    outcomes = []
+    for engine in (Engine(), Engine(bulk_datoms=0)):
+        try:
+            engine.transact(tx)
+            outcomes.append(sorted(map(repr, engine.db.datoms())))
+        except TransactionError as error:
+            outcomes.append([str(error)])
+    assert outcomes[1] == outcomes[0]

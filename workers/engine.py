@@ -9,7 +9,8 @@ One tick per transaction (``transact``) or per batch of them (``transact_many``;
 of bounded size with ``transact_in_chunks``), in numbered steps:
 
 1. parse the ops and normalise them against the current state → effective delta (in a
-   batch, against the state plus the transactions before; the deltas are summed);
+   batch, against the state plus the transactions before; the deltas are summed) — under
+   ``executor=spark``, the datoms it reads fetched from Spark's state first (``StateWindow``);
 2. number the delta's values; it is arranged as the queries stepping read it (small dict
    tries of ids row at a time, a one-batch spine vectorised: ``TickDelta``);
 3. route it to the queries whose patterns can match its attributes;
@@ -21,7 +22,7 @@ of bounded size with ``transact_in_chunks``), in numbered steps:
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
@@ -134,6 +135,7 @@ class Engine:
         self._delta = TickDelta()
         self.dispatch = Dispatch(executor, self.db, self._delta, spark, auto)
         self.dispatch.vector_datoms = vector_datoms
+        self.window = self.dispatch.window  # None: the database is ``db`` itself
         self._queries: dict[str, RegisteredQuery] = {}
         self._by_attribute: dict[Any, set[str]] = {}
         self._any_attribute: set[str] = set()
@@ -155,6 +157,7 @@ class Engine:
 
     def _normalise(self, ops: TxOps) -> IdDelta:
         """Step 1 of one transaction, op by op, against the current state."""
+        self._read(ops)
         normalised = normalise(ops, self.db, self.schema)
         self.schema = normalised.schema
         return self.db.encode(normalised.delta)
@@ -166,6 +169,7 @@ class Engine:
         parsed = parse_batch([forms])
         if parsed.refused:
             raise parsed.refused[0][1]  # the grammar's error, as parse_tx raised it
+        self._read(parsed.ops)
         bulk = normalise_bulk(parsed, self.db, self.schema)
         if bulk is None or bulk.refused:
             return self._normalise(parsed.transaction(0))
@@ -191,6 +195,8 @@ class Engine:
                                    f" attributes, {len(v)} values"
                                    + ("" if added is None else f", {len(added)} flags"),
                                    code=ErrorCode.TX_SHAPE)
+        if self.window is not None:
+            self.window.read_entities(np.asarray(e).tolist())
         delta = normalise_columns(e, a, v, added, self.db, self.schema)
         if delta is None:
             return self.transact(_forms(e, a, v, added), tx_id)
@@ -239,6 +245,7 @@ class Engine:
         if batch:
             self.tx = batch[-1][1]
         parsed = parse_batch([forms for forms, _ in batch])
+        self._read(parsed.ops)
         bulk = None
         if len(parsed.ops.adds) + len(parsed.ops.retracts) >= self.bulk_datoms:
             bulk = normalise_bulk(parsed, self.db, self.schema)
@@ -270,6 +277,11 @@ class Engine:
             pending.update(normalised.delta)
         return self.db.encode(dict(pending.datoms())), refused
 
+    def _read(self, ops: TxOps) -> None:
+        """Under ``executor=spark``: fetch the datoms normalising ``ops`` reads."""
+        if self.window is not None:
+            self.window.read_transactions(ops, bool(self.schema.ref_attributes()))
+
     def _tick(self, delta: IdDelta) -> Changes:
         """Steps 2-6 of a tick whose effective delta is ``delta`` (value ids)."""
         if not len(delta):
@@ -298,16 +310,20 @@ class Engine:
         # Step 5: the only write to the shared arrangements (Spark's mirror follows it);
         # between ticks the delta is empty, so ``new`` reads the same as ``old``.
         built = self._delta.batch()
+        change = int(delta.w.sum()) if isinstance(delta, DatomColumns) else sum(delta.values())
         if built is not None:  # the vectorised executor read it as a batch: that one
-            self.db.apply_batch(built, int(delta.w.sum()) if isinstance(delta, DatomColumns)
-                                else sum(delta.values()))
+            self.db.apply_batch(built, change)
         elif isinstance(delta, DatomColumns):
             self.db.apply_columns(delta)
         else:
             self.db.apply(delta)
         self.dispatch.applied()
+        if self.window is not None:
+            self.window.applied(change)
         self._delta.reset({})
         # Step 6: pulled maps, re-read after the tick for the entities it may have changed.
+        if pulled and self.window is not None:
+            self._read_pulled(pulled, delta)
         reader = PullReader(self.db, self.schema) if pulled else None
         for name, rows in pulled.items():
             pulling = self._queries[name].pulling
@@ -318,6 +334,28 @@ class Engine:
             if rows:
                 changes[name] = rows
         return changes
+
+    def _read_pulled(self, rows: Mapping[str, Mapping[Row, int]], delta: IdDelta | None) -> None:
+        """Under ``executor=spark``: fetch what pulling reads — from the entities and values
+        the delta names and the pulled entities of the rows, as far as the deepest pattern
+        reaches, up to the roots (:meth:`PullReader.roots`) and down again."""
+        assert self.window is not None
+        seeds: list[Any] = []
+        depth = 0
+        for name, changed in rows.items():
+            pulling = self._queries[name].pulling
+            assert pulling is not None
+            depth = max(depth, pulling.depth)
+            seeds += pulling.entities(changed)
+        ids = self.window.ids_of(seeds)
+        if delta is not None:
+            ids = np.concatenate([ids, *_entities_and_values(delta)])
+        self.window.read(ids, ids, hops=2 * depth if delta is not None else depth)
+
+    @property
+    def datoms(self) -> int:
+        """How many datoms the database holds."""
+        return len(self.db) if self.window is None else self.window.datoms
 
     def idle(self) -> None:
         """Nothing to step now: the time goes to compacting the database in the background
@@ -394,13 +432,16 @@ class Engine:
         """Parse, check, bind and plan a query with the current statistics: data patterns
         only as delta terms of the engine's strategy, anything else as a program of derived
         relations."""
-        return query_plan(compile_query(query, inputs), self.strategy, self.db.attribute_stats)
+        stats = self.db.attribute_stats if self.window is None else self.window.attribute_stats
+        return query_plan(compile_query(query, inputs), self.strategy, stats)
 
     def _evaluate(self, registered: RegisteredQuery) -> dict[Row, int]:
         rows = self._decode(self.dispatch.evaluate(registered.prepared, Work()))
         if registered.aggregation is not None:
             rows = registered.aggregation.reset(rows)
         if registered.pulling is not None:
+            if self.window is not None:
+                self._read_pulled({registered.name: rows}, None)
             rows = registered.pulling.reset(rows, PullReader(self.db, self.schema))
         return rows
 
@@ -416,13 +457,20 @@ class Engine:
     def state(self) -> EngineState:
         """The database as a snapshot can store it (the queries are registered anew): a copy
         of the value dictionary and the datoms' id columns, nothing shared with the engine."""
-        return EngineState(self.db.ids.copy(), self.db.columns(), self.schema, self.tx)
+        if self.window is None:
+            columns = self.db.columns()
+        else:
+            whole = self.window.columns()
+            columns = whole.e.astype(np.int32), whole.a.astype(np.int32), whole.v.astype(np.int32)
+        return EngineState(self.db.ids.copy(), columns, self.schema, self.tx)
 
     def restore(self, state: EngineState) -> None:
         """Adopt a snapshot's database; registered queries are bound to it anew (their
         constants are numbered in the snapshot's dictionary)."""
         self.db.load(state.values.copy(), state.columns)
         self.dispatch.restored()
+        if self.window is not None:  # the snapshot becomes the state; the window empties
+            self.window.restored()
         self.schema = state.schema  # before the queries' state is rebuilt: pulls read it
         for name, registered in self._queries.items():
             registered = self._queries[name] = replace(
@@ -459,3 +507,10 @@ def _forms(e: Any, a: Any, v: Any, added: Any) -> list[list[Any]]:
 def _one_attribute(a: Any) -> bool:
     """Whether a column transaction's ``a`` is one attribute for every datom."""
     return isinstance(a, edn_format.Keyword | str)
+
+
+def _entities_and_values(delta: IdDelta) -> tuple[npt.NDArray[np.int64], ...]:
+    """The ids a delta's datoms hold as entities and as values."""
+    if isinstance(delta, DatomColumns):
+        return delta.e.astype(np.int64), delta.v.astype(np.int64)
+    return (np.array([d[0] for d in delta], np.int64), np.array([d[2] for d in delta], np.int64))

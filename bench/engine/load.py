@@ -113,9 +113,11 @@ def run(args: argparse.Namespace) -> None:
         engine.register(args.query, QUERIES[args.query])
     log(f"loading {args.edges:,} edges in transactions of {args.tx_datoms:,} ({args.api})")
     seconds = load(engine, us, vs, args.tx_datoms, args.api)
-    datoms = len(engine.db)
+    datoms = engine.datoms
     unsettled = rss() - before  # a background compaction may hold a second copy now
     engine.db.state.settle()
+    if engine.dispatch.spark is not None:  # and the state files' compaction
+        engine.dispatch.spark.store.settle()
     grown = rss() - before
     log("snapshot save and restore")
     snapshot = snapshot_times(engine)

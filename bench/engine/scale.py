@@ -135,7 +135,7 @@ def run(args: argparse.Namespace) -> None:
     log(f"loading in transactions of {args.tx_datoms:,} ({args.api}) with "
         f"{', '.join(live) or 'no query'} live")
     seconds, sizes = load(engine, us, vs, args.tx_datoms, args.api)
-    datoms = len(engine.db)
+    datoms = engine.datoms
     result: dict[str, Any] = {
         "datoms": datoms, "load_s": seconds, "load_datoms_per_s": datoms / seconds,
         "rss_bytes_per_datom": (rss() - before) / datoms, "results": sizes}

@@ -29,6 +29,7 @@ from workers.plan.ir import Body, Plan, RulesPlan
 if TYPE_CHECKING:
     from workers.executors.spark import SparkExecutor, SparkSettings
     from workers.executors.spark.backend import SparkBackend
+    from workers.executors.spark.window import StateWindow
 
 Row = tuple[Any, ...]
 # Rows of value ids and their weights: a dict from the row-at-a-time executors and Spark,
@@ -99,10 +100,17 @@ class Dispatch:
         self._old, self._tick = old, delta
         self._delta = delta.arrangement  # what the row-at-a-time executors and Spark read
         self.backend: SparkBackend | None = None
+        # Under ``spark`` the database is Spark's state: ``old`` is a window on it.
+        self.window: StateWindow | None = None
         if mode != "local":
             from workers.executors.spark.backend import SparkBackend
 
             self.backend = SparkBackend(spark, old, delta, required=mode == "spark")
+        if mode == "spark":
+            from workers.executors.spark.window import StateWindow
+
+            assert self.spark is not None
+            self.window = StateWindow(old, self.spark)
 
     def prepare(self, plan: Body) -> Prepared:
         if isinstance(plan, RulesPlan):

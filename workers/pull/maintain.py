@@ -28,7 +28,7 @@ from typing import Any
 from workers.arrangements.delta import IdDelta
 from workers.datalog.pull import PullPattern
 from workers.plan.ir import Find
-from workers.pull.read import PullReader, attributes_read
+from workers.pull.read import PullReader, attributes_read, depth
 from workers.zset import add_into
 
 Row = tuple[Any, ...]
@@ -77,6 +77,15 @@ class Pulling:
                 return None
             found += read
         return tuple(dict.fromkeys(found))
+
+    @property
+    def depth(self) -> int:
+        """How many references deep the deepest pattern reads."""
+        return max(depth(column.pattern) for column in self.pulls)
+
+    def entities(self, rows: Mapping[Row, int]) -> list[Any]:
+        """The entities ``rows`` pull."""
+        return [row[column.source] for row in rows for column in self.pulls]
 
     def reset(self, rows: Mapping[Row, int], reader: PullReader) -> dict[Row, int]:
         """Start over from the whole input; return the whole output."""

@@ -85,6 +85,16 @@ def _nodes(pattern: PullPattern) -> list[_Node]:
     return nodes
 
 
+def depth(pattern: PullPattern) -> int:
+    """How many references deep the pattern reads (0: the root entity's datoms only)."""
+    nodes = _nodes(pattern)
+    depths = [0] * len(nodes)
+    for i, node in enumerate(nodes):
+        if node.parent is not None:
+            depths[i] = depths[node.parent] + 1
+    return max(depths)
+
+
 def attributes_read(pattern: PullPattern) -> tuple[Any, ...] | None:
     """Every attribute whose datoms can change the pattern's maps, schema attributes
     included; None when it has a wildcard (any attribute can)."""

@@ -55,9 +55,11 @@ class StateGauges:
     def __init__(self) -> None:
         self._next = 0.0
 
-    def observe(self, db: ArrangementRegistry) -> None:
+    def observe(self, db: ArrangementRegistry, datoms: int) -> None:
+        """``datoms``: the database's size (under ``executor=spark`` not ``db``'s: the
+        driver's registry is a window on Spark's state, and its bytes the driver's)."""
         for order in INDEX_ORDERS:
-            metrics.ARRANGEMENT_DATOMS.labels(order.name).set(len(db))
+            metrics.ARRANGEMENT_DATOMS.labels(order.name).set(datoms)
         started = time.monotonic()
         if started < self._next:
             return

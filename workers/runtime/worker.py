@@ -462,7 +462,7 @@ class Worker(Closing):
         if self._applied_s:
             metrics.LAG_SECONDS.set(max(time.time() - self._applied_s, 0.0) if lag else 0.0)
         metrics.SNAPSHOT_AGE.set(self.snapshots.age_s())
-        self._state_gauges.observe(self.engine.db)
+        self._state_gauges.observe(self.engine.db, self.engine.datoms)
 
     def lag(self) -> int:
         """Transactions in the log not yet applied here."""

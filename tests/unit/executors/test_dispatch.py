@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import logging
 
+import numpy as np
 import pytest
 
+from workers.arrangements.batch import Ids
 from workers.engine import Engine
 from workers.errors import ErrorCode, WorkersError
 from workers.executors.dispatch import AutoPolicy
@@ -75,6 +77,18 @@ class FailingSpark:
 
     def restored(self) -> None:
         self.restored_count += 1
+
+    def manifest(self) -> None:
+        """Under ``executor=spark`` the state is written at the start: nothing to write."""
+
+    def fetch(self, forward: object, backward: object, hops: int = 0) -> tuple[Ids, Ids, Ids]:
+        """The datoms a tick normalises against: none (the database is empty), so that the
+        step is the job that fails."""
+        none = np.zeros(0, np.int32)
+        return none, none, none
+
+    def statistics(self) -> dict[int, tuple[int, int]]:
+        return {}
 
 
 def _engine_on(mode: str, monkeypatch: pytest.MonkeyPatch) -> tuple[Engine, FailingSpark]:

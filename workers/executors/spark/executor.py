@@ -33,13 +33,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from workers.arrangements import ArrangementRegistry, MemoryArrangement
-from workers.arrangements.batch import Ints
+from workers.arrangements.batch import Ids, Ints
 from workers.arrangements.delta import DatomColumns
 from workers.executors.extenders import Relations, Row
 from workers.executors.spark import tasks
 from workers.executors.spark.jobs import JobGroups
 from workers.executors.spark.state import Manifest, StateStore
-from workers.executors.spark.tasks import Rows, Tick, column, schema
+from workers.executors.spark.tasks import Fetch, Rows, Tick, column, schema
 from workers.executors.work import Work
 from workers.plan.ir import JoinProgram, Plan
 
@@ -123,6 +123,28 @@ class SparkExecutor:
             table = self._shares(task.shares).mapInArrow(partial(tasks.join, task),
                                                          schema(width)).toArrow()
         return _counted(tasks.to_rows(table, width), work)
+
+    def fetch(self, forward: Ints, backward: Ints, hops: int = 0) -> tuple[Ids, Ids, Ids]:
+        """The datoms of the entities ``forward`` and those pointing at the ids ``backward``
+        (then ``hops`` more steps along what they hold), EAV-sorted: one job, keyed by
+        entity over the shares when the request is large."""
+        size = len(forward) + len(backward)
+        shares = self.shares if hops == 0 and size >= self.split_datoms else 1
+        request = Fetch(self.manifest(), forward, backward, hops, shares)
+        with self.jobs.action(f"read of {size} entities"):
+            table = self._shares(shares).mapInArrow(partial(tasks.fetch, request),
+                                                    schema(3)).toArrow()
+        e, a, v = (table.column(column(i)).to_numpy().astype(np.int32) for i in range(3))
+        order = np.lexsort((v, a, e))
+        return e[order], a[order], v[order]
+
+    def statistics(self) -> dict[int, tuple[int, int]]:
+        """Per attribute id, its distinct entities and distinct values (the planner's)."""
+        with self.jobs.action("attribute statistics"):
+            table = self._shares(1).mapInArrow(partial(tasks.statistics, self.manifest()),
+                                               schema(3)).toArrow()
+        a, entities, values = (table.column(column(i)).to_pylist() for i in range(3))
+        return {x: (n, m) for x, n, m in zip(a, entities, values, strict=True)}
 
     def applied(self, delta: DatomColumns) -> None:
         """The shared arrangements took ``delta``: append it to the state (once written)."""

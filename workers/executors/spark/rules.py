@@ -3,10 +3,11 @@
 The DRed control loop (:mod:`workers.executors.rules`) stays on the driver with the
 query's relations; each join program it runs is cut into pieces: runs of GenericJoin
 levels go to Spark (one job each: tasks run the local GenericJoin over shares of the rows,
-reading the state's files and the derived relations' tuples shipped with the job), and the
-ops between them — predicates, function bindings, negations, late checks — run on the
-driver over the collected rows, with the same code as the local executor (built-ins decode
-the value ids they read, and only the driver holds the value dictionary).
+reading the state's files and the derived relations' tuples shipped with the job), with
+the checks and negations between them (they read the database, which the driver does not
+hold); the predicates and function bindings run on the driver over the collected rows, with
+the same code as the local executor (built-ins decode the value ids they read, and only the
+driver holds the value dictionary).
 """
 
 from __future__ import annotations
@@ -19,12 +20,13 @@ from workers.executors.extenders import Relations, Row
 from workers.executors.joins import LocalJoins
 from workers.executors.spark.executor import SparkExecutor
 from workers.executors.work import Work
-from workers.plan.ir import ExtenderSpec, JoinProgram, Level, Op, columns_added
+from workers.plan.ir import Compute, ExtenderSpec, Filter, JoinProgram, Op, columns_added
 
 
 @dataclass(frozen=True, slots=True)
 class Piece:
-    """Part of a program: GenericJoin levels (on Spark) or one op (on the driver)."""
+    """Part of a program: ops that read the database or derived relations — GenericJoin
+    levels, checks, negations — on Spark, or one op that reads values on the driver."""
 
     program: JoinProgram
     on_spark: bool
@@ -77,11 +79,12 @@ class SparkJoins:
 
 
 def _pieces(program: JoinProgram) -> list[Piece]:
-    """Consecutive levels as one Spark piece (the first carries the program's checks);
-    every other op as a driver piece.  Each piece keeps all its columns."""
+    """Consecutive ops that read the database as one Spark piece (the first carries the
+    program's checks); each predicate or function binding a driver piece.  Each piece
+    keeps all its columns."""
     pieces: list[Piece] = []
     layout = program.seed_vars
-    levels: list[Level] = []
+    levels: list[Op] = []
     checks = program.checks
 
     def flush() -> None:
@@ -92,7 +95,7 @@ def _pieces(program: JoinProgram) -> list[Piece]:
         levels, checks = [], ()
 
     for op in program.levels:
-        if isinstance(op, Level):
+        if not isinstance(op, Compute | Filter):  # they read values: on the driver
             levels.append(op)
             continue
         flush()

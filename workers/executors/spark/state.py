@@ -105,6 +105,16 @@ def read_part(location: str, part: Part) -> DatomColumns:
     return DatomColumns(e, a, v, w)
 
 
+def summed(manifest: Manifest) -> DatomColumns:
+    """The base and batches of ``manifest`` summed: equal datoms added, zeros dropped."""
+    parts = [read_part(manifest.location, p) for p in manifest.parts()]
+    e, a, v, w = (np.concatenate([getattr(c, name) for c in parts] or [np.zeros(0, np.int64)])
+                  for name in ("e", "a", "v", "w"))
+    order = sort_order(e, a, v)
+    (e, a, v), weights = consolidate((e[order], a[order], v[order]), w[order])
+    return DatomColumns(e, a, v, np.ones(len(e), np.int64) if weights is None else weights)
+
+
 class StateStore:
     """The driver's side: writes the base and the batches, compacts, swaps the manifest."""
 
@@ -179,15 +189,16 @@ class StateStore:
             self._compacting.join()
             self._compacting = None
 
+    def columns(self) -> DatomColumns:
+        """The whole state at the current version, each datom once (what a snapshot holds):
+        read and summed here, so it costs the database's size while it is held."""
+        manifest = self.manifest
+        assert manifest is not None, "columns after reset"
+        return summed(manifest)
+
     def _compact(self, manifest: Manifest) -> None:
-        parts = [read_part(self.location, p) for p in manifest.parts()]
-        e, a, v, w = (np.concatenate([getattr(c, name) for c in parts])
-                      for name in ("e", "a", "v", "w"))
-        order = sort_order(e, a, v)
-        (e, a, v), summed = consolidate((e[order], a[order], v[order]), w[order])
-        weights = np.ones(len(e), np.int64) if summed is None else summed  # None: all 1
         base = self._write(f"base-{manifest.epoch}-{manifest.version}.arrow",
-                           DatomColumns(e, a, v, weights), manifest.version)
+                           summed(manifest), manifest.version)
         with self._lock:
             current = self.manifest
             assert current is not None

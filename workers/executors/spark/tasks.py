@@ -15,7 +15,10 @@ when it takes the plan, else row at a time — for its :class:`Share`:
 - :func:`evaluate` (a bootstrap, one stage): the result's rows of its share of the first
   variable's values;
 - :func:`join` (a join program of derived relations, one stage): its share of the rows
-  handed in, through the program's levels.
+  handed in, through the program's levels;
+- :func:`fetch` (what the driver reads of the database, :mod:`window`): the datoms of its
+  share of the entities asked for;
+- :func:`statistics` (for the planner): each attribute's distinct entities and values.
 
 The tasks read ids only: a plan's constants come numbered by the driver (:class:`PlanIds`).
 """
@@ -23,13 +26,15 @@ The tasks read ids only: a plan's constants come numbered by the driver (:class:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
-from workers.arrangements import ArrangementRegistry
+from workers.arrangements import ArrangementRegistry, IndexOrder
+from workers.arrangements.batch import Ids, Ints, consolidate, sort_order
 from workers.arrangements.delta import DatomColumns, TickDelta
 from workers.arrangements.relation import RelationArrangement
 from workers.arrangements.values import ValueIds
@@ -80,6 +85,19 @@ class Rows:
     shares: int
     rows: dict[Row, int]
     relations: dict[str, tuple[RelationArrangement, RelationArrangement]]
+
+
+@dataclass(frozen=True, slots=True)
+class Fetch:
+    """Datoms the driver asks for: those whose entity is one of ``forward`` and those whose
+    value is one of ``backward`` (ids); then, ``hops`` times, those of every entity or value
+    the datoms found so far hold (one share only: a hop crosses shares)."""
+
+    manifest: Manifest
+    forward: Ints
+    backward: Ints
+    hops: int
+    shares: int
 
 
 def constants(node: Any, ids: ValueIds) -> dict[Any, int]:
@@ -189,6 +207,55 @@ def join(task: Rows, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBat
         yield _from_rows(run(program, share.rows(task.rows), Work()), len(task.program.output))
 
 
+def fetch(request: Fetch, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """The datoms of this task's share of the entities and values asked for (keyed by the
+    id: ``id % shares``), each once, as rows ``(e, a, v)`` of weight 1."""
+    db = open_state(request.manifest)
+    for share in _shares(batches, request.shares):
+        forward = request.forward[share.keys(request.forward)]
+        backward = request.backward[share.keys(request.backward)]
+        e, a, v = _datoms_of(db, forward, backward)
+        seen = np.union1d(forward, backward)
+        for _ in range(request.hops):
+            frontier = np.setdiff1d(np.union1d(e, v), seen)
+            if not len(frontier):
+                break
+            seen = np.union1d(seen, frontier)
+            more = _datoms_of(db, frontier, frontier)
+            e, a, v = (np.concatenate([old, new]) for old, new in zip((e, a, v), more,
+                                                                      strict=True))
+        order = sort_order(e, a, v)
+        (e, a, v), _ = consolidate((e[order], a[order], v[order]), None)
+        yield _from_columns([e, a, v], np.ones(len(e), np.int64))
+
+
+def _datoms_of(db: ArrangementRegistry, forward: Ints, backward: Ints) -> tuple[Ids, Ids, Ids]:
+    """The datoms ``[x _ _]`` for ``x`` in ``forward`` and ``[_ _ x]`` for ``x`` in
+    ``backward`` (a datom may come twice)."""
+    rows, (a, v), _ = db.state.enumerations(IndexOrder.EAV, forward[:, None].astype(np.int64))
+    back, (a2, e2), _ = db.state.enumerations(IndexOrder.VAE,
+                                              backward[:, None].astype(np.int64))
+    return (np.concatenate([forward[rows], e2]), np.concatenate([a, a2]),
+            np.concatenate([v, backward[back]]))
+
+
+def statistics(manifest: Manifest, batches: Iterable[pa.RecordBatch]
+               ) -> Iterator[pa.RecordBatch]:
+    """Per attribute id: how many distinct entities and distinct values it has (one task)."""
+    list(batches)
+    e, a, v = open_state(manifest).columns()
+    attributes, entities = _distinct_per_key(a, e)
+    _, values = _distinct_per_key(a, v)
+    yield _from_columns([attributes, entities, values], np.ones(len(attributes), np.int64))
+
+
+def _distinct_per_key(keys: Ids, items: Ids) -> tuple[Ints, Ints]:
+    """Each key and how many distinct items it holds."""
+    pairs = np.unique((keys.astype(np.int64) << 32) | items.astype(np.int64))
+    found, counts = np.unique(pairs >> 32, return_counts=True)
+    return found, counts
+
+
 def _shares(batches: Iterable[pa.RecordBatch], count: int) -> Iterator[Share]:
     """The shares this partition holds (its input rows are share numbers)."""
     for batch in batches:
@@ -201,9 +268,12 @@ def _arrow_schema(width: int) -> pa.Schema:
 
 
 def _from_frame(frame: Frame) -> pa.RecordBatch:
-    arrays = [pa.array(c, pa.int64()) for c in frame.columns] + [pa.array(frame.weights,
-                                                                          pa.int64())]
-    return pa.RecordBatch.from_arrays(arrays, schema=_arrow_schema(len(frame.columns)))
+    return _from_columns(frame.columns, frame.weights)
+
+
+def _from_columns(columns: Sequence[Ids | Ints], weights: Ints) -> pa.RecordBatch:
+    arrays = [pa.array(c, pa.int64()) for c in [*columns, weights]]
+    return pa.RecordBatch.from_arrays(arrays, schema=_arrow_schema(len(columns)))
 
 
 def _from_rows(rows: Mapping[Row, int], width: int) -> pa.RecordBatch:

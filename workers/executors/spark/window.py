@@ -1,0 +1,94 @@
+"""The driver's database under ``executor=spark``: a window on the state Spark holds.
+
+Under ``executor=spark`` the state files (:mod:`~workers.executors.spark.state`) are the
+database, and the driver holds no datoms: it keeps the value dictionary and the schema.
+What the driver itself reads — the datoms a tick's transactions are normalised against
+(their entities', and the references to the entities they retract), the entities a pull
+shows — it first fetches in one Spark job keyed by entity (:func:`~workers.executors.
+spark.tasks.fetch`) into a small registry, which the normalisers and the pull reader read
+as they read the whole database locally: the same code, so the same semantics.  The
+window holds one tick's entities; the next fetch replaces it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from workers.arrangements import ArrangementRegistry
+from workers.arrangements.batch import Ints
+from workers.arrangements.delta import DatomColumns
+from workers.db.tx import TxOps
+
+if TYPE_CHECKING:
+    from workers.executors.spark.executor import SparkExecutor
+
+
+_NONE = np.zeros(0, np.int32)
+
+
+class StateWindow:
+    """Fills ``db`` (the engine's registry) with the datoms the driver is about to read."""
+
+    def __init__(self, db: ArrangementRegistry, spark: SparkExecutor) -> None:
+        self.db, self._spark = db, spark
+        self.datoms = len(db)  # the database's size, kept from the applied deltas
+        self._version = 0  # ticks applied: the statistics' key
+        self._statistics: tuple[int, dict[int, tuple[int, int]]] | None = None
+        spark.manifest()  # the state exists from the start: every tick appends to it
+
+    def read_transactions(self, ops: TxOps, refs: bool) -> None:
+        """The datoms normalising ``ops`` reads: those of every entity they name, and, when
+        the schema has references (``refs``), those pointing at the entities they retract."""
+        entities = [datom[0] for datom in ops.adds]
+        entities += [datom[0] for datom in ops.retracts]
+        entities += [e for e, _ in ops.retract_attributes]
+        entities += ops.retract_entities
+        self.read(self.ids_of(entities), self.ids_of(ops.retract_entities if refs else ()))
+
+    def read_entities(self, entities: Iterable[Any]) -> None:
+        """The datoms of ``entities`` (values)."""
+        self.read(self.ids_of(entities), self.ids_of(()))
+
+    def read(self, forward: Ints, backward: Ints, hops: int = 0) -> None:
+        """The datoms of the entity ids ``forward``, those whose value is one of
+        ``backward``, and ``hops`` times more those of every id they hold, replacing what
+        the window held."""
+        if len(forward) or len(backward):
+            columns = self._spark.fetch(np.unique(forward), np.unique(backward), hops)
+        else:
+            columns = (_NONE, _NONE, _NONE)
+        self.db.load(self.db.ids, columns)
+
+    def applied(self, change: int) -> None:
+        """A tick changed the number of datoms by ``change``."""
+        self.datoms += change
+        self._version += 1
+
+    def attribute_stats(self, a: Any) -> tuple[int, int]:
+        """``(distinct entities, distinct values)`` of attribute ``a``, from one Spark job per
+        version of the state that a plan asks about."""
+        if self._statistics is None or self._statistics[0] != self._version:
+            self._statistics = self._version, self._spark.statistics()
+        key = self.db.ids.lookup(a)
+        return (0, 0) if key is None else self._statistics[1].get(key, (0, 0))
+
+    def columns(self) -> DatomColumns:
+        """The whole database (a snapshot), read from the state."""
+        return self._spark.store.columns()
+
+    def restored(self) -> None:
+        """``db`` holds a snapshot's whole database: write it as the state, then empty the
+        window."""
+        self.datoms = len(self.db)
+        self._version += 1
+        self._spark.manifest()
+        self.read_entities(())
+
+    def ids_of(self, values: Iterable[Any]) -> Ints:
+        """The ids of the values that have one (a value never numbered is in no datom)."""
+        lookup = self.db.ids.lookup
+        found = [i for i in map(lookup, values) if i is not None]
+        return np.array(found, np.int64)

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from workers.arrangements.batch import Ids, Ints
 from workers.arrangements.memory import MemoryArrangement
@@ -40,6 +41,20 @@ class DatomColumns:
     def piece(self, start: int, stop: int) -> DatomColumns:
         return DatomColumns(self.e[start:stop], self.a[start:stop], self.v[start:stop],
                             self.w[start:stop])
+
+    def take(self, rows: Ints | npt.NDArray[np.bool_]) -> DatomColumns:
+        """The datoms at ``rows`` (positions or a mask)."""
+        return DatomColumns(self.e[rows], self.a[rows], self.v[rows], self.w[rows])
+
+    @staticmethod
+    def concatenate(parts: list[DatomColumns]) -> DatomColumns:
+        """The parts' datoms one after another (not consolidated)."""
+        if len(parts) == 1:
+            return parts[0]
+        e, a, v = (np.concatenate([getattr(p, n) for p in parts] or [np.zeros(0, np.int32)])
+                   for n in ("e", "a", "v"))
+        return DatomColumns(e, a, v, np.concatenate([p.w for p in parts]
+                                                    or [np.zeros(0, np.int64)]))
 
     def as_dict(self) -> dict[IdDatom, int]:
         return dict(zip(zip(self.e.tolist(), self.a.tolist(), self.v.tolist(), strict=True),

@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from workers.arrangements import ArrangementRegistry
+from workers.arrangements.delta import DatomColumns
 from workers.arrangements.values import ValueIds
-from workers.executors.spark.state import Manifest, read_part
+from workers.executors.spark.state import Manifest, Part, read_part
 
 
 @dataclass(slots=True)
@@ -41,11 +42,10 @@ def open_state(manifest: Manifest) -> ArrangementRegistry:
     if found is None or not _can_catch_up(found, manifest):
         found = OpenState(manifest.epoch, -1, ArrangementRegistry())
         _OPEN[manifest.location] = found
-        if manifest.base is not None:
-            _apply(found, manifest, manifest.base)
+        _apply(found, manifest, manifest.base)
     for part in manifest.batches:
         if part.version > found.version:
-            _apply(found, manifest, part)
+            _apply(found, manifest, (part,))
     return found.db
 
 
@@ -53,15 +53,17 @@ def _can_catch_up(found: OpenState, manifest: Manifest) -> bool:
     if found.epoch != manifest.epoch or found.version > manifest.version:
         return False
     first = manifest.batches[0].version if manifest.batches else manifest.version + 1
-    base = manifest.base.version if manifest.base is not None else -1
-    return found.version >= base and found.version + 1 >= first
+    return found.version >= manifest.base_version and found.version + 1 >= first
 
 
-def _apply(found: OpenState, manifest: Manifest, part: Any) -> None:
-    columns = read_part(manifest.location, part)
+def _apply(found: OpenState, manifest: Manifest, parts: tuple[Part, ...]) -> None:
+    """Parts of one version (a batch, or the base's buckets) as one update."""
+    if not parts:
+        return
+    columns = DatomColumns.concatenate([read_part(manifest.location, p) for p in parts])
     if len(columns):
         found.db.apply_columns(columns)
-    found.version = part.version
+    found.version = parts[0].version
 
 
 def forget() -> None:

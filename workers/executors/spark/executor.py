@@ -21,6 +21,8 @@ relations (:mod:`~workers.executors.spark.rules`) is one stage over shares of it
 The state is written by the driver, in :meth:`applied`: one batch file per tick
 (:class:`~workers.executors.spark.state.StateStore`).  It is built from the shared
 arrangements on first use, so an ``auto`` engine that never needs Spark never writes it.
+Its compaction is a Spark job too (:func:`tasks.compact`, one task per bucket of
+entities), run from the store's background thread: the driver never sums the database.
 """
 
 from __future__ import annotations
@@ -38,8 +40,8 @@ from workers.arrangements.delta import DatomColumns
 from workers.executors.extenders import Relations, Row
 from workers.executors.spark import tasks
 from workers.executors.spark.jobs import JobGroups
-from workers.executors.spark.state import Manifest, StateStore
-from workers.executors.spark.tasks import Fetch, Rows, Tick, column, schema
+from workers.executors.spark.state import Manifest, Part, StateStore
+from workers.executors.spark.tasks import Compaction, Fetch, Rows, Tick, column, schema
 from workers.executors.work import Work
 from workers.plan.ir import JoinProgram, Plan
 
@@ -49,6 +51,9 @@ if TYPE_CHECKING:
 # A tick of fewer datoms is stepped by one task in one stage: splitting it would add a stage
 # (a shuffle) that costs more than the work it shares out (docs/spark.md).
 SPLIT_DATOMS = 10_000
+# A compaction writes a bucket of the base per this many datoms (at least one per share): a
+# task sums its bucket in memory.
+BUCKET_DATOMS = 4_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +74,8 @@ class SparkExecutor:
                  shares: int | None = None) -> None:
         self.session, self.db = session, db
         self.jobs = jobs or JobGroups(session)
-        self.store = StateStore(location)
+        self._compaction_jobs = JobGroups(session)  # apart: they run beside the steps
+        self.store = StateStore(location, compactor=self._compact)
         self.shares = shares or int(session.conf.get("spark.sql.shuffle.partitions") or 1)
         self.split_datoms = SPLIT_DATOMS
 
@@ -161,6 +167,17 @@ class SparkExecutor:
             e, a, v = self.db.columns()
             return self.store.reset(DatomColumns(e, a, v, _ones(len(e))))
         return self.store.manifest
+
+    def _compact(self, manifest: Manifest, stem: str) -> tuple[Part, ...]:
+        """The store's compactor: one Spark job, a task per bucket of entities."""
+        rows = manifest.base_rows + sum(b.rows for b in manifest.batches)
+        request = Compaction(manifest, stem, max(self.shares, -(-rows // BUCKET_DATOMS)))
+        with self._compaction_jobs.action(f"compaction of version {manifest.version}"):
+            table = self._shares(request.buckets).mapInArrow(
+                partial(tasks.compact, request), schema(1)).toArrow()
+        buckets, sizes = table.column(column(0)).to_pylist(), table.column("w").to_pylist()
+        return tuple(Part(request.name(b), manifest.version, n)
+                     for b, n in sorted(zip(buckets, sizes, strict=True)))
 
     def _tick(self, plan: Plan, delta: DatomColumns, shares: int) -> Tick:
         return Tick(self.manifest(), plan, tasks.constants(plan, self.db.ids), delta, shares)

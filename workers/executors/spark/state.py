@@ -13,7 +13,11 @@ Design (``docs/spark.md``, "The state location"):
   dropped: the Z-set is unchanged) into a new base, in a background thread; the manifest then
   swaps to the new base plus the batches appended since.  Files the swap left behind are
   deleted by the next append, on the driver's thread: a step runs between two appends, so no
-  running step still reads them.
+  running step still reads them;
+- a base is one file or several **buckets** (datoms by ``e mod buckets``, each sorted and
+  summed apart): the :class:`Compactor` decides.  :func:`compact_here` sums in this process
+  (tests, and the store alone); the Spark executor's compactor is a Spark job whose task per
+  bucket reads the parts and writes its bucket, so the driver never holds the database.
 
 The location is a local directory (the default: a temporary one per engine) or any URL
 ``pyarrow.fs`` opens (``s3://``, ``gs://``, ``hdfs://``...): on a cluster, one every executor
@@ -26,6 +30,7 @@ import json
 import tempfile
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,31 +62,45 @@ class Part:
 
 @dataclass(frozen=True, slots=True)
 class Manifest:
-    """One version of the state: ``base`` plus ``batches`` (versions ``base.version + 1 ..
-    version``, in order).  ``epoch`` changes when the state is replaced (a restored
-    snapshot): a reader's cache of another epoch is stale."""
+    """One version of the state: the ``base``'s buckets (all of one version) plus
+    ``batches`` (versions ``base_version + 1 .. version``, in order).  ``epoch`` changes when
+    the state is replaced (a restored snapshot): a reader's cache of another epoch is
+    stale."""
 
     location: str
     epoch: str
     version: int
-    base: Part | None
+    base: tuple[Part, ...]
     batches: tuple[Part, ...]
 
     def to_json(self) -> str:
-        def part(p: Part | None) -> Any:
-            return None if p is None else [p.path, p.version, p.rows]
+        def parts(ps: tuple[Part, ...]) -> Any:
+            return [[p.path, p.version, p.rows] for p in ps]
         return json.dumps({"epoch": self.epoch, "version": self.version,
-                           "base": part(self.base), "batches": [part(b) for b in self.batches]})
+                           "base": parts(self.base), "batches": parts(self.batches)})
 
     @staticmethod
     def from_json(location: str, text: str) -> Manifest:
         data = json.loads(text)
-        base = None if data["base"] is None else Part(*data["base"])
-        return Manifest(location, data["epoch"], data["version"], base,
+        return Manifest(location, data["epoch"], data["version"],
+                        tuple(Part(*b) for b in data["base"]),
                         tuple(Part(*b) for b in data["batches"]))
 
     def parts(self) -> tuple[Part, ...]:
-        return ((self.base,) if self.base is not None else ()) + self.batches
+        return self.base + self.batches
+
+    @property
+    def base_version(self) -> int:
+        """The version the base holds (-1: no base)."""
+        return self.base[0].version if self.base else -1
+
+    @property
+    def base_rows(self) -> int:
+        return sum(p.rows for p in self.base)
+
+
+# Writes the base of a manifest's version, the files named ``{stem}...``: its parts.
+Compactor = Callable[[Manifest, str], tuple[Part, ...]]
 
 
 def filesystem(location: str) -> tuple[pafs.FileSystem, str]:
@@ -105,25 +124,48 @@ def read_part(location: str, part: Part) -> DatomColumns:
     return DatomColumns(e, a, v, w)
 
 
-def summed(manifest: Manifest) -> DatomColumns:
-    """The base and batches of ``manifest`` summed: equal datoms added, zeros dropped."""
+def write_part(location: str, name: str, columns: DatomColumns, version: int) -> Part:
+    """Write one file of the state (never replaced: each name is written once)."""
+    fs, root = filesystem(location)
+    table = pa.table([pa.array(columns.e, pa.int32()), pa.array(columns.a, pa.int32()),
+                      pa.array(columns.v, pa.int32()), pa.array(columns.w, pa.int64())],
+                     schema=SCHEMA)
+    with fs.open_output_stream(f"{root}/{name}") as sink, \
+            pa.ipc.new_file(sink, SCHEMA) as writer:
+        writer.write_table(table)
+    return Part(name, version, len(columns))
+
+
+def summed(manifest: Manifest, bucket: int = 0, buckets: int = 1) -> DatomColumns:
+    """The base and batches of ``manifest`` summed — equal datoms added, zeros dropped —
+    of the entities ``e`` with ``e mod buckets == bucket``."""
     parts = [read_part(manifest.location, p) for p in manifest.parts()]
-    e, a, v, w = (np.concatenate([getattr(c, name) for c in parts] or [np.zeros(0, np.int64)])
-                  for name in ("e", "a", "v", "w"))
+    if buckets > 1:
+        parts = [part.take(part.e % buckets == bucket) for part in parts]
+    whole = DatomColumns.concatenate(parts)
+    e, a, v, w = whole.e, whole.a, whole.v, whole.w
     order = sort_order(e, a, v)
     (e, a, v), weights = consolidate((e[order], a[order], v[order]), w[order])
     return DatomColumns(e, a, v, np.ones(len(e), np.int64) if weights is None else weights)
+
+
+def compact_here(manifest: Manifest, stem: str) -> tuple[Part, ...]:
+    """A compactor that sums the whole state in this process, into one file."""
+    return (write_part(manifest.location, f"{stem}.arrow", summed(manifest),
+                       manifest.version),)
 
 
 class StateStore:
     """The driver's side: writes the base and the batches, compacts, swaps the manifest."""
 
     def __init__(self, location: str | None = None, compact_datoms: int = COMPACT_DATOMS,
-                 compact_batches: int = COMPACT_BATCHES) -> None:
+                 compact_batches: int = COMPACT_BATCHES,
+                 compactor: Compactor = compact_here) -> None:
         self._temporary = None if location else tempfile.TemporaryDirectory(
             prefix="deltalog-spark-state-")
         self.location = location or self._temporary.name  # type: ignore[union-attr]
         self.compact_datoms, self.compact_batches = compact_datoms, compact_batches
+        self.compactor = compactor
         self.compactions = 0
         self._fs, self._root = filesystem(self.location)
         self._fs.create_dir(self._root, recursive=True)
@@ -137,8 +179,8 @@ class StateStore:
         self.drop()
         with self._lock:
             epoch = uuid.uuid4().hex[:12]
-            base = self._write(f"base-{epoch}-0.arrow", columns, 0)
-            self._publish(Manifest(self.location, epoch, 0, base, ()))
+            base = write_part(self.location, f"base-{epoch}-0.arrow", columns, 0)
+            self._publish(Manifest(self.location, epoch, 0, (base,), ()))
         self._collect()
         return self.manifest  # type: ignore[return-value]
 
@@ -156,7 +198,8 @@ class StateStore:
         assert manifest is not None, "append after reset"
         self._collect()
         version = manifest.version + 1
-        part = self._write(f"batch-{manifest.epoch}-{version}.arrow", delta, version)
+        part = write_part(self.location, f"batch-{manifest.epoch}-{version}.arrow", delta,
+                          version)
         with self._lock:
             current = self.manifest
             assert current is not None
@@ -169,9 +212,8 @@ class StateStore:
         manifest = self.manifest
         assert manifest is not None
         pending = sum(b.rows for b in manifest.batches)
-        base = manifest.base.rows if manifest.base is not None else 0
         return (len(manifest.batches) >= self.compact_batches
-                or pending >= max(self.compact_datoms, base))
+                or pending >= max(self.compact_datoms, manifest.base_rows))
 
     def compact_in_background(self) -> None:
         """Fold the current version's batches into a new base, unless one is being built."""
@@ -197,27 +239,17 @@ class StateStore:
         return summed(manifest)
 
     def _compact(self, manifest: Manifest) -> None:
-        base = self._write(f"base-{manifest.epoch}-{manifest.version}.arrow",
-                           summed(manifest), manifest.version)
+        base = self.compactor(manifest, f"base-{manifest.epoch}-{manifest.version}")
         with self._lock:
             current = self.manifest
             assert current is not None
             if current.epoch != manifest.epoch:  # reset meanwhile: this base is stale
-                self._garbage.append(base.path)
+                self._garbage.extend(p.path for p in base)
                 return
             later = tuple(b for b in current.batches if b.version > manifest.version)
             self._garbage.extend(p.path for p in manifest.parts())
             self._publish(Manifest(self.location, current.epoch, current.version, base, later))
             self.compactions += 1
-
-    def _write(self, name: str, columns: DatomColumns, version: int) -> Part:
-        table = pa.table([pa.array(columns.e, pa.int32()), pa.array(columns.a, pa.int32()),
-                          pa.array(columns.v, pa.int32()), pa.array(columns.w, pa.int64())],
-                         schema=SCHEMA)
-        with self._fs.open_output_stream(f"{self._root}/{name}") as sink, \
-                pa.ipc.new_file(sink, SCHEMA) as writer:
-            writer.write_table(table)
-        return Part(name, version, len(columns))
 
     def _publish(self, manifest: Manifest) -> None:
         """Replace the manifest file (write aside, then move: readers see one or the other)."""

@@ -18,7 +18,9 @@ when it takes the plan, else row at a time — for its :class:`Share`:
   handed in, through the program's levels;
 - :func:`fetch` (what the driver reads of the database, :mod:`window`): the datoms of its
   share of the entities asked for;
-- :func:`statistics` (for the planner): each attribute's distinct entities and values.
+- :func:`statistics` (for the planner): each attribute's distinct entities and values;
+- :func:`compact` (the state's compaction, :mod:`state`): its bucket of the state summed
+  and written as a file of the new base.
 
 The tasks read ids only: a plan's constants come numbered by the driver (:class:`PlanIds`).
 """
@@ -44,7 +46,7 @@ from workers.executors.generic_join import compile_program, run
 from workers.executors.local import LocalExecutor, PreparedPlan
 from workers.executors.share import Share
 from workers.executors.spark.cache import PlanIds, open_state
-from workers.executors.spark.state import Manifest
+from workers.executors.spark.state import Manifest, summed, write_part
 from workers.executors.terms import derivation_change
 from workers.executors.vectorised import Frame, VectorExecutor, consolidated, distinct
 from workers.executors.work import Work
@@ -98,6 +100,18 @@ class Fetch:
     backward: Ints
     hops: int
     shares: int
+
+
+@dataclass(frozen=True, slots=True)
+class Compaction:
+    """The base of ``manifest``'s version as ``buckets`` files ``{stem}-{bucket}.arrow``."""
+
+    manifest: Manifest
+    stem: str
+    buckets: int
+
+    def name(self, bucket: int) -> str:
+        return f"{self.stem}-{bucket}.arrow"
 
 
 def constants(node: Any, ids: ValueIds) -> dict[Any, int]:
@@ -247,6 +261,18 @@ def statistics(manifest: Manifest, batches: Iterable[pa.RecordBatch]
     attributes, entities = _distinct_per_key(a, e)
     _, values = _distinct_per_key(a, v)
     yield _from_columns([attributes, entities, values], np.ones(len(attributes), np.int64))
+
+
+def compact(request: Compaction, batches: Iterable[pa.RecordBatch]
+            ) -> Iterator[pa.RecordBatch]:
+    """Each bucket of this partition: the state's datoms of its entities summed, written as
+    one file; a row ``(bucket, rows)``."""
+    manifest = request.manifest
+    for share in _shares(batches, request.buckets):
+        columns = summed(manifest, share.index, request.buckets)
+        part = write_part(manifest.location, request.name(share.index), columns,
+                          manifest.version)
+        yield _from_columns([np.array([share.index])], np.array([part.rows]))
 
 
 def _distinct_per_key(keys: Ids, items: Ids) -> tuple[Ints, Ints]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -13,13 +14,33 @@ from hypothesis import strategies as st
 from workers.arrangements.delta import DatomColumns
 from workers.executors.spark import cache
 from workers.executors.spark.cache import open_state
-from workers.executors.spark.state import MANIFEST, Manifest, StateStore
+from workers.executors.spark.state import (
+    MANIFEST,
+    Compactor,
+    Manifest,
+    Part,
+    StateStore,
+    compact_here,
+    read_part,
+)
+from workers.executors.spark.tasks import Compaction, compact
 
 Datom = tuple[int, int, int]
 
 
 def columns(delta: dict[Datom, int]) -> DatomColumns:
     return DatomColumns.of(delta)
+
+
+def bucketed(buckets: int) -> Compactor:
+    """The Spark executor's compactor without Spark: its task, given every bucket."""
+    def compactor(manifest: Manifest, stem: str) -> tuple[Part, ...]:
+        request = Compaction(manifest, stem, buckets)
+        shares = pa.record_batch([pa.array(range(buckets), pa.int64())], names=["id"])
+        rows = [batch.to_pydict() for batch in compact(request, [shares])]
+        return tuple(Part(request.name(row["c0"][0]), manifest.version, row["w"][0])
+                     for row in rows)
+    return compactor
 
 
 @pytest.fixture(autouse=True)
@@ -52,7 +73,7 @@ def test_compaction_sums_the_batches_and_drops_zero_rows(tmp_path: Path) -> None
     store.settle()
     after = store.manifest
     assert after is not None and after.version == before.version and not after.batches
-    assert after.base is not None and after.base.rows == 2  # the zero rows are gone
+    assert after.base_rows == 2  # the zero rows are gone
     assert store.compactions == 1
     cache.forget()
     assert open_state(after).state.datoms() == {(1, 0, 3): 1, (6, 0, 7): 1}
@@ -128,15 +149,17 @@ ticks = st.lists(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 1), st.int
 
 
 @settings(max_examples=40)
-@given(ticks=ticks, compact_every=st.integers(1, 5))
+@given(ticks=ticks, compact_every=st.integers(1, 5), buckets=st.sampled_from([0, 1, 3]))
 def test_the_state_is_the_sum_of_its_ticks_through_compactions(
         tmp_path_factory: pytest.TempPathFactory, ticks: list[list[Datom]],
-        compact_every: int) -> None:
+        compact_every: int, buckets: int) -> None:
     """Each tick toggles some datoms of a set (adds absent ones, retracts present ones):
-    whatever the compactions, every version a task opens is the set so far."""
+    whatever the compactions — in this process, or by bucket of entities as Spark's tasks
+    do — every version a task opens is the set so far."""
     cache.forget()
     location = str(tmp_path_factory.mktemp("state"))
-    store = StateStore(location, compact_batches=compact_every, compact_datoms=1_000)
+    store = StateStore(location, compact_batches=compact_every, compact_datoms=1_000,
+                       compactor=bucketed(buckets) if buckets else compact_here)
     expected: set[Datom] = set()
     store.reset(columns({}))
     for toggled in ticks:
@@ -158,3 +181,19 @@ def test_ids_beyond_int16_survive_the_files(tmp_path: Path) -> None:
     big = (70_000, 7, 2**20)
     store.reset(DatomColumns(*(np.array([x], np.int32) for x in big), np.ones(1, np.int64)))
     assert open_state(store.manifest).state.datoms() == {big: 1}  # type: ignore[arg-type]
+
+
+def test_a_bucketed_base_holds_each_entity_in_its_bucket(tmp_path: Path) -> None:
+    store = StateStore(str(tmp_path), compact_batches=1_000, compact_datoms=1_000,
+                       compactor=bucketed(3))
+    store.reset(columns({(e, 0, e + 1): 1 for e in range(10)}))
+    store.append(columns({(4, 0, 5): -1, (4, 0, 6): 1}))
+    store.compact_in_background()
+    store.settle()
+    manifest = store.manifest
+    assert manifest is not None and len(manifest.base) == 3 and not manifest.batches
+    for bucket, part in enumerate(manifest.base):
+        datoms = read_part(manifest.location, part)
+        assert set(datoms.e.tolist()) == {e for e in range(10) if e % 3 == bucket}
+    expected = {(e, 0, e + 1): 1 for e in range(10) if e != 4} | {(4, 0, 6): 1}
+    assert open_state(manifest).state.datoms() == expected

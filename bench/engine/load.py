@@ -33,7 +33,7 @@ from typing import Any
 
 from bench.data import powerlaw_graph, powerlaw_path
 from bench.engine.spine import edge_columns, rss
-from bench.engine.tx import ADD, API_CHOICES, RETRACT, TO, send_edges
+from bench.engine.tx import ADD, API_CHOICES, RETRACT, TO, send_edges, settle
 from bench.harness import Results, log, markdown_table
 from bench.queries import QUERIES
 from workers.engine import Engine
@@ -115,9 +115,7 @@ def run(args: argparse.Namespace) -> None:
     seconds = load(engine, us, vs, args.tx_datoms, args.api)
     datoms = engine.datoms
     unsettled = rss() - before  # a background compaction may hold a second copy now
-    engine.db.state.settle()
-    if engine.dispatch.spark is not None:  # and the state files' compaction
-        engine.dispatch.spark.store.settle()
+    settle(engine)
     grown = rss() - before
     log("snapshot save and restore")
     snapshot = snapshot_times(engine)

@@ -4,7 +4,7 @@ single-edge ticks and ticks of 1,000.
     python -m bench scale [--edges 10000000] [--degree 10] [--tx-datoms 100000]
                           [--queries triangle,4cycle] [--ticks 200] [--big-ticks 20]
                           [--tick-sizes 1000] [--api forms|columns] [--seed S]
-                          [--no-idle] [--bootstrap 4cycle]
+                          [--no-idle] [--bootstrap 4cycle] [--executor local|spark]
 
 A seeded random directed graph: `--edges` distinct edges on `edges / degree` nodes, both
 ends uniform (so out- and in-degrees are Poisson with mean `--degree`: bounded, no hubs),
@@ -22,6 +22,9 @@ CPU time (median).  Queries named in `--bootstrap` are registered only after the
 the idle compaction), their bootstrap timed, then ticked with the others: a query whose
 maintenance through the whole load would cost more than one evaluation of it at the end
 (the 4-cycle: every new edge's 3-paths, four delta terms, against one pass over them).
+With ``--executor spark`` the queries step on an embedded Spark (``local[*]``), the
+database is Spark's state, and the RSS is the driver's Python process alone, from after
+Spark started (issue 16).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from bench.engine.spine import rss
-from bench.engine.tx import ADD, API_CHOICES, RETRACT, TO, send_edges
+from bench.engine.tx import ADD, API_CHOICES, RETRACT, TO, send_edges, settle
 from bench.harness import Results, csv_list, log, markdown_table, percentile, positive_ints
 from bench.queries import QUERIES
 from workers.engine import Engine
@@ -112,6 +115,8 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse
     parser.add_argument("--idle", action=argparse.BooleanOptionalAction, default=True,
                         help="after the load, let the engine be idle (Engine.idle: the "
                              "batches compacted into one) before the ticks (default on)")
+    parser.add_argument("--executor", choices=("local", "spark"), default="local",
+                        help="where the queries step (default local)")
     args = parser.parse_args(argv)
     if min(args.edges, args.degree, args.tx_datoms, args.ticks, args.big_ticks) < 2:
         parser.error("--edges, --degree, --tx-datoms, --ticks, --big-ticks must be >= 2")
@@ -127,8 +132,8 @@ def run(args: argparse.Namespace) -> None:
     output = Results("scale", args)
     log(f"generating {args.edges:,} edges, mean degree {args.degree}")
     us, vs = bounded_graph(args.edges, args.degree, args.seed)
+    engine = Engine(executor=args.executor)
     before = rss()
-    engine = Engine()
     live = [name for name in args.queries if name not in args.bootstrap]
     for name in live:
         engine.register(name, QUERIES[name])
@@ -146,7 +151,7 @@ def run(args: argparse.Namespace) -> None:
         log("idle: compacting in the background, then waiting for it")
         started = time.perf_counter()
         engine.idle()
-        engine.db.state.settle()
+        settle(engine)
         idle_s = time.perf_counter() - started
         result.update(idle_s=idle_s, idle_rss_bytes_per_datom=(rss() - before) / datoms,
                       batches=[len(b) for b in engine.db.state.batches])

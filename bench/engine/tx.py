@@ -39,3 +39,11 @@ def send_edges(engine: Engine, us: np.ndarray, vs: np.ndarray, api: str,
     forms = [[ADD, u, TO, v] for u, v in zip(us.tolist(), vs.tolist(), strict=True)]
     changes, _ = engine.transact_many([(forms, tx_id)])
     return changes
+
+
+def settle(engine: Engine) -> None:
+    """Wait for the engine's background compactions: its spine's, and under
+    ``executor=spark`` the state files' (a running one holds a second copy)."""
+    engine.db.state.settle()
+    if engine.dispatch.spark is not None:
+        engine.dispatch.spark.store.settle()

@@ -333,6 +333,8 @@ class Engine:
             self.last_work[name].seconds += time.perf_counter() - started
             if rows:
                 changes[name] = rows
+        if self.window is not None:  # the tick is over: the next one fetches its own
+            self.window.forget()
         return changes
 
     def _read_pulled(self, rows: Mapping[str, Mapping[Row, int]], delta: IdDelta | None) -> None:

@@ -7,7 +7,7 @@ What the driver itself reads — the datoms a tick's transactions are normalised
 shows — it first fetches in one Spark job keyed by entity (:func:`~workers.executors.
 spark.tasks.fetch`) into a small registry, which the normalisers and the pull reader read
 as they read the whole database locally: the same code, so the same semantics.  The
-window holds one tick's entities; the next fetch replaces it.
+window holds one tick's entities while the tick runs; it is emptied after it.
 """
 
 from __future__ import annotations
@@ -57,10 +57,14 @@ class StateWindow:
         ``backward``, and ``hops`` times more those of every id they hold, replacing what
         the window held."""
         if len(forward) or len(backward):
-            columns = self._spark.fetch(np.unique(forward), np.unique(backward), hops)
+            self.db.load(self.db.ids, self._spark.fetch(np.unique(forward), np.unique(backward),
+                                                        hops))
         else:
-            columns = (_NONE, _NONE, _NONE)
-        self.db.load(self.db.ids, columns)
+            self.forget()
+
+    def forget(self) -> None:
+        """Empty the window (a tick is over: the next fetches its own)."""
+        self.db.load(self.db.ids, (_NONE, _NONE, _NONE))
 
     def applied(self, change: int) -> None:
         """A tick changed the number of datoms by ``change``."""
@@ -85,7 +89,7 @@ class StateWindow:
         self.datoms = len(self.db)
         self._version += 1
         self._spark.manifest()
-        self.read_entities(())
+        self.forget()
 
     def ids_of(self, values: Iterable[Any]) -> Ints:
         """The ids of the values that have one (a value never numbered is in no datom)."""

@@ -31,6 +31,7 @@ from bench.harness import Results, log, markdown_table, mismatch, timed
 from bench.queries import QUERIES
 from workers.engine import Engine
 from workers.executors.spark import SparkSettings
+from workers.executors.spark.jobs import JobCount
 
 QUERY = "triangle"
 DEFAULT_SIZES = [1, 10, 100, 1_000, 10_000, 100_000]
@@ -48,7 +49,8 @@ class SizeResult:
     local_all_ms: list[float]
     spark_all_ms: list[float]
     changed_rows: list[int]  # triangle rows changed by each insert tick (what parity compared)
-    spark_stages: list[int]  # Spark stages of each insert tick's step (one job each)
+    spark_jobs: list[int]  # Spark jobs of each insert tick (the read, then the step)
+    spark_stages: list[int]  # their stages
 
     @property
     def ratio(self) -> float | None:
@@ -153,25 +155,27 @@ def check(label: str, local: Changes, spark: Changes) -> None:
 
 def run_tick(
     engines: Engines, edges: list[Edge], label: str, with_local: bool
-) -> tuple[list[float], int, int]:
+) -> tuple[list[float], int, JobCount]:
     """Insert `edges` (timed: [local ms, spark ms] or [spark ms]), then retract them
     (untimed); both steps parity-checked when the local engine takes part. Also returns
-    how many triangle rows the insert changed and how many Spark stages its step ran."""
+    how many triangle rows the insert changed and the Spark jobs and stages it ran."""
     latencies = []
     inserted: dict[str, Changes] = {}
     targets = [("local", engines.local)] if with_local else []
     targets.append(("spark", engines.spark))
+    spark = engines.spark.dispatch.spark
+    assert spark is not None
+    before = spark.jobs.total
     for name, engine in targets:
         ns, inserted[name] = timed(partial(engine.transact, tx_of(edges, add=True)))
         latencies.append(ns / 1e6)
-    spark = engines.spark.dispatch.spark
-    assert spark is not None
-    stages = spark.jobs.last.stages
+    after = spark.jobs.total
+    spark_work = JobCount(after.jobs - before.jobs, after.stages - before.stages)
     retracted = {name: engine.transact(tx_of(edges, add=False)) for name, engine in targets}
     if with_local:
         check(f"{label} insert", inserted["local"], inserted["spark"])
         check(f"{label} retract", retracted["local"], retracted["spark"])
-    return latencies, len(inserted["spark"].get(QUERY, {})), stages
+    return latencies, len(inserted["spark"].get(QUERY, {})), spark_work
 
 
 def measure(
@@ -189,15 +193,16 @@ def measure(
             previous = results[-1].local_ms
             with_local = previous is not None and previous / 1e3 <= max_local_s
         log(f"tick size {size}: {repeat} ticks" + ("" if with_local else " (spark only)"))
-        local_ms, spark_ms, changed, stages = [], [], [], []
+        local_ms, spark_ms, changed, jobs, stages = [], [], [], [], []
         for r, edges in enumerate(ticks[i * repeat : (i + 1) * repeat]):
-            latencies, rows, stage_count = run_tick(engines, edges, f"size {size} tick {r}",
-                                                    with_local)
+            latencies, rows, count = run_tick(engines, edges, f"size {size} tick {r}",
+                                              with_local)
             *local, spark = latencies
             local_ms += local
             spark_ms.append(spark)
             changed.append(rows)
-            stages.append(stage_count)
+            jobs.append(count.jobs)
+            stages.append(count.stages)
         results.append(
             SizeResult(
                 size=size,
@@ -207,6 +212,7 @@ def measure(
                 local_all_ms=local_ms,
                 spark_all_ms=spark_ms,
                 changed_rows=changed,
+                spark_jobs=jobs,
                 spark_stages=stages,
             )
         )
@@ -245,7 +251,7 @@ def ms_text(value: float | None) -> str:
 def table(results: list[SizeResult]) -> str:
     """The tick size | local ms | spark ms | spark/local table, plus the median number of
     triangle rows an insert changed (how much the parity check had to compare) and the
-    most Spark stages an insert's step ran."""
+    most Spark jobs and stages an insert ran."""
     rows = [
         [
             f"{r.size:,}",
@@ -253,12 +259,12 @@ def table(results: list[SizeResult]) -> str:
             ms_text(r.spark_ms),
             "n/a" if r.ratio is None else f"{r.ratio:.2f}",
             f"{statistics.median(r.changed_rows):,.0f}",
-            f"{max(r.spark_stages)}",
+            f"{max(r.spark_jobs)} / {max(r.spark_stages)}",
         ]
         for r in results
     ]
     headers = ["tick edges", "local ms", "spark ms", "spark/local", "changed rows",
-               "spark stages (max)"]
+               "spark jobs / stages (max)"]
     return markdown_table(headers, rows)
 
 

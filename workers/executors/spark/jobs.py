@@ -3,7 +3,9 @@
 A bootstrap over a large database can run for minutes; :class:`JobGroups` reports how many
 of the group's tasks are done every ``interval_s`` (to the log by default), and records the
 jobs and stages each action took (:class:`JobCount`) — what the lineage test compares and
-what metrics export.  Spark Connect has no status tracker: there, actions run unreported.
+what metrics export — and their running ``total`` (a tick is several actions: the read of
+what it normalises against, then its steps).  Spark Connect has no status tracker: there,
+actions run unreported.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ class JobGroups:
         self._context: SparkContext | None = None if connect else session.sparkContext
         self.progress, self.interval_s = progress, interval_s
         self.last = JobCount()
+        self.total = JobCount()
 
     @contextmanager
     def action(self, what: str) -> Iterator[None]:
@@ -66,6 +69,8 @@ class JobGroups:
             # drain first, or a group that ran jobs may still count none.
             self._context._jsc.sc().listenerBus().waitUntilEmpty()
             self.last = _count(tracker, group)
+            self.total = JobCount(self.total.jobs + self.last.jobs,
+                                  self.total.stages + self.last.stages)
 
     def _report(self, tracker: StatusTracker, group: str, what: str,
                 done: threading.Event) -> None:

@@ -40,6 +40,7 @@ from workers.datalog import compile_query
 from workers.datalog.results import shaped
 from workers.db import BUILTIN_SCHEMA, Schema, normalise, parse_tx
 from workers.db.bulk import normalise_bulk, normalise_columns
+from workers.db.schema import SCHEMA_ATTRIBUTES
 from workers.db.tx import DB_ADD, DB_RETRACT, BatchOps, TxOps, parse_batch
 from workers.errors import ErrorCode, TransactionError, UnknownQueryError, WorkersError
 from workers.executors import Work
@@ -280,7 +281,7 @@ class Engine:
     def _read(self, ops: TxOps) -> None:
         """Under ``executor=spark``: fetch the datoms normalising ``ops`` reads."""
         if self.window is not None:
-            self.window.read_transactions(ops, bool(self.schema.ref_attributes()))
+            self.window.read_transactions(ops, self.schema)
 
     def _tick(self, delta: IdDelta) -> Changes:
         """Steps 2-6 of a tick whose effective delta is ``delta`` (value ids)."""
@@ -339,16 +340,20 @@ class Engine:
 
     def _read_pulled(self, rows: Mapping[str, Mapping[Row, int]], delta: IdDelta | None) -> None:
         """Under ``executor=spark``: fetch what pulling reads — from the entities and values
-        the delta names and the pulled entities of the rows, as far as the deepest pattern
+        the delta names and the pulled entities of the rows (all those held when the delta
+        changes the schema: every map is read again), as far as the deepest pattern
         reaches, up to the roots (:meth:`PullReader.roots`) and down again."""
         assert self.window is not None
         seeds: list[Any] = []
         depth = 0
+        schema_changed = delta is not None and _changes_schema(delta, self.db.ids)
         for name, changed in rows.items():
             pulling = self._queries[name].pulling
             assert pulling is not None
             depth = max(depth, pulling.depth)
             seeds += pulling.entities(changed)
+            if schema_changed:
+                seeds += pulling.held()
         ids = self.window.ids_of(seeds)
         if delta is not None:
             ids = np.concatenate([ids, *_entities_and_values(delta)])
@@ -509,6 +514,13 @@ def _forms(e: Any, a: Any, v: Any, added: Any) -> list[list[Any]]:
 def _one_attribute(a: Any) -> bool:
     """Whether a column transaction's ``a`` is one attribute for every datom."""
     return isinstance(a, edn_format.Keyword | str)
+
+
+def _changes_schema(delta: IdDelta, ids: ValueIds) -> bool:
+    """Whether a delta holds a datom of a schema attribute."""
+    schema = [i for i in map(ids.lookup, SCHEMA_ATTRIBUTES) if i is not None]
+    attributes = delta.a if isinstance(delta, DatomColumns) else [d[1] for d in delta]
+    return bool(np.isin(attributes, schema).any())
 
 
 def _entities_and_values(delta: IdDelta) -> tuple[npt.NDArray[np.int64], ...]:

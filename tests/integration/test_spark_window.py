@@ -1,8 +1,10 @@
 """Under ``executor=spark`` the driver holds no datoms: each tick's transactions are
-normalised against the datoms of their entities, fetched from Spark's state by a job keyed by
-entity (``StateWindow``).  The semantics are the local ones: a batch is the sum of its
-transactions (the ``transact_many`` property, here against the fetched windows), and the
-database the state holds is the local one."""
+normalised against the datoms they read, fetched from Spark's state by a job keyed by entity
+(``StateWindow``).  The semantics are the local ones: a batch is the sum of its transactions
+(the ``transact_many`` property, here against the fetched windows), and the database the
+state holds is the local one.  The streams reach every read: cardinality-one updates,
+retracted entities and their referrers through a reference attribute declared mid-stream,
+retracted attributes, pulls re-read when the schema changes."""
 
 from __future__ import annotations
 
@@ -13,7 +15,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.property.strategies import SCHEMA_TX, churn_streams, tx_streams
+from tests.property.strategies import (
+    NAME,
+    RETRACT,
+    SCHEMA_TX,
+    TAG,
+    TO,
+    churn_streams,
+    entities,
+    ops,
+    tx_streams,
+)
 from tests.property.test_batches import MAINTAINED
 from tests.property.test_incremental_matches_recompute import QUERIES
 from workers.edn import keyword
@@ -23,7 +35,18 @@ from workers.executors.spark import SparkSettings
 from workers.zset import add_into
 
 pytestmark = pytest.mark.spark
-ADD, TO = keyword("db/add"), keyword("g/to")
+ADD, FRIEND = keyword("db/add"), keyword("friend")
+# What else normalising reads: a reference attribute declared mid-stream (a retracted
+# entity's referrers are retracted too), and whole attributes retracted.
+REF_TX = [{keyword("db/ident"): FRIEND, keyword("db/valueType"): keyword("db.type/ref")}]
+reading_ops = st.one_of(
+    ops(),
+    st.tuples(entities, st.sampled_from([NAME, TAG, TO, FRIEND])).map(
+        lambda pair: [RETRACT, *pair]),
+    st.tuples(entities, entities).map(lambda pair: [ADD, pair[0], FRIEND, pair[1]]))
+reading_streams = st.builds(lambda txs, at: [*txs[:at], REF_TX, *txs[at:]],
+                            st.lists(st.lists(reading_ops, min_size=1, max_size=4),
+                                     min_size=1, max_size=12), st.integers(0, 3))
 
 
 def _engine(executor: str, settings: SparkSettings, bulk_datoms: int = 1000) -> Engine:
@@ -34,10 +57,10 @@ def _engine(executor: str, settings: SparkSettings, bulk_datoms: int = 1000) -> 
     return engine
 
 
-@settings(max_examples=6, deadline=None,
+@settings(max_examples=10, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(stream=st.one_of(churn_streams, tx_streams),
-       cuts=st.lists(st.integers(0, 12), max_size=2), bulk_datoms=st.sampled_from([0, 10**9]))
+@given(stream=st.one_of(churn_streams, tx_streams, reading_streams),
+       cuts=st.lists(st.integers(0, 12), max_size=5), bulk_datoms=st.sampled_from([0, 10**9]))
 def test_a_batch_on_spark_is_the_sum_of_its_transactions(
         stream: list[list[Any]], cuts: list[int], bulk_datoms: int,
         spark_settings: SparkSettings) -> None:
@@ -62,11 +85,12 @@ def test_a_batch_on_spark_is_the_sum_of_its_transactions(
     assert _datoms(spark) == _datoms(local)
 
 
-def test_the_driver_holds_only_the_entities_of_a_tick_while_it_runs(
+def test_the_driver_holds_only_what_a_tick_reads_while_it_runs(
         spark_settings: SparkSettings, monkeypatch: pytest.MonkeyPatch) -> None:
-    """2,000 edges from 200 entities; then one tick naming two entities: while it runs the
-    driver's registry holds those entities' datoms, after it nothing; the state holds all
-    of them (what a snapshot reads)."""
+    """2,000 edges from 200 entities; then one tick retracting one entity and adding an
+    edge to another: while it runs the driver's registry holds what normalising reads —
+    the retracted entity's datoms, not the other's ten edges — after it nothing; the state
+    holds every datom (what a snapshot reads)."""
     spark, local = Engine(executor="spark", spark=spark_settings), Engine()
     load = [[ADD, a, TO, b] for a in range(200) for b in range(1000, 1010)]
     for engine in (spark, local):
@@ -79,7 +103,7 @@ def test_the_driver_holds_only_the_entities_of_a_tick_while_it_runs(
     tick = [[keyword("db/retractEntity"), 7], [ADD, 8, TO, 2000]]
     assert spark.transact(tick) == local.transact(tick) == {"out": {(7,): -1}}
     assert spark.datoms == local.datoms == 2000 - 10 + 1
-    assert window_sizes == [11]  # entities 7 and 8, fetched for the tick, the delta applied
+    assert window_sizes == [1]  # entity 7's ten edges fetched, then the tick applied
     assert len(spark.db) == 0
     assert _datoms(spark) == _datoms(local)
     assert spark.result("out") == local.result("out")

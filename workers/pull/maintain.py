@@ -87,6 +87,10 @@ class Pulling:
         """The entities ``rows`` pull."""
         return [row[column.source] for row in rows for column in self.pulls]
 
+    def held(self) -> list[Any]:
+        """Every entity whose map is held."""
+        return [entity for _, entity in self.maps]
+
     def reset(self, rows: Mapping[Row, int], reader: PullReader) -> dict[Row, int]:
         """Start over from the whole input; return the whole output."""
         self.rows, self.holders, self.maps = {}, {}, {}

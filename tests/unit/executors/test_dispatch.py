@@ -81,7 +81,8 @@ class FailingSpark:
     def manifest(self) -> None:
         """Under ``executor=spark`` the state is written at the start: nothing to write."""
 
-    def fetch(self, forward: object, backward: object, hops: int = 0) -> tuple[Ids, Ids, Ids]:
+    def fetch(self, forward: object, backward: object, hops: int = 0, pairs: object = None,
+              triples: object = None) -> tuple[Ids, Ids, Ids]:
         """The datoms a tick normalises against: none (the database is empty), so that the
         step is the job that fails."""
         none = np.zeros(0, np.int32)

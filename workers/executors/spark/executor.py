@@ -130,13 +130,17 @@ class SparkExecutor:
                                                          schema(width)).toArrow()
         return _counted(tasks.to_rows(table, width), work)
 
-    def fetch(self, forward: Ints, backward: Ints, hops: int = 0) -> tuple[Ids, Ids, Ids]:
+    def fetch(self, forward: Ints, backward: Ints, hops: int = 0,
+              pairs: Ints | None = None, triples: Ints | None = None) -> tuple[Ids, Ids, Ids]:
         """The datoms of the entities ``forward`` and those pointing at the ids ``backward``
-        (then ``hops`` more steps along what they hold), EAV-sorted: one job, keyed by
-        entity over the shares when the request is large."""
-        size = len(forward) + len(backward)
+        (then ``hops`` more steps along what they hold), those under the ``(e, a)`` rows of
+        ``pairs`` and the present ones of the ``(e, a, v)`` rows of ``triples``, EAV-sorted:
+        one job, keyed by entity over the shares when the request is large."""
+        pairs = np.zeros((0, 2), np.int64) if pairs is None else pairs
+        triples = np.zeros((0, 3), np.int64) if triples is None else triples
+        size = len(forward) + len(backward) + len(pairs) + len(triples)
         shares = self.shares if hops == 0 and size >= self.split_datoms else 1
-        request = Fetch(self.manifest(), forward, backward, hops, shares)
+        request = Fetch(self.manifest(), forward, backward, hops, shares, pairs, triples)
         with self.jobs.action(f"read of {size} entities"):
             table = self._shares(shares).mapInArrow(partial(tasks.fetch, request),
                                                     schema(3)).toArrow()

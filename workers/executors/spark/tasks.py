@@ -53,6 +53,7 @@ from workers.executors.work import Work
 from workers.plan.ir import JoinProgram, Plan, Step, StepKind
 
 WEIGHT = "w"
+_NO_ROWS = np.zeros(0, np.int64)
 
 
 def column(i: int) -> str:
@@ -93,13 +94,17 @@ class Rows:
 class Fetch:
     """Datoms the driver asks for: those whose entity is one of ``forward`` and those whose
     value is one of ``backward`` (ids); then, ``hops`` times, those of every entity or value
-    the datoms found so far hold (one share only: a hop crosses shares)."""
+    the datoms found so far hold (one share only: a hop crosses shares).  Besides, those
+    under each ``(e, a)`` row of ``pairs``, and each ``(e, a, v)`` row of ``triples`` that
+    is present."""
 
     manifest: Manifest
     forward: Ints
     backward: Ints
     hops: int
     shares: int
+    pairs: Ints
+    triples: Ints
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,7 +233,12 @@ def fetch(request: Fetch, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Reco
     for share in _shares(batches, request.shares):
         forward = request.forward[share.keys(request.forward)]
         backward = request.backward[share.keys(request.backward)]
-        e, a, v = _datoms_of(db, forward, backward)
+        pairs = request.pairs[share.keys(request.pairs[:, 0])]
+        triples = request.triples[share.keys(request.triples[:, 0])]
+        found: list[tuple[Ids | Ints, ...]] = [
+            _datoms_of(db, forward, backward), _under(db, pairs), _present(db, triples)]
+        e, a, v = (np.concatenate([columns[i].astype(np.int64) for columns in found])
+                   for i in range(3))
         seen = np.union1d(forward, backward)
         for _ in range(request.hops):
             frontier = np.setdiff1d(np.union1d(e, v), seen)
@@ -251,6 +261,20 @@ def _datoms_of(db: ArrangementRegistry, forward: Ints, backward: Ints) -> tuple[
                                               backward[:, None].astype(np.int64))
     return (np.concatenate([forward[rows], e2]), np.concatenate([a, a2]),
             np.concatenate([v, backward[back]]))
+
+
+def _under(db: ArrangementRegistry, pairs: Ints) -> tuple[Ints, Ints, Ints]:
+    """The datoms ``[e a _]`` for each row ``(e, a)`` of ``pairs``."""
+    rows, (v,), _ = db.state.enumerations(IndexOrder.EAV, pairs) if len(pairs) else (
+        _NO_ROWS, (_NO_ROWS,), _NO_ROWS)
+    return pairs[rows, 0], pairs[rows, 1], v.astype(np.int64)
+
+
+def _present(db: ArrangementRegistry, triples: Ints) -> tuple[Ints, Ints, Ints]:
+    """The rows of ``triples`` that are datoms of the state."""
+    if len(triples):
+        triples = triples[db.state.weights(IndexOrder.EAV, triples) > 0]
+    return triples[:, 0], triples[:, 1], triples[:, 2]
 
 
 def statistics(manifest: Manifest, batches: Iterable[pa.RecordBatch]

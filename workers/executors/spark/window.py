@@ -2,11 +2,19 @@
 
 Under ``executor=spark`` the state files (:mod:`~workers.executors.spark.state`) are the
 database, and the driver holds no datoms: it keeps the value dictionary and the schema.
-What the driver itself reads — the datoms a tick's transactions are normalised against
-(their entities', and the references to the entities they retract), the entities a pull
-shows — it first fetches in one Spark job keyed by entity (:func:`~workers.executors.
-spark.tasks.fetch`) into a small registry, which the normalisers and the pull reader read
-as they read the whole database locally: the same code, so the same semantics.  The
+What the driver itself reads — the datoms a tick's transactions are normalised against,
+the entities a pull shows — it first fetches in one Spark job keyed by entity
+(:func:`~workers.executors.spark.tasks.fetch`) into a small registry, which the normalisers
+and the pull reader read as they read the whole database locally: the same code, so the
+same semantics.  A tick's transactions read no more than their ops name (so the fetch is
+bounded by the tick, not by the degree of the entities it touches):
+
+- ``[:db/add e a v]`` and ``[:db/retract e a v]``: whether that datom is present;
+- a cardinality-one add and ``[:db/retract e a]``: the values of ``a`` on ``e``;
+- ``[:db/retractEntity e]``: every datom of ``e``, and when the schema has references,
+  every datom whose value is ``e``;
+- a transaction that touches the schema (it may change what the others read): every datom
+  of every entity named.  The
 window holds one tick's entities while the tick runs; it is emptied after it.
 """
 
@@ -20,6 +28,7 @@ import numpy as np
 from workers.arrangements import ArrangementRegistry
 from workers.arrangements.batch import Ints
 from workers.arrangements.delta import DatomColumns
+from workers.db.schema import SCHEMA_ATTRIBUTES, Schema
 from workers.db.tx import TxOps
 
 if TYPE_CHECKING:
@@ -27,6 +36,7 @@ if TYPE_CHECKING:
 
 
 _NONE = np.zeros(0, np.int32)
+_NO_KEYS = {width: np.zeros((0, width), np.int64) for width in (2, 3)}
 
 
 class StateWindow:
@@ -39,26 +49,34 @@ class StateWindow:
         self._statistics: tuple[int, dict[int, tuple[int, int]]] | None = None
         spark.manifest()  # the state exists from the start: every tick appends to it
 
-    def read_transactions(self, ops: TxOps, refs: bool) -> None:
-        """The datoms normalising ``ops`` reads: those of every entity they name, and, when
-        the schema has references (``refs``), those pointing at the entities they retract."""
-        entities = [datom[0] for datom in ops.adds]
-        entities += [datom[0] for datom in ops.retracts]
-        entities += [e for e, _ in ops.retract_attributes]
-        entities += ops.retract_entities
-        self.read(self.ids_of(entities), self.ids_of(ops.retract_entities if refs else ()))
+    def read_transactions(self, ops: TxOps, schema: Schema) -> None:
+        """The datoms normalising ``ops`` against ``schema`` reads (the module's list)."""
+        backward = self.ids_of(ops.retract_entities if schema.ref_attributes() else ())
+        if any(datom[1] in SCHEMA_ATTRIBUTES for datom in ops.adds + ops.retracts):
+            entities = [datom[0] for datom in ops.adds + ops.retracts]
+            entities += [e for e, _ in ops.retract_attributes]
+            self.read(self.ids_of(entities + ops.retract_entities), backward)
+            return
+        one = [d for d in ops.adds if schema[d[1]].cardinality_one]
+        many = [d for d in ops.adds if not schema[d[1]].cardinality_one]
+        pairs = self._keys([(e, a) for e, a, _ in one] + ops.retract_attributes, 2)
+        self.read(self.ids_of(ops.retract_entities), backward, pairs=pairs,
+                  triples=self._keys(many + ops.retracts, 3))
 
     def read_entities(self, entities: Iterable[Any]) -> None:
         """The datoms of ``entities`` (values)."""
         self.read(self.ids_of(entities), self.ids_of(()))
 
-    def read(self, forward: Ints, backward: Ints, hops: int = 0) -> None:
+    def read(self, forward: Ints, backward: Ints, hops: int = 0, pairs: Ints = _NO_KEYS[2],
+             triples: Ints = _NO_KEYS[3]) -> None:
         """The datoms of the entity ids ``forward``, those whose value is one of
-        ``backward``, and ``hops`` times more those of every id they hold, replacing what
-        the window held."""
-        if len(forward) or len(backward):
-            self.db.load(self.db.ids, self._spark.fetch(np.unique(forward), np.unique(backward),
-                                                        hops))
+        ``backward``, and ``hops`` times more those of every id they hold; those under the
+        ``(e, a)`` rows of ``pairs``; those of the ``(e, a, v)`` rows of ``triples`` that are
+        present — replacing what the window held."""
+        if len(forward) or len(backward) or len(pairs) or len(triples):
+            self.db.load(self.db.ids, self._spark.fetch(
+                np.unique(forward), np.unique(backward), hops, np.unique(pairs, axis=0),
+                np.unique(triples, axis=0)))
         else:
             self.forget()
 
@@ -96,3 +114,9 @@ class StateWindow:
         lookup = self.db.ids.lookup
         found = [i for i in map(lookup, values) if i is not None]
         return np.array(found, np.int64)
+
+    def _keys(self, keys: Iterable[tuple[Any, ...]], width: int) -> Ints:
+        """Rows of ids of the keys whose values all have one (no datom holds the others)."""
+        lookup = self.db.ids.lookup
+        rows = [ids for ids in (tuple(map(lookup, key)) for key in keys) if None not in ids]
+        return np.array(rows, np.int64).reshape(-1, width)

@@ -26,13 +26,11 @@ from tests.property.strategies import (
     ops,
     tx_streams,
 )
-from tests.property.test_batches import MAINTAINED
+from tests.property.test_batches import MAINTAINED, one_at_a_time
 from tests.property.test_incremental_matches_recompute import QUERIES
 from workers.edn import keyword
 from workers.engine import Engine
-from workers.errors import TransactionError
 from workers.executors.spark import SparkSettings
-from workers.zset import add_into
 
 pytestmark = pytest.mark.spark
 ADD, FRIEND = keyword("db/add"), keyword("friend")
@@ -69,17 +67,10 @@ def test_a_batch_on_spark_is_the_sum_of_its_transactions(
     local, spark = _engine("local", spark_settings), _engine("spark", spark_settings, bulk_datoms)
     bounds = sorted({0, len(stream), *(c for c in cuts if c < len(stream))})
     for start, end in pairwise(bounds):
-        expected: dict[str, dict[Any, int]] = {}
-        expected_refused = []
-        for tx_id, tx in enumerate(stream[start:end], start):
-            try:
-                for query, rows in local.transact(tx, tx_id=tx_id).items():
-                    add_into(expected.setdefault(query, {}), rows)
-            except TransactionError:
-                expected_refused.append(tx_id)
+        expected, expected_refused = one_at_a_time(local, stream, start, end)
         changes, refused = spark.transact_many(
             (tx, tx_id) for tx_id, tx in enumerate(stream[start:end], start))
-        assert changes == {q: rows for q, rows in expected.items() if rows}
+        assert changes == expected
         assert [r.tx_id for r in refused] == expected_refused
     assert spark.datoms == local.datoms
     assert _datoms(spark) == _datoms(local)

@@ -88,22 +88,30 @@ def test_a_transaction_normalised_at_once_changes_and_refuses_as_op_by_op(
     assert set(at_once.db.datoms()) == set(op_by_op.db.datoms())
 
 
+def one_at_a_time(engine: Engine, stream: list[list[Any]], start: int, end: int
+                  ) -> tuple[dict[str, dict[Any, int]], list[int]]:
+    """The oracle of the batch ``stream[start:end]``: its transactions through ``engine``
+    one at a time (tx ids their positions), their summed changes and the refused ones."""
+    expected: dict[str, dict[Any, int]] = {}
+    refused = []
+    for tx_id, tx in enumerate(stream[start:end], start):
+        try:
+            for query, rows in engine.transact(tx, tx_id=tx_id).items():
+                add_into(expected.setdefault(query, {}), rows)
+        except TransactionError:
+            refused.append(tx_id)
+    return {q: rows for q, rows in expected.items() if rows}, refused
+
+
 def _check_batches(stream: list[list[Any]], cuts: list[int], chunk: int,
                    bulk_datoms: int) -> None:
     one_by_one, batched, chunked = _engines(bulk_datoms)
     bounds = sorted({0, len(stream), *(c for c in cuts if c < len(stream))})
     for start, end in pairwise(bounds):
-        expected: dict[str, dict[Any, int]] = {}
-        expected_refused = []
-        for tx_id, tx in enumerate(stream[start:end], start):
-            try:
-                for query, rows in one_by_one.transact(tx, tx_id=tx_id).items():
-                    add_into(expected.setdefault(query, {}), rows)
-            except TransactionError:
-                expected_refused.append(tx_id)
+        expected, expected_refused = one_at_a_time(one_by_one, stream, start, end)
         changes, refused = batched.transact_many(
             (tx, tx_id) for tx_id, tx in enumerate(stream[start:end], start))
-        assert changes == {q: rows for q, rows in expected.items() if rows}
+        assert changes == expected
         assert [r.tx_id for r in refused] == expected_refused
         assert set(batched.db.datoms()) == set(one_by_one.db.datoms())
         pieces, refused = chunked.transact_in_chunks(

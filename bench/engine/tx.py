@@ -21,9 +21,9 @@ def to_tx(ops: list[Op]) -> Tx:
     return [[ADD if is_add else RETRACT, u, TO, v] for is_add, u, v in ops]
 
 
-def load_ticks(edges: list[Edge]) -> list[list[Op]]:
-    """The initial load as add-only ticks of CHUNK edges."""
-    return [[(True, u, v) for u, v in edges[i : i + CHUNK]] for i in range(0, len(edges), CHUNK)]
+def load_ticks(edges: list[Edge], chunk: int = CHUNK) -> list[list[Op]]:
+    """The initial load as add-only ticks of ``chunk`` edges."""
+    return [[(True, u, v) for u, v in edges[i : i + chunk]] for i in range(0, len(edges), chunk)]
 
 
 API_CHOICES = ("forms", "columns")

@@ -450,6 +450,8 @@ class Engine:
             if self.window is not None:
                 self._read_pulled({registered.name: rows}, None)
             rows = registered.pulling.reset(rows, PullReader(self.db, self.schema))
+            if self.window is not None:
+                self.window.forget()
         return rows
 
     def seek(self, tx: int) -> None:

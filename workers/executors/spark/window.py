@@ -14,8 +14,9 @@ bounded by the tick, not by the degree of the entities it touches):
 - ``[:db/retractEntity e]``: every datom of ``e``, and when the schema has references,
   every datom whose value is ``e``;
 - a transaction that touches the schema (it may change what the others read): every datom
-  of every entity named.  The
-window holds one tick's entities while the tick runs; it is emptied after it.
+  of every entity named.
+
+The window holds what one tick reads while the tick runs; it is emptied after it.
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ from workers.kafka.compacted import CompactedReader
 from workers.kafka.topics import Topics
 from workers.kafka.views import read_views
 from workers.runtime import worker as worker_module
-from workers.runtime.ownership import Ownership
+from workers.runtime.ownership import HEARTBEATS_PER_SESSION, Ownership
 from workers.runtime.process import WorkerProcess
 from workers.runtime.status import fleet_status
 from workers.runtime.worker import Worker
@@ -260,11 +260,15 @@ def _join_and_leave(config: WorkerConfig, given: list[list[int]]) -> None:
     """Join the workers' group until given a partition (into ``given``), then leave: two
     rebalances, and a generation the worker's earlier commits' metadata no longer matches.
     The consumer is closed whatever happens: one dropped while in the group hangs in
-    librdkafka's destroy, and with it the whole test run."""
+    librdkafka's destroy, and with it the whole test run.  It heartbeats as often as a worker
+    does: at librdkafka's default (3 s, the whole session) it timed its own session out
+    every 3.5 s and was never given a partition (a quarter of the runs here)."""
     group = config.group_id or f"{config.topic_prefix}.workers"
     consumer = Consumer(config.kafka(**{
         "group.id": group, "partition.assignment.strategy": "cooperative-sticky",
-        "session.timeout.ms": config.session_timeout_ms, "enable.auto.commit": False}))
+        "session.timeout.ms": config.session_timeout_ms,
+        "heartbeat.interval.ms": max(config.session_timeout_ms // HEARTBEATS_PER_SESSION, 250),
+        "enable.auto.commit": False}))
     try:
         consumer.subscribe([Topics(config.topic_prefix).queries])
         deadline = time.monotonic() + 120

@@ -153,12 +153,15 @@ class Engine:
         self.tx = self.tx + 1 if tx_id is None else tx_id
         forms = edn.read(tx) if isinstance(tx, str) else tx
         # Step 1: normalise against the current state (a big one at once when it can be).
-        big = isinstance(forms, list | tuple) and len(forms) >= self.bulk_datoms
-        return self._tick(self._normalise_big(forms) if big else self._normalise(parse_tx(forms)))
+        if isinstance(forms, list | tuple) and len(forms) >= self.bulk_datoms:
+            return self._tick(self._normalise_big(forms))
+        ops = parse_tx(forms)
+        self._read(ops)
+        return self._tick(self._normalise(ops))
 
     def _normalise(self, ops: TxOps) -> IdDelta:
-        """Step 1 of one transaction, op by op, against the current state."""
-        self._read(ops)
+        """Step 1 of one transaction, op by op, against the current state (under
+        ``executor=spark`` the caller has fetched what it reads)."""
         normalised = normalise(ops, self.db, self.schema)
         self.schema = normalised.schema
         return self.db.encode(normalised.delta)
@@ -469,8 +472,8 @@ class Engine:
         if self.window is None:
             columns = self.db.columns()
         else:
-            whole = self.window.columns()
-            columns = whole.e.astype(np.int32), whole.a.astype(np.int32), whole.v.astype(np.int32)
+            whole = self.window.columns()  # int32 columns, as the state's files hold them
+            columns = whole.e, whole.a, whole.v
         return EngineState(self.db.ids.copy(), columns, self.schema, self.tx)
 
     def restore(self, state: EngineState) -> None:

@@ -48,13 +48,11 @@ class DatomColumns:
 
     @staticmethod
     def concatenate(parts: list[DatomColumns]) -> DatomColumns:
-        """The parts' datoms one after another (not consolidated)."""
+        """The (one or more) parts' datoms one after another (not consolidated)."""
         if len(parts) == 1:
             return parts[0]
-        e, a, v = (np.concatenate([getattr(p, n) for p in parts] or [np.zeros(0, np.int32)])
-                   for n in ("e", "a", "v"))
-        return DatomColumns(e, a, v, np.concatenate([p.w for p in parts]
-                                                    or [np.zeros(0, np.int64)]))
+        e, a, v, w = (np.concatenate([getattr(p, n) for p in parts]) for n in ("e", "a", "v", "w"))
+        return DatomColumns(e, a, v, w)
 
     def as_dict(self) -> dict[IdDatom, int]:
         return dict(zip(zip(self.e.tolist(), self.a.tolist(), self.v.tolist(), strict=True),

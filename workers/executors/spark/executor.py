@@ -130,14 +130,12 @@ class SparkExecutor:
                                                          schema(width)).toArrow()
         return _counted(tasks.to_rows(table, width), work)
 
-    def fetch(self, forward: Ints, backward: Ints, hops: int = 0,
-              pairs: Ints | None = None, triples: Ints | None = None) -> tuple[Ids, Ids, Ids]:
+    def fetch(self, forward: Ints, backward: Ints, hops: int, pairs: Ints,
+              triples: Ints) -> tuple[Ids, Ids, Ids]:
         """The datoms of the entities ``forward`` and those pointing at the ids ``backward``
         (then ``hops`` more steps along what they hold), those under the ``(e, a)`` rows of
-        ``pairs`` and the present ones of the ``(e, a, v)`` rows of ``triples``, EAV-sorted:
-        one job, keyed by entity over the shares when the request is large."""
-        pairs = np.zeros((0, 2), np.int64) if pairs is None else pairs
-        triples = np.zeros((0, 3), np.int64) if triples is None else triples
+        ``pairs`` and the present ones of the ``(e, a, v)`` rows of ``triples``, in no
+        order: one job, keyed by entity over the shares when the request is large."""
         size = len(forward) + len(backward) + len(pairs) + len(triples)
         shares = self.shares if hops == 0 and size >= self.split_datoms else 1
         request = Fetch(self.manifest(), forward, backward, hops, shares, pairs, triples)
@@ -145,8 +143,7 @@ class SparkExecutor:
             table = self._shares(shares).mapInArrow(partial(tasks.fetch, request),
                                                     schema(3)).toArrow()
         e, a, v = (table.column(column(i)).to_numpy().astype(np.int32) for i in range(3))
-        order = np.lexsort((v, a, e))
-        return e[order], a[order], v[order]
+        return e, a, v
 
     def statistics(self) -> dict[int, tuple[int, int]]:
         """Per attribute id, its distinct entities and distinct values (the planner's)."""

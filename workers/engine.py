@@ -199,9 +199,8 @@ class Engine:
                                    f" attributes, {len(v)} values"
                                    + ("" if added is None else f", {len(added)} flags"),
                                    code=ErrorCode.TX_SHAPE)
-        if self.window is not None:
-            self.window.read_entities(np.asarray(e).tolist())
-        delta = normalise_columns(e, a, v, added, self.db, self.schema)
+        fetch = None if self.window is None else self.window.read_datoms
+        delta = normalise_columns(e, a, v, added, self.db, self.schema, fetch)
         if delta is None:
             return self.transact(_forms(e, a, v, added), tx_id)
         self.tx = self.tx + 1 if tx_id is None else tx_id

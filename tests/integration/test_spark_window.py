@@ -11,6 +11,7 @@ from __future__ import annotations
 from itertools import pairwise
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -27,6 +28,8 @@ from tests.property.strategies import (
     tx_streams,
 )
 from tests.property.test_batches import MAINTAINED, one_at_a_time
+from tests.property.test_columns import TYPED_TX, as_columns, outcome
+from tests.property.test_columns import transactions as column_transactions
 from tests.property.test_incremental_matches_recompute import QUERIES
 from workers.edn import keyword
 from workers.engine import Engine
@@ -98,6 +101,47 @@ def test_the_driver_holds_only_what_a_tick_reads_while_it_runs(
     assert len(spark.db) == 0
     assert _datoms(spark) == _datoms(local)
     assert spark.result("out") == local.result("out")
+
+
+@settings(max_examples=10, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(stream=st.lists(column_transactions, min_size=1, max_size=4), ints=st.booleans())
+def test_columns_on_spark_are_the_columns_locally(stream: list[Any], ints: bool,
+                                                  spark_settings: SparkSettings) -> None:
+    """``transact_columns`` normalised against what it fetches (the columnar path and the
+    forms it falls back to): the same changes, refusals and database as locally."""
+    local, spark = Engine(), Engine(executor="spark", spark=spark_settings)
+    for engine in (local, spark):
+        engine.transact(SCHEMA_TX)
+        engine.transact(TYPED_TX)
+        for i, query in enumerate(QUERIES[:2]):
+            engine.register(f"q{i}", query)
+    for tx in stream:
+        columns = as_columns(tx, ints)
+        assert outcome(spark.transact_columns, *columns) == outcome(local.transact_columns,
+                                                                     *columns)
+    assert _datoms(spark) == _datoms(local)
+
+
+def test_columns_fetch_the_datoms_they_name_not_their_entities(
+        spark_settings: SparkSettings, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hub of 1,000 edges, then columns adding one more edge and one present edge: the
+    window holds the present one only, not the hub's adjacency (and, once the tick is
+    applied to it, the new edge)."""
+    spark, local = Engine(executor="spark", spark=spark_settings), Engine()
+    hub = np.zeros(1000, np.int64)
+    for engine in (spark, local):
+        engine.transact_columns(hub, TO, np.arange(1, 1001))
+        engine.register("out", "[:find ?b :where [0 :g/to ?b]]")
+    window_sizes: list[int] = []
+    applied = spark.dispatch.applied
+    monkeypatch.setattr(spark.dispatch, "applied",
+                        lambda: (window_sizes.append(len(spark.db)), applied())[1])
+    e, v = np.array([0, 0]), np.array([5, 2000])
+    assert spark.transact_columns(e, TO, v) == local.transact_columns(e, TO, v) == {
+        "out": {(2000,): 1}}
+    assert window_sizes == [1 + 1]
+    assert _datoms(spark) == _datoms(local)
 
 
 def _datoms(engine: Engine) -> set[tuple[Any, Any, Any]]:

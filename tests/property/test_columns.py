@@ -41,7 +41,7 @@ def _engines() -> tuple[Engine, Engine]:
     return engines
 
 
-def _outcome(call: Any, *args: Any) -> Any:
+def outcome(call: Any, *args: Any) -> Any:
     """The call's changes, or its refusal's code and message."""
     try:
         return call(*args)
@@ -49,7 +49,7 @@ def _outcome(call: Any, *args: Any) -> Any:
         return error.code, str(error)
 
 
-def _columns(tx: list[tuple[int, Any, Any, bool]], ints: bool) -> tuple[Any, ...]:
+def as_columns(tx: list[tuple[int, Any, Any, bool]], ints: bool) -> tuple[Any, ...]:
     e = np.array([d[0] for d in tx], np.int64)
     a = [d[1] for d in tx]
     v: Any = [d[2] for d in tx]
@@ -62,10 +62,10 @@ def _columns(tx: list[tuple[int, Any, Any, bool]], ints: bool) -> tuple[Any, ...
 def test_columns_are_the_transaction_of_their_forms(stream: list[Any], ints: bool) -> None:
     by_columns, by_forms = _engines()
     for tx in stream:
-        e, a, v, added = _columns(tx, ints)
+        e, a, v, added = as_columns(tx, ints)
         forms = [[keyword("db/add") if add else keyword("db/retract"), *datom[:3]]
                  for datom, add in zip(tx, added, strict=True)]
-        assert _outcome(by_columns.transact_columns, e, a, v, added) == _outcome(
+        assert outcome(by_columns.transact_columns, e, a, v, added) == outcome(
             by_forms.transact, forms)
         assert set(by_columns.db.datoms()) == set(by_forms.db.datoms())
 

@@ -343,12 +343,16 @@ def _delta(db: ArrangementRegistry, events: _Events,
 
 
 def normalise_columns(e: Any, a: Any, v: Any, added: Any, db: ArrangementRegistry,
-                      schema: Schema) -> DatomColumns | None:
+                      schema: Schema, fetch: Callable[[Ints, Ints], None] | None = None
+                      ) -> DatomColumns | None:
     """One transaction given as columns (:meth:`~workers.engine.Engine.transact_columns`),
     normalised at once; None when it is not plain or one of :func:`check_plain`'s checks
     might refuse it — the caller then makes it forms, which are normalised and refused as
     any transaction is (so the messages are the usual ones, and nothing is checked twice
     differently).  Values of such a transaction may have been numbered: ids are internal.
+    ``fetch(pairs, triples)``, when given, is told what normalising reads before it does
+    (``executor=spark``: the window's read): the datoms under the ``(e, a)`` rows of
+    ``pairs``, and whether those of ``triples`` are present.
     """
     e = np.asarray(e)
     if e.dtype.kind not in "iu" or (e.dtype.kind == "u" and len(e) and e.max() > LONG_MAX):
@@ -383,6 +387,9 @@ def normalise_columns(e: Any, a: Any, v: Any, added: Any, db: ArrangementRegistr
     none = np.zeros(0, np.int32)
     events = _Events(e_ids, a_ids, v_ids, np.zeros(len(e_ids), np.int64), is_add,
                      is_add & np.isin(a_ids, one), none, none.astype(np.int64))
+    if fetch is not None:
+        fetch(np.stack([e_ids[single], a_ids[single]], axis=1).astype(np.int64),
+              np.stack([e_ids, a_ids, v_ids], axis=1).astype(np.int64))
     return _delta(db, events, _stored(db, events))
 
 

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 
 _NONE = np.zeros(0, np.int32)
+_NO_IDS = np.zeros(0, np.int64)
 _NO_KEYS = {width: np.zeros((0, width), np.int64) for width in (2, 3)}
 
 
@@ -64,9 +65,10 @@ class StateWindow:
         self.read(self.ids_of(ops.retract_entities), backward, pairs=pairs,
                   triples=self._keys(many + ops.retracts, 3))
 
-    def read_entities(self, entities: Iterable[Any]) -> None:
-        """The datoms of ``entities`` (values)."""
-        self.read(self.ids_of(entities), self.ids_of(()))
+    def read_datoms(self, pairs: Ints, triples: Ints) -> None:
+        """The datoms under the ``(e, a)`` rows of ``pairs`` (ids), and those of the
+        ``(e, a, v)`` rows of ``triples`` that are present: what normalising columns reads."""
+        self.read(_NO_IDS, _NO_IDS, pairs=pairs, triples=triples)
 
     def read(self, forward: Ints, backward: Ints, hops: int = 0, pairs: Ints = _NO_KEYS[2],
              triples: Ints = _NO_KEYS[3]) -> None:

@@ -196,6 +196,7 @@ def _broker(args: argparse.Namespace) -> int:
 
 
 def _worker(args: argparse.Namespace) -> int:
+    from workers.collector import freeze_long_lived
     from workers.runtime.health import serve
     from workers.runtime.worker import Worker
 
@@ -203,6 +204,7 @@ def _worker(args: argparse.Namespace) -> int:
     with Worker(config) as worker:
         if config.metrics_port is not None:
             serve(config.metrics_port, worker.readiness)
+        freeze_long_lived()  # one worker per process: what it made lives as long as it
         stop = threading.Event()
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, lambda *_: stop.set())

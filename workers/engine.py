@@ -36,6 +36,7 @@ from workers.arrangements import ArrangementRegistry, MemoryArrangement, Pending
 from workers.arrangements.delta import DatomColumns, IdDelta, TickDelta
 from workers.arrangements.pending import PENDING_ORDERS
 from workers.arrangements.values import ValueIds
+from workers.collector import collector_paused
 from workers.datalog import compile_query
 from workers.datalog.results import shaped
 from workers.db import BUILTIN_SCHEMA, Schema, normalise, parse_tx
@@ -154,7 +155,9 @@ class Engine:
         forms = edn.read(tx) if isinstance(tx, str) else tx
         # Step 1: normalise against the current state (a big one at once when it can be).
         if isinstance(forms, list | tuple) and len(forms) >= self.bulk_datoms:
-            return self._tick(self._normalise_big(forms))
+            with collector_paused():  # the parsed ops are made and freed inside
+                delta = self._normalise_big(forms)
+            return self._tick(delta)
         ops = parse_tx(forms)
         self._read(ops)
         return self._tick(self._normalise(ops))
@@ -247,18 +250,22 @@ class Engine:
         batch = list(txs)
         if batch:
             self.tx = batch[-1][1]
-        parsed = parse_batch([forms for forms, _ in batch])
+        with collector_paused():  # the parsed ops are made and freed inside
+            delta, refused = self._normalise_parsed(parse_batch([forms for forms, _ in batch]))
+        return delta, [Refusal(batch[position][1], error)
+                       for position, error in sorted(refused, key=itemgetter(0))]
+
+    def _normalise_parsed(self, parsed: BatchOps
+                          ) -> tuple[IdDelta, list[tuple[int, TransactionError]]]:
+        """Step 1 of a parsed batch: at once when it can be, else transaction after
+        transaction."""
         self._read(parsed.ops)
         bulk = None
         if len(parsed.ops.adds) + len(parsed.ops.retracts) >= self.bulk_datoms:
             bulk = normalise_bulk(parsed, self.db, self.schema)
         if bulk is not None:
-            delta: IdDelta = bulk.delta
-            refused = parsed.refused + bulk.refused
-        else:
-            delta, refused = self._normalise_one_by_one(parsed)
-        return delta, [Refusal(batch[position][1], error)
-                       for position, error in sorted(refused, key=itemgetter(0))]
+            return bulk.delta, parsed.refused + bulk.refused
+        return self._normalise_one_by_one(parsed)
 
     def _normalise_one_by_one(self, parsed: BatchOps
                               ) -> tuple[IdDelta, list[tuple[int, TransactionError]]]:

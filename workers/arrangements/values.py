@@ -123,8 +123,23 @@ class ValueIds:
 
     def intern_ints(self, xs: npt.NDArray[np.int64]) -> IdArray:
         """The ids of a column of ints (a bulk load), new ones numbered in order of first
-        appearance: the same ids as ``intern`` called on each in turn."""
+        appearance: the same ids as ``intern`` called on each in turn.  Ints ``_direct``
+        knows are read there (a bulk load names its entities again and again); the rest are
+        numbered through one sort."""
         self._merge_recent()
+        ids = np.full(len(xs), -1, np.int32)
+        inside = np.flatnonzero((xs >= 0) & (xs < len(self._direct)))
+        ids[inside] = self._direct[xs[inside]]
+        unknown = np.flatnonzero(ids < 0)
+        if len(unknown) == len(xs):
+            return self._intern_unknown_ints(xs)
+        if len(unknown):
+            ids[unknown] = self._intern_unknown_ints(xs[unknown])
+        return ids
+
+    def _intern_unknown_ints(self, xs: npt.NDArray[np.int64]) -> IdArray:
+        """:meth:`intern_ints` of ints some of which ``_direct`` does not know (the recent
+        ones merged in the column)."""
         uniq, first, inverse = np.unique(xs, return_index=True, return_inverse=True)
         uniq_ids = np.zeros(len(uniq), np.int32)
         known = np.zeros(len(uniq), bool)

@@ -35,7 +35,7 @@ it, docs/semantics.md), ids never.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
@@ -430,6 +430,8 @@ def intern_column(ids: ValueIds, values: Sequence[Any]) -> Ids:
     # Objects told apart by identity in NumPy (no Python hash per value: a keyword's is
     # Python code), each distinct object interned by value: equal objects get one id.
     identities = np.fromiter(map(id, values), np.int64, len(values))
+    if len(identities) and (identities == identities[0]).all():  # one object: an attribute
+        return np.full(len(values), ids.intern(values[0]), np.int32)
     distinct, first, inverse = np.unique(identities, return_index=True, return_inverse=True)
     appearance = np.argsort(first)  # new values numbered in order of first appearance
     interned = np.empty(len(distinct), np.int32)

@@ -81,6 +81,18 @@ def test_a_column_of_ints_gets_the_ids_interning_each_in_turn_would() -> None:
     assert [bulk.value(i) for i in expected] == column.tolist()
 
 
+@given(st.lists(st.lists(st.integers(-5, 3000) | st.integers(-2**63, 2**63 - 1), max_size=300),
+                max_size=12))
+def test_columns_of_known_and_new_ints_get_the_ids_interning_each_in_turn_would(
+        columns: list[list[int]]) -> None:
+    """Columns after columns (the later ones partly known: read from ``_direct``, the
+    others numbered): the ids, new ones included, are those of interning one by one."""
+    bulk, one_by_one = ValueIds(), ValueIds()
+    for column in columns:
+        expected = [one_by_one.intern(x) for x in column]
+        assert bulk.intern_ints(np.array(column, np.int64)).tolist() == expected
+
+
 @given(st.lists(st.one_of(st.integers(-5, 3000), st.lists(st.integers(-5, 3000), max_size=300)),
                 max_size=30))
 def test_small_ints_are_found_without_a_search_and_exactly(

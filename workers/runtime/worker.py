@@ -70,7 +70,7 @@ import gc
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,6 +78,7 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from workers import metrics
+from workers.collector import collector_paused
 from workers.config import WorkerConfig
 from workers.engine import Changes, Engine
 from workers.errors import ErrorCode, WorkersError
@@ -267,15 +268,10 @@ class Worker(Closing):
         for their dead letters (:meth:`_dead_letters`).  The first piece of the change goes
         into ``output``; the rest (a tick larger than ``tick_max_datoms``) are returned,
         computed as ``_commit`` writes them."""
-        decoded: list[tuple[Any, int]] = []
         refused: list[tuple[TxRecord, WorkersError]] = []
-        for record in batch:
-            try:
-                decoded.append((transaction_from_avro(self._tx_codec.decode(record.value)),
-                                record.offset))
-            except DecodeError as error:
-                refused.append((record, error))
-        pieces, refusals = self.engine.transact_in_chunks(decoded, self.config.tick_max_datoms)
+        with collector_paused():  # the batch's forms are made and freed inside
+            pieces, refusals = self.engine.transact_in_chunks(
+                self._decoded(batch, refused), self.config.tick_max_datoms)
         stream = Pieces(self._observed(piece) for piece in pieces)
         if batch:
             self.engine.seek(batch[-1].offset)
@@ -288,6 +284,17 @@ class Worker(Closing):
         for query, rows in stream.first().items():
             add_into(output.changes.setdefault(query, {}), rows)
         return stream
+
+    def _decoded(self, batch: Sequence[TxRecord], refused: list[tuple[TxRecord, WorkersError]]
+                 ) -> Iterator[tuple[Any, int]]:
+        """The batch's transactions as forms with their offsets; the undecodable ones go to
+        ``refused``."""
+        for record in batch:
+            try:
+                yield (transaction_from_avro(self._tx_codec.decode(record.value)),
+                       record.offset)
+            except DecodeError as error:
+                refused.append((record, error))
 
     def _dead_letters(self, batch: Sequence[TxRecord]) -> list[tuple[Refused, bytes]]:
         """The transaction log's dead letters this tick writes, with their records: as the

@@ -6,8 +6,9 @@ and each full one walks every object the process holds (a worker's ~58,000 at it
 14–50 ms a time).  Loading 10^6 datoms in transactions of 10^4 spent ~0.7 s of ~2.3 s in
 full collections (``docs/benchmarks.md``, "The collector during bulk loads").  Two remedies:
 
-- the parsed ops are made and freed while the collector is paused, so no collection ever
-  sees them (reference counting frees them as always);
+- the parsed ops (in a worker's tick, the decoded forms too) are made and freed while the
+  collector is paused, so no collection ever sees them (reference counting frees them as
+  always);
 - a worker's process, once started, freezes what it has made so far — modules, clients, the
   engine — out of the collector's sight for good: they live as long as the process.
 """

@@ -475,11 +475,8 @@ class Engine:
     def state(self) -> EngineState:
         """The database as a snapshot can store it (the queries are registered anew): a copy
         of the value dictionary and the datoms' id columns, nothing shared with the engine."""
-        if self.window is None:
-            columns = self.db.columns()
-        else:
-            whole = self.window.columns()  # int32 columns, as the state's files hold them
-            columns = whole.e, whole.a, whole.v
+        # Under executor=spark the columns map files (StateStore.columns): not on the heap.
+        columns = self.db.columns() if self.window is None else self.window.columns()
         return EngineState(self.db.ids.copy(), columns, self.schema, self.tx)
 
     def restore(self, state: EngineState) -> None:

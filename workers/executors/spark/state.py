@@ -26,11 +26,13 @@ reaches.
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
 import tempfile
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +40,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from workers.arrangements.batch import consolidate, sort_order
+from workers.arrangements.batch import Ids, consolidate, sort_order
 from workers.arrangements.delta import DatomColumns
 
 MANIFEST = "manifest.json"
@@ -47,6 +49,8 @@ MANIFEST = "manifest.json"
 COMPACT_DATOMS = 50_000
 # ... or when there are this many batches (each is one file a catching-up task opens).
 COMPACT_BATCHES = 100
+RANGE_ROWS = 1 << 18  # datoms summed at once when the whole state is read (a snapshot)
+_NO_COLUMNS: tuple[Ids, Ids, Ids] = (np.zeros(0, np.int32),) * 3
 SCHEMA = pa.schema([("e", pa.int32()), ("a", pa.int32()), ("v", pa.int32()), ("w", pa.int64())])
 
 
@@ -142,7 +146,38 @@ def summed(manifest: Manifest, bucket: int = 0, buckets: int = 1) -> DatomColumn
     parts = [read_part(manifest.location, p) for p in manifest.parts()]
     if buckets > 1:
         parts = [part.take(part.e % buckets == bucket) for part in parts]
-    whole = DatomColumns.concatenate(parts)
+    return _consolidated(DatomColumns.concatenate(parts))
+
+
+def summed_in_ranges(manifest: Manifest, rows: int = RANGE_ROWS) -> Iterator[DatomColumns]:
+    """:func:`summed` of the whole state, in EAV order, one range of entities at a time
+    (about ``rows`` datoms each): the parts are memory-mapped and each range is sliced out
+    of them, so no more than a range is ever summed in memory."""
+    parts = [read_part(manifest.location, p) for p in manifest.parts()]
+    parts = [p if _sorted_by_entity(p) else p.take(np.argsort(p.e, kind="stable"))
+             for p in parts if len(p)]  # the bases are sorted; a batch is a tick's delta
+    total = sum(len(p) for p in parts)
+    ranges = -(-total // rows)
+    if not ranges:
+        return
+    # Cut points between ranges: quantiles of the entities (a sample of each part).
+    sample = np.sort(np.concatenate([p.e[::max(1, len(p) // (4 * ranges))] for p in parts]))
+    cuts = np.unique(sample[(np.arange(1, ranges) * len(sample)) // ranges])
+    bounds = [0, *(int(c) for c in cuts), np.iinfo(np.int32).max + 1]
+    for low, high in itertools.pairwise(bounds):
+        pieces = [part.piece(int(part.e.searchsorted(low)), int(part.e.searchsorted(high)))
+                  for part in parts]
+        chunk = _consolidated(DatomColumns.concatenate(pieces))
+        if len(chunk):
+            yield chunk
+
+
+def _sorted_by_entity(part: DatomColumns) -> bool:
+    return bool(np.all(part.e[1:] >= part.e[:-1]))
+
+
+def _consolidated(whole: DatomColumns) -> DatomColumns:
+    """The datoms sorted in EAV order, equal ones summed, zeros dropped."""
     e, a, v, w = whole.e, whole.a, whole.v, whole.w
     order = sort_order(e, a, v)
     (e, a, v), weights = consolidate((e[order], a[order], v[order]), w[order])
@@ -231,12 +266,28 @@ class StateStore:
             self._compacting.join()
             self._compacting = None
 
-    def columns(self) -> DatomColumns:
-        """The whole state at the current version, each datom once (what a snapshot holds):
-        read and summed here, so it costs the database's size while it is held."""
+    def columns(self) -> tuple[Ids, Ids, Ids]:
+        """The whole state at the current version, each datom once, in EAV order (what a
+        snapshot holds): summed a range of entities at a time into temporary files, which
+        the int32 columns returned map.  The driver's heap holds a range, never the
+        database; the columns' pages are the files', which the kernel may drop."""
         manifest = self.manifest
         assert manifest is not None, "columns after reset"
-        return summed(manifest)
+        # A mapping outlives its file's closing (and a temporary file is already unlinked).
+        with contextlib.ExitStack() as closing:
+            files = [closing.enter_context(tempfile.TemporaryFile(prefix="deltalog-columns-"))
+                     for _ in "eav"]
+            size = 0
+            for chunk in summed_in_ranges(manifest):
+                for file, column in zip(files, (chunk.e, chunk.a, chunk.v), strict=True):
+                    file.write(column.astype(np.int32, copy=False).tobytes())
+                size += len(chunk)
+            if not size:
+                return _NO_COLUMNS
+            for file in files:
+                file.flush()
+            e, a, v = (np.memmap(file, np.int32, "r", shape=(size,)) for file in files)
+            return e, a, v
 
     def _compact(self, manifest: Manifest) -> None:
         base = self.compactor(manifest, f"base-{manifest.epoch}-{manifest.version}")

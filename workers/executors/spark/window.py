@@ -27,8 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from workers.arrangements import ArrangementRegistry
-from workers.arrangements.batch import Ints
-from workers.arrangements.delta import DatomColumns
+from workers.arrangements.batch import Ids, Ints
 from workers.db.schema import SCHEMA_ATTRIBUTES, Schema
 from workers.db.tx import TxOps
 
@@ -100,8 +99,9 @@ class StateWindow:
         key = self.db.ids.lookup(a)
         return (0, 0) if key is None else self._statistics[1].get(key, (0, 0))
 
-    def columns(self) -> DatomColumns:
-        """The whole database (a snapshot), read from the state."""
+    def columns(self) -> tuple[Ids, Ids, Ids]:
+        """The whole database's int32 columns in EAV order (a snapshot), read from the
+        state a range at a time into files they map (:meth:`StateStore.columns`)."""
         return self._spark.store.columns()
 
     def restored(self) -> None:

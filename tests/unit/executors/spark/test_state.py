@@ -22,6 +22,7 @@ from workers.executors.spark.state import (
     StateStore,
     compact_here,
     read_part,
+    summed_in_ranges,
 )
 from workers.executors.spark.tasks import Compaction, compact
 
@@ -149,13 +150,15 @@ ticks = st.lists(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 1), st.int
 
 
 @settings(max_examples=40)
-@given(ticks=ticks, compact_every=st.integers(1, 5), buckets=st.sampled_from([0, 1, 3]))
+@given(ticks=ticks, compact_every=st.integers(1, 5), buckets=st.sampled_from([0, 1, 3]),
+       range_rows=st.integers(1, 6))
 def test_the_state_is_the_sum_of_its_ticks_through_compactions(
         tmp_path_factory: pytest.TempPathFactory, ticks: list[list[Datom]],
-        compact_every: int, buckets: int) -> None:
+        compact_every: int, buckets: int, range_rows: int) -> None:
     """Each tick toggles some datoms of a set (adds absent ones, retracts present ones):
     whatever the compactions — in this process, or by bucket of entities as Spark's tasks
-    do — every version a task opens is the set so far."""
+    do — every version a task opens is the set so far, and so is the whole state read a
+    range of entities at a time (a snapshot's read), in EAV order."""
     cache.forget()
     location = str(tmp_path_factory.mktemp("state"))
     store = StateStore(location, compact_batches=compact_every, compact_datoms=1_000,
@@ -169,11 +172,21 @@ def test_the_state_is_the_sum_of_its_ticks_through_compactions(
         manifest = store.manifest
         assert manifest is not None
         assert set(open_state(manifest).state.datoms()) == expected
+        ranges = list(summed_in_ranges(manifest, rows=range_rows))
+        assert [d for chunk in ranges for d in _rows(chunk)] == sorted(expected)
+        assert all(chunk.w.tolist() == [1] * len(chunk) for chunk in ranges)
     store.settle()
     cache.forget()
     final = open_state(store.manifest)  # type: ignore[arg-type]
     assert final.state.datoms() == dict.fromkeys(expected, 1)
     assert len(final) == len(expected)
+    e, a, v = store.columns()
+    assert e.dtype == a.dtype == v.dtype == np.int32
+    assert list(zip(e.tolist(), a.tolist(), v.tolist(), strict=True)) == sorted(expected)
+
+
+def _rows(chunk: DatomColumns) -> list[Datom]:
+    return list(zip(chunk.e.tolist(), chunk.a.tolist(), chunk.v.tolist(), strict=True))
 
 
 def test_ids_beyond_int16_survive_the_files(tmp_path: Path) -> None:

@@ -68,6 +68,7 @@ Changes = dict[str, dict[Row, int]]
 # stop outweighing the per-transaction path: ~100 ops of the fleet's stream, without queries
 # (docs/fleet.md, "Catch-up"); live ticks of a few transactions stay one by one.
 BULK_DATOMS = 1000
+_NO_DATOMS = (np.zeros(0, np.int32),) * 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -482,10 +483,12 @@ class Engine:
     def restore(self, state: EngineState) -> None:
         """Adopt a snapshot's database; registered queries are bound to it anew (their
         constants are numbered in the snapshot's dictionary)."""
-        self.db.load(state.values.copy(), state.columns)
-        self.dispatch.restored()
-        if self.window is not None:  # the snapshot becomes the state; the window empties
-            self.window.restored()
+        if self.window is None:
+            self.db.load(state.values.copy(), state.columns)
+            self.dispatch.restored()
+        else:  # the snapshot becomes Spark's state; the driver keeps the dictionary
+            self.db.load(state.values.copy(), _NO_DATOMS)
+            self.window.restored(state.columns)
         self.schema = state.schema  # before the queries' state is rebuilt: pulls read it
         for name, registered in self._queries.items():
             registered = self._queries[name] = replace(

@@ -144,6 +144,27 @@ def test_columns_fetch_the_datoms_they_name_not_their_entities(
     assert _datoms(spark) == _datoms(local)
 
 
+def test_a_restored_snapshot_becomes_the_state_not_the_drivers(
+        spark_settings: SparkSettings) -> None:
+    """A snapshot restored under ``executor=spark`` is written as the state's base: the
+    driver's registry holds no datom of it, and later ticks read it as the local engine
+    reads its own restored copy."""
+    spark, local = Engine(executor="spark", spark=spark_settings), Engine()
+    for engine in (spark, local):
+        engine.transact([[ADD, a, TO, b] for a in range(30) for b in range(a + 1, a + 4)])
+    state = spark.state()
+    restored = Engine(executor="spark", spark=spark_settings)
+    for engine in (restored, local):
+        engine.register("tri", QUERIES[0])
+    restored.restore(state)
+    local.restore(local.state())
+    assert len(restored.db) == 0 and restored.datoms == local.datoms == 90
+    assert restored.result("tri") == local.result("tri")
+    tick = [[ADD, 3, TO, 0], [RETRACT, 5, TO, 6]]
+    assert restored.transact(tick) == local.transact(tick)
+    assert _datoms(restored) == _datoms(local)
+
+
 def _datoms(engine: Engine) -> set[tuple[Any, Any, Any]]:
     """The whole database, as a snapshot reads it."""
     state = engine.state()

@@ -40,7 +40,7 @@ from workers.arrangements.delta import DatomColumns
 from workers.executors.extenders import Relations, Row
 from workers.executors.spark import tasks
 from workers.executors.spark.jobs import JobGroups
-from workers.executors.spark.state import Manifest, Part, StateStore
+from workers.executors.spark.state import Manifest, Part, StateStore, set_weights
 from workers.executors.spark.tasks import Compaction, Fetch, Rows, Tick, column, schema
 from workers.executors.work import Work
 from workers.plan.ir import JoinProgram, Plan
@@ -165,9 +165,12 @@ class SparkExecutor:
     def manifest(self) -> Manifest:
         """The state's current version, written from the arrangements on first use."""
         if self.store.manifest is None:
-            e, a, v = self.db.columns()
-            return self.store.reset(DatomColumns(e, a, v, _ones(len(e))))
+            return self.reset(*self.db.columns())
         return self.store.manifest
+
+    def reset(self, e: Ids, a: Ids, v: Ids) -> Manifest:
+        """The state replaced by the datoms ``e, a, v`` (a set)."""
+        return self.store.reset(DatomColumns(e, a, v, set_weights(len(e))))
 
     def _compact(self, manifest: Manifest, stem: str) -> tuple[Part, ...]:
         """The store's compactor: one Spark job, a task per bucket of entities."""
@@ -190,10 +193,6 @@ class SparkExecutor:
 
 def _columns(delta: MemoryArrangement) -> DatomColumns:
     return DatomColumns.of(dict(delta.datoms()))
-
-
-def _ones(count: int) -> Ints:
-    return np.ones(count, np.int64)
 
 
 def _counted(rows: dict[Row, int], work: Work) -> dict[Row, int]:

@@ -40,7 +40,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from workers.arrangements.batch import Ids, consolidate, sort_order
+from workers.arrangements.batch import Ids, Ints, consolidate, sort_order
 from workers.arrangements.delta import DatomColumns
 
 MANIFEST = "manifest.json"
@@ -52,6 +52,7 @@ COMPACT_BATCHES = 100
 RANGE_ROWS = 1 << 18  # datoms summed at once when the whole state is read (a snapshot)
 _NO_COLUMNS: tuple[Ids, Ids, Ids] = (np.zeros(0, np.int32),) * 3
 SCHEMA = pa.schema([("e", pa.int32()), ("a", pa.int32()), ("v", pa.int32()), ("w", pa.int64())])
+SET_SCHEMA = pa.schema(list(SCHEMA)[:3])  # a file of a set: no weights
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,20 +125,30 @@ def read_part(location: str, part: Part) -> DatomColumns:
     else:
         with fs.open_input_file(path) as source:
             table = pa.ipc.open_file(source).read_all()
-    e, a, v, w = (table.column(name).to_numpy() for name in SCHEMA.names)
+    e, a, v = (table.column(name).to_numpy() for name in SET_SCHEMA.names)
+    w = table.column("w").to_numpy() if "w" in table.column_names else set_weights(len(e))
     return DatomColumns(e, a, v, w)
 
 
 def write_part(location: str, name: str, columns: DatomColumns, version: int) -> Part:
-    """Write one file of the state (never replaced: each name is written once)."""
+    """Write one file of the state (never replaced: each name is written once).  A set (every
+    weight 1: a base, a restored database) is written without its weights."""
     fs, root = filesystem(location)
-    table = pa.table([pa.array(columns.e, pa.int32()), pa.array(columns.a, pa.int32()),
-                      pa.array(columns.v, pa.int32()), pa.array(columns.w, pa.int64())],
-                     schema=SCHEMA)
+    arrays = [pa.array(columns.e, pa.int32()), pa.array(columns.a, pa.int32()),
+              pa.array(columns.v, pa.int32())]
+    weighted = len(columns) > 0 and not columns.w.min() == 1 == columns.w.max()
+    if weighted:
+        arrays.append(pa.array(columns.w, pa.int64()))
+    table = pa.table(arrays, schema=SCHEMA if weighted else SET_SCHEMA)
     with fs.open_output_stream(f"{root}/{name}") as sink, \
-            pa.ipc.new_file(sink, SCHEMA) as writer:
+            pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)
     return Part(name, version, len(columns))
+
+
+def set_weights(count: int) -> Ints:
+    """The weights of a set of ``count`` datoms: a read-only view of one 1, not a column."""
+    return np.broadcast_to(np.ones(1, np.int64), (count,))
 
 
 def summed(manifest: Manifest, bucket: int = 0, buckets: int = 1) -> DatomColumns:

@@ -104,12 +104,12 @@ class StateWindow:
         state a range at a time into files they map (:meth:`StateStore.columns`)."""
         return self._spark.store.columns()
 
-    def restored(self) -> None:
-        """``db`` holds a snapshot's whole database: write it as the state, then empty the
-        window."""
-        self.datoms = len(self.db)
+    def restored(self, columns: tuple[Ids, Ids, Ids]) -> None:
+        """A snapshot's whole database (its EAV columns) becomes the state, written from the
+        columns a slice at a time: the driver builds no arrangement of it."""
+        self.datoms = len(columns[0])
         self._version += 1
-        self._spark.manifest()
+        self._spark.reset(*columns)
         self.forget()
 
     def ids_of(self, values: Iterable[Any]) -> Ints:

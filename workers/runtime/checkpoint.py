@@ -96,8 +96,8 @@ class SnapshotStore:
             if tx > at_most:
                 continue
             try:
-                with self.filesystem.open_input_stream(path) as stream:
-                    return snapshot_format.read(stream.read())
+                with self.filesystem.open_input_file(path) as source:  # seekable
+                    return snapshot_format.read(source)
             except FileNotFoundError:  # another worker pruned it
                 continue
             except (OSError, snapshot_format.SnapshotFormatError) as error:

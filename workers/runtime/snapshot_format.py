@@ -90,11 +90,12 @@ def write(state: EngineState, stream: IO[bytes]) -> None:
                                           allow_pickle=False)
 
 
-def read(data: bytes) -> EngineState:
-    """The state in a snapshot's bytes; :class:`SnapshotFormatError` when they are not one
-    this version reads, naming why."""
+def read(data: bytes | IO[bytes]) -> EngineState:
+    """The state in a snapshot's bytes, or in a seekable file of them (read member by
+    member: the file is never held whole); :class:`SnapshotFormatError` when they are not
+    one this version reads, naming why."""
     try:
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        with zipfile.ZipFile(io.BytesIO(data) if isinstance(data, bytes) else data) as archive:
             header = json.loads(archive.read(HEADER))
             if header.get("format") != FORMAT or header.get("version") != VERSION:
                 raise SnapshotFormatError(f"format {header.get('format')!r} version "

@@ -77,6 +77,9 @@ def test_a_batch_on_spark_is_the_sum_of_its_transactions(
         assert [r.tx_id for r in refused] == expected_refused
     assert spark.datoms == local.datoms
     assert _datoms(spark) == _datoms(local)
+    assert spark.window is not None  # the planner's statistics, counted by a Spark task
+    for attribute in (NAME, TAG, TO, FRIEND):
+        assert spark.window.attribute_stats(attribute) == local.db.attribute_stats(attribute)
 
 
 def test_the_driver_holds_only_what_a_tick_reads_while_it_runs(

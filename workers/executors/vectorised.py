@@ -294,15 +294,15 @@ def _through(frame: Frame, levels: tuple[tuple[VectorExtender, ...], ...], depth
         return
     for start in range(0, len(frame), PIECE_ROWS):
         piece = frame if len(frame) <= PIECE_ROWS else frame.rows(start, start + PIECE_ROWS)
-        extended = _extend(piece, levels[depth], work)
-        if depth == 0 and share.count > 1:
-            held = np.flatnonzero(share.keys(extended.columns[-1]))
-            extended = extended.gather(held, extended.weights[held])
+        extended = _extend(piece, levels[depth], work, share if depth == 0 else WHOLE)
         yield from _through(extended, levels, depth + 1, work)
 
 
-def _extend(frame: Frame, extenders: tuple[VectorExtender, ...], work: Work) -> Frame:
-    """One GenericJoin level for every row of ``frame``."""
+def _extend(frame: Frame, extenders: tuple[VectorExtender, ...], work: Work,
+            share: Share = WHOLE) -> Frame:
+    """One GenericJoin level for every row of ``frame``, keeping the proposed values in
+    ``share`` (before the other extenders check them: a share's first level checks its own
+    values, not every task all of them)."""
     located = [extender.locate(frame) for extender in extenders]
     if len(extenders) == 1:
         proposer = np.zeros(len(frame), np.int64)
@@ -312,6 +312,9 @@ def _extend(frame: Frame, extenders: tuple[VectorExtender, ...], work: Work) -> 
     parts = [extender.propose(located[i], np.flatnonzero(proposer == i))
              for i, extender in enumerate(extenders)]
     rows, keys, weights = (np.concatenate(c) for c in zip(*parts, strict=True))
+    if share.count > 1:
+        held = np.flatnonzero(share.keys(keys))
+        rows, keys, weights = rows[held], keys[held], weights[held]
     work.calls += len(extenders) + 1
     work.elements += len(rows)
     for i, extender in enumerate(extenders):

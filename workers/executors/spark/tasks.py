@@ -279,12 +279,17 @@ def _present(db: ArrangementRegistry, triples: Ints) -> tuple[Ints, Ints, Ints]:
 
 def statistics(manifest: Manifest, batches: Iterable[pa.RecordBatch]
                ) -> Iterator[pa.RecordBatch]:
-    """Per attribute id: how many distinct entities and distinct values it has (one task)."""
+    """Per attribute id: how many distinct entities and distinct values it has (one task),
+    counted in the AEV and AVE indexes as the local registry counts them — not by sorting
+    the database's columns (~10 s at 10^7 datoms)."""
     list(batches)
-    e, a, v = open_state(manifest).columns()
-    attributes, entities = _distinct_per_key(a, e)
-    _, values = _distinct_per_key(a, v)
-    yield _from_columns([attributes, entities, values], np.ones(len(attributes), np.int64))
+    state = open_state(manifest).state
+    attributes = sorted(state.propose(IndexOrder.AEV, ()))
+    yield _from_columns([np.array(attributes, np.int64),
+                         np.array([state.count(IndexOrder.AEV, (a,)) for a in attributes],
+                                  np.int64),
+                         np.array([state.count(IndexOrder.AVE, (a,)) for a in attributes],
+                                  np.int64)], np.ones(len(attributes), np.int64))
 
 
 def compact(request: Compaction, batches: Iterable[pa.RecordBatch]
@@ -297,13 +302,6 @@ def compact(request: Compaction, batches: Iterable[pa.RecordBatch]
         part = write_part(manifest.location, request.name(share.index), columns,
                           manifest.version)
         yield _from_columns([np.array([share.index])], np.array([part.rows]))
-
-
-def _distinct_per_key(keys: Ids, items: Ids) -> tuple[Ints, Ints]:
-    """Each key and how many distinct items it holds."""
-    pairs = np.unique((keys.astype(np.int64) << 32) | items.astype(np.int64))
-    found, counts = np.unique(pairs >> 32, return_counts=True)
-    return found, counts
 
 
 def _shares(batches: Iterable[pa.RecordBatch], count: int) -> Iterator[Share]:

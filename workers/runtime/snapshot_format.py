@@ -138,16 +138,21 @@ def _texts(offsets: npt.NDArray[Any], text: npt.NDArray[Any], count: int) -> lis
     return [data[b:c].decode("utf-8") for b, c in itertools.pairwise(bounds)]
 
 
+CHECKED_ROWS = 1 << 20  # datoms whose order is checked at once (bounded temporaries)
+
+
 def _check_datoms(columns: tuple[npt.NDArray[np.int32], ...], size: int) -> None:
-    """Ids of the dictionary, datoms in strictly increasing EAV order (a set)."""
+    """Ids of the dictionary, datoms in strictly increasing EAV order (a set), checked
+    ``CHECKED_ROWS`` at a time (each step's first datom against the one before it)."""
     e, a, v = columns
     if not len(e) == len(a) == len(v):
         raise SnapshotFormatError("the datom columns differ in length")
     if len(e) and (min(c.min() for c in columns) < 0 or max(c.max() for c in columns) >= size):
         raise SnapshotFormatError("a datom names a value id outside the dictionary")
-    de, da, dv = np.diff(e), np.diff(a), np.diff(v)
-    if not np.all((de > 0) | ((de == 0) & ((da > 0) | ((da == 0) & (dv > 0))))):
-        raise SnapshotFormatError("the datoms are not a set in EAV order")
+    for start in range(0, max(len(e) - 1, 0), CHECKED_ROWS):
+        de, da, dv = (np.diff(c[start:start + CHECKED_ROWS + 1]) for c in columns)
+        if not np.all((de > 0) | ((de == 0) & ((da > 0) | ((da == 0) & (dv > 0))))):
+            raise SnapshotFormatError("the datoms are not a set in EAV order")
 
 
 def _encode(x: Any) -> tuple[str, str]:

@@ -162,8 +162,9 @@ def summed(manifest: Manifest, bucket: int = 0, buckets: int = 1) -> DatomColumn
 
 def summed_in_ranges(manifest: Manifest, rows: int = RANGE_ROWS) -> Iterator[DatomColumns]:
     """:func:`summed` of the whole state, in EAV order, one range of entities at a time
-    (about ``rows`` datoms each): the parts are memory-mapped and each range is sliced out
-    of them, so no more than a range is ever summed in memory."""
+    (about ``rows`` datoms each), each range sliced out of every part: no more than a range
+    is ever summed in memory.  A local location's parts are memory-mapped; a remote one's
+    are read whole (``read_part``), so there the parts themselves are held."""
     parts = [read_part(manifest.location, p) for p in manifest.parts()]
     parts = [p if _sorted_by_entity(p) else p.take(np.argsort(p.e, kind="stable"))
              for p in parts if len(p)]  # the bases are sorted; a batch is a tick's delta

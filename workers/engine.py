@@ -68,7 +68,6 @@ Changes = dict[str, dict[Row, int]]
 # stop outweighing the per-transaction path: ~100 ops of the fleet's stream, without queries
 # (docs/fleet.md, "Catch-up"); live ticks of a few transactions stay one by one.
 BULK_DATOMS = 1000
-_NO_DATOMS = (np.zeros(0, np.int32),) * 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -487,8 +486,7 @@ class Engine:
             self.db.load(state.values.copy(), state.columns)
             self.dispatch.restored()
         else:  # the snapshot becomes Spark's state; the driver keeps the dictionary
-            self.db.load(state.values.copy(), _NO_DATOMS)
-            self.window.restored(state.columns)
+            self.window.restored(state.values.copy(), state.columns)
         self.schema = state.schema  # before the queries' state is rebuilt: pulls read it
         for name, registered in self._queries.items():
             registered = self._queries[name] = replace(

@@ -131,8 +131,6 @@ class ValueIds:
         inside = np.flatnonzero((xs >= 0) & (xs < len(self._direct)))
         ids[inside] = self._direct[xs[inside]]
         unknown = np.flatnonzero(ids < 0)
-        if len(unknown) == len(xs):
-            return self._intern_unknown_ints(xs)
         if len(unknown):
             ids[unknown] = self._intern_unknown_ints(xs[unknown])
         return ids

@@ -28,6 +28,7 @@ import numpy as np
 
 from workers.arrangements import ArrangementRegistry
 from workers.arrangements.batch import Ids, Ints
+from workers.arrangements.values import ValueIds
 from workers.db.schema import SCHEMA_ATTRIBUTES, Schema
 from workers.db.tx import TxOps
 
@@ -82,9 +83,10 @@ class StateWindow:
         else:
             self.forget()
 
-    def forget(self) -> None:
-        """Empty the window (a tick is over: the next fetches its own)."""
-        self.db.load(self.db.ids, (_NONE, _NONE, _NONE))
+    def forget(self, values: ValueIds | None = None) -> None:
+        """Empty the window (a tick is over: the next fetches its own); ``values``: a new
+        dictionary with it (a restored snapshot's)."""
+        self.db.load(self.db.ids if values is None else values, (_NONE, _NONE, _NONE))
 
     def applied(self, change: int) -> None:
         """A tick changed the number of datoms by ``change``."""
@@ -104,13 +106,14 @@ class StateWindow:
         state a range at a time into files they map (:meth:`StateStore.columns`)."""
         return self._spark.store.columns()
 
-    def restored(self, columns: tuple[Ids, Ids, Ids]) -> None:
-        """A snapshot's whole database (its EAV columns) becomes the state, written from the
-        columns a slice at a time: the driver builds no arrangement of it."""
+    def restored(self, values: ValueIds, columns: tuple[Ids, Ids, Ids]) -> None:
+        """A snapshot's whole database becomes the state, written from its EAV columns as
+        they are (the driver builds no arrangement of it); the driver keeps its
+        dictionary ``values``."""
         self.datoms = len(columns[0])
         self._version += 1
         self._spark.reset(*columns)
-        self.forget()
+        self.forget(values)
 
     def ids_of(self, values: Iterable[Any]) -> Ints:
         """The ids of the values that have one (a value never numbered is in no datom)."""

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from workers.errors import ErrorCode, WorkersError
 from workers.executors.dispatch import SPARK_BOOTSTRAP_DATOMS, SPARK_TICK_DATOMS, AutoPolicy
+from workers.executors.threads import default_threads
 from workers.kafka.topics import VIEW_TOMBSTONES_MS
 
 if TYPE_CHECKING:
@@ -80,6 +81,7 @@ class WorkerConfig:
     registry_url: str | None = None
     metrics_port: int | None = None
     executor: str = "local"  # local | spark | auto (workers.executors.dispatch)
+    step_threads: int = field(default_factory=default_threads)  # a big step's threads
     spark_master: str = "local[*]"
     spark_remote: str | None = None  # a Spark Connect URL (sc://host:15002) instead of a master
     spark_conf: str = ""

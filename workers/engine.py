@@ -53,6 +53,7 @@ from workers.executors.dispatch import (
     IdRows,
     Prepared,
 )
+from workers.executors.threads import Threads, default_threads
 from workers.executors.vectorised import Frame
 from workers.plan import STRATEGIES, QueryPlan, explain, query_plan
 from workers.pull import Pulling, PullReader
@@ -119,12 +120,15 @@ class Engine:
 
     def __init__(self, strategy: str = "delta", executor: str = "local",
                  spark: SparkSettings | None = None, auto: AutoPolicy = DEFAULT_AUTO,
-                 bulk_datoms: int = BULK_DATOMS, vector_datoms: int = VECTOR_DATOMS) -> None:
+                 bulk_datoms: int = BULK_DATOMS, vector_datoms: int = VECTOR_DATOMS,
+                 threads: int | None = None) -> None:
         """``executor``: ``local``, ``spark`` or ``auto`` (see :mod:`workers.executors.dispatch`);
         ``spark`` says where Spark runs (embedded ``local[*]`` by default); ``bulk_datoms``:
         the batch size from which :meth:`transact_many` tries normalising all at once;
         ``vector_datoms``: the tick size from which a query steps a frame at a time
-        (:mod:`workers.executors.vectorised`), when its plan allows."""
+        (:mod:`workers.executors.vectorised`), when its plan allows; ``threads``: the
+        threads a big vectorised step runs on (:mod:`workers.executors.threads`; None: the
+        machine's cores, at most four)."""
         if strategy not in STRATEGIES:
             raise WorkersError(f"unknown strategy {strategy!r}; one of {', '.join(STRATEGIES)}",
                                code=ErrorCode.CONFIG)
@@ -137,6 +141,7 @@ class Engine:
         self._delta = TickDelta()
         self.dispatch = Dispatch(executor, self.db, self._delta, spark, auto)
         self.dispatch.vector_datoms = vector_datoms
+        self.dispatch.vector.threads = Threads(default_threads() if threads is None else threads)
         self.window = self.dispatch.window  # None: the database is ``db`` itself
         self._queries: dict[str, RegisteredQuery] = {}
         self._by_attribute: dict[Any, set[str]] = {}

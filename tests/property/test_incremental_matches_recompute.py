@@ -1,6 +1,7 @@
 """Oracle: for every query shape and strategy, integrating the change stream equals a
 from-scratch evaluation after every transaction, and all strategies emit identical changes
-— and so does the vectorised executor, stepping every tick (``vector_datoms=0``), and the
+— and so does the vectorised executor, stepping every tick (``vector_datoms=0``), alone and
+with every tick and bootstrap cut over three threads (``parallel_*=0``), and the
 row executor with no node read whole (``small_node=0``: each extender counted, proposing
 or intersecting, as for large nodes)."""
 
@@ -49,7 +50,10 @@ QUERIES = [
 def replay(query: str, stream: list[list[Any]]) -> None:
     reference = reference_db()
     engines = {s: Engine(strategy=s) for s in STRATEGIES}
-    engines["vector"] = Engine(vector_datoms=0)
+    engines["vector"] = Engine(vector_datoms=0, threads=1)
+    engines["threads"] = Engine(vector_datoms=0, threads=3)
+    engines["threads"].dispatch.vector.parallel_datoms = 0
+    engines["threads"].dispatch.vector.parallel_elements = 0
     engines["per source"] = Engine()  # no node read whole: GenericJoin's three verbs
     engines["per source"].db.state.small_node = 0
     views: dict[str, dict[Any, int]] = {}
@@ -68,9 +72,11 @@ def replay(query: str, stream: list[list[Any]]) -> None:
         assert (changes["delta"] is not None) == accepted, f"tx {tx} accepted={accepted}"
         assert changes["recursive"] == changes["delta"] == changes["binary"], tx
         assert changes["vector"] == changes["delta"] == changes["per source"], tx
+        assert changes["threads"] == changes["vector"], tx
         expected = evaluate_from_scratch(query, reference.datoms)
         assert views["delta"] == expected, tx
         assert engines["vector"].result("q") == expected, tx  # a vectorised bootstrap
+        assert engines["threads"].result("q") == expected, tx
         assert set(engines["delta"].db.datoms()) == set(reference.datoms)
 
 

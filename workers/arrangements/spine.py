@@ -22,8 +22,9 @@ and any other consolidates the leaves under the prefix.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,8 +121,8 @@ class SpineArrangement:
     ``update_columns`` are the only writers."""
 
     __slots__ = ("_by_order", "_compaction", "_compactor", "_holder_views", "_holders",
-                 "_layer_batch", "_layer_negative", "_layer_rows", "_read", "_summed",
-                 "_summed_keys", "batches", "compact_from", "layer", "layer_limit",
+                 "_layer_batch", "_layer_negative", "_layer_rows", "_read", "_readers",
+                 "_summed", "_summed_keys", "batches", "compact_from", "layer", "layer_limit",
                  "nonnegative", "small_node")
 
     def __init__(self, layer_limit: int = 4096, nonnegative: bool = False,
@@ -139,6 +140,7 @@ class SpineArrangement:
         self.compact_from = compact_from
         self._compactor = compactor or _COMPACTOR
         self._compaction: tuple[int, Future[DatomBatch | None]] | None = None
+        self._readers = 0  # threads reading at once (see shared_reads): nothing adopted
         self.batches: list[DatomBatch] = []  # largest (oldest) first
         self._by_order: dict[IndexOrder, list[Batch]] = {order: [] for order in INDEX_ORDERS}
         self._holders = {order: np.zeros(0, np.uint16) for order in _MAJOR.values()}
@@ -260,6 +262,21 @@ class SpineArrangement:
         self._forget()
         self._reindex(0)
 
+    @contextmanager
+    def shared_reads(self) -> Iterator[None]:
+        """Batch reads from several threads at once: the layer frozen into its batch first,
+        and no finished compaction adopted until the block ends (it would replace the
+        batches and holders' bits a read in another thread is going through).  No write
+        may happen meanwhile."""
+        self._adopt()
+        for order in INDEX_ORDERS:
+            self._indexes(order)
+        self._readers += 1
+        try:
+            yield
+        finally:
+            self._readers -= 1
+
     def settle(self) -> None:
         """Wait for a running background compaction and adopt its batch (tests, snapshots)."""
         self._adopt(wait=True)
@@ -352,7 +369,7 @@ class SpineArrangement:
         sums = self._summed.get(key)
         if sums is not None:
             return sums
-        if self._compaction is not None:
+        if self._compaction is not None and not self._readers:
             self._adopt()
         if len(prefix) == 2 and (sums := self._small_pair(order, prefix)) is not None:
             return self._remember(key, sums)
@@ -465,7 +482,7 @@ class SpineArrangement:
         """The sources' non-empty nodes under ``prefix``, remembered until the next write:
         GenericJoin reads a prefix several times in a tick (``estimate`` to rank the
         extenders, then ``propose`` or ``intersect``; one delta term after another)."""
-        if self._compaction is not None:
+        if self._compaction is not None and not self._readers:
             self._adopt()
         key = (order, prefix)
         nodes = self._read.get(key)
@@ -606,7 +623,7 @@ class SpineArrangement:
         With ``prefixes`` of an entity- or value-major order, only the batches the holders'
         bits say hold one of their first keys: a small batch of recent ticks is mostly
         skipped with one NumPy call instead of a search per level."""
-        if self._compaction is not None:
+        if self._compaction is not None and not self._readers:
             self._adopt()
         indexes = list(self._by_order[order])
         if prefixes is not None and prefixes.shape[1] and len(indexes) > 1 and (

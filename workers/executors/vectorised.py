@@ -26,7 +26,8 @@ still a set; ``delta`` alone is a Z-set, where a key is present when a datom is 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -36,6 +37,7 @@ from workers.arrangements.delta import TickDelta
 from workers.arrangements.spine import Located, SpineArrangement
 from workers.executors.extenders import lookup_depth, with_ids
 from workers.executors.share import WHOLE, Share
+from workers.executors.threads import Threads
 from workers.executors.work import Work
 from workers.plan.ir import (
     DATOMS,
@@ -47,6 +49,15 @@ from workers.plan.ir import (
     Role,
     StepKind,
 )
+
+ONE_THREAD = Threads(1)
+# Where a step's shares start to pay on threads (`python -m bench vector --threads 2`,
+# docs/benchmarks.md): a tick whose query touched ~300,000 elements (its Work) — each share
+# makes every NumPy call of the step again, so small steps lose (triangle over 10^6 edges,
+# ~52 elements a changed edge: 0.73x at 1,024 edges, 1.24x at 8,192) — and a bootstrap of
+# a database of 100,000 datoms (2x at 2x10^5 edges on 2 threads).
+PARALLEL_ELEMENTS = 300_000
+PARALLEL_DATOMS = 100_000
 
 
 @dataclass(slots=True)
@@ -169,6 +180,14 @@ class VectorProgram:
     output: tuple[int, ...]
 
 
+@dataclass(slots=True)
+class StepCost:
+    """Elements touched per datom of the tick's delta in the plan's latest step: what the
+    next step is expected to touch, to choose whether it runs over threads."""
+
+    per_datom: float = 0.0
+
+
 @dataclass(frozen=True, slots=True)
 class VectorPlan:
     """The ``delta`` strategy's terms (each seeded from the delta, run for frames), the
@@ -182,6 +201,7 @@ class VectorPlan:
     find: int
     full: VectorProgram | None
     one_derivation: bool
+    cost: StepCost = field(default_factory=StepCost)
 
 
 def vectorisable(plan: Plan) -> bool:
@@ -236,17 +256,27 @@ def derivations(plan: VectorPlan, seeds: list[Frame], work: Work) -> Frame:
     return consolidated(columns, np.concatenate([o.weights for o in outputs]))
 
 
-def distinct(plan: VectorPlan, derivations: Frame, work: Work) -> Frame:
+def distinct(plan: VectorPlan, derivations: Frame, work: Work,
+             threads: Threads | None = None) -> Frame:
     """The set changes of consolidated derivation changes, recounting each row's
-    derivations in the old state (:mod:`workers.executors.distinct`, for arrays).  They
-    stay columns: the engine turns them into rows of values once (``Engine._decode``)."""
+    derivations in the old state (:mod:`workers.executors.distinct`, for arrays; the rows
+    cut over ``threads``).  They stay columns: the engine turns them into rows of values
+    once (``Engine._decode``)."""
     if not len(derivations) or plan.one_derivation:
         return derivations
-    ones = np.ones(len(derivations), np.int64)
-    supported = run(plan.support, Frame(derivations.columns, ones, np.arange(len(ones))), work,
-                    project=False)
-    before = np.bincount(supported.origin, weights=supported.weights,
-                         minlength=len(ones)).astype(np.int64)
+    before = np.zeros(len(derivations), np.int64)
+
+    def recount(share: Share, counted: Work) -> None:  # the rows of a share, in place
+        rows = share.positions(len(derivations))
+        columns = derivations.columns if share.count == 1 else [c[rows] for c in
+                                                                derivations.columns]
+        ones = np.ones(len(rows), np.int64)
+        supported = run(plan.support, Frame(columns, ones, np.arange(len(rows))), counted,
+                        project=False)
+        before[rows] = np.bincount(supported.origin, weights=supported.weights,
+                                   minlength=len(rows))
+
+    (threads or ONE_THREAD).map(recount, work)
     after = before + derivations.weights  # distinct_change, for arrays
     change = (after > 0).astype(np.int64) - (before > 0).astype(np.int64)
     keep = np.flatnonzero(change)
@@ -384,17 +414,34 @@ def seed_frame(spec: ExtenderSpec, delta: TickDelta) -> Frame:
 
 class VectorExecutor:
     """Steps the plans it takes (:func:`vectorisable`) a frame at a time, over the shared
-    arrangements and the tick's delta arrangement (read as a spine)."""
+    arrangements and the tick's delta arrangement (read as a spine); big steps and
+    evaluations over ``threads``."""
 
-    def __init__(self, db: ArrangementRegistry, delta: TickDelta) -> None:
+    def __init__(self, db: ArrangementRegistry, delta: TickDelta,
+                 threads: Threads = ONE_THREAD) -> None:
         self._db, self._delta = db, delta
+        self.threads = threads
+        self.parallel_elements, self.parallel_datoms = PARALLEL_ELEMENTS, PARALLEL_DATOMS
 
     def prepare(self, plan: Plan) -> VectorPlan | None:
         return prepare_vector(plan, self._db, self._delta) if vectorisable(plan) else None
 
     def step(self, prepared: VectorPlan, work: Work) -> Frame:
-        """The tick's set changes, as columns of value ids and weights ±1."""
-        return distinct(prepared, self.derivations(prepared, work), work)
+        """The tick's set changes, as columns of value ids and weights ±1: over the threads
+        when the plan's latest step says this one will touch ``parallel_elements``."""
+        datoms, touched = len(self._delta), work.elements
+        if self.threads.count == 1 or datoms * prepared.cost.per_datom < self.parallel_elements:
+            changes = distinct(prepared, self.derivations(prepared, work), work)
+        else:
+            with self._shared_reads():
+                parts = self.threads.map(
+                    lambda share, counted: self.derivations(prepared, counted, share), work)
+                derived = consolidated([np.concatenate([p.columns[j] for p in parts])
+                                        for j in range(prepared.find)],
+                                       np.concatenate([p.weights for p in parts]))
+                changes = distinct(prepared, derived, work, self.threads)
+        prepared.cost.per_datom = (work.elements - touched) / max(datoms, 1)
+        return changes
 
     def derivations(self, prepared: VectorPlan, work: Work, share: Share = WHOLE) -> Frame:
         """The change of the derivation counts from ``share`` of each term's seed rows."""
@@ -405,8 +452,17 @@ class VectorExecutor:
         return derivations(prepared, seeds, work)
 
     def evaluate(self, full: VectorProgram, work: Work) -> Frame:
-        """The query's result over the current state: its rows, each of weight 1."""
-        out = self.evaluation(full, work)
+        """The query's result over the current state: its rows, each of weight 1 (over the
+        threads on a database of ``parallel_datoms``)."""
+        if self.threads.count == 1 or not full.levels or len(self._db) < self.parallel_datoms:
+            out = self.evaluation(full, work)
+        else:  # a row may come from several shares' first levels: summed, then counted once
+            with self._shared_reads():
+                parts = self.threads.map(
+                    lambda share, counted: self.evaluation(full, counted, share), work)
+            out = consolidated([np.concatenate([p.columns[j] for p in parts])
+                                for j in range(len(full.output))],
+                               np.concatenate([p.weights for p in parts]))
         return Frame(out.columns, np.ones(len(out), np.int64), out.origin)
 
     def evaluation(self, full: VectorProgram, work: Work, share: Share = WHOLE) -> Frame:
@@ -417,3 +473,10 @@ class VectorExecutor:
         out = run(full, Frame([], one, np.zeros(1, np.int64)), work, share=share)
         rows = np.flatnonzero(out.weights > 0)
         return out.gather(rows, out.weights[rows])
+
+    @contextmanager
+    def _shared_reads(self) -> Iterator[None]:
+        """The arrangements ready to be read from several threads (see :mod:`threads`)."""
+        self._delta.spine()
+        with self._db.state.shared_reads():
+            yield

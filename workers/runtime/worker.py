@@ -146,7 +146,7 @@ class Worker(Closing):
         self.topics = Topics(config.topic_prefix, config.view_tombstones_ms)
         spark = None if config.executor == "local" else config.spark()
         self.engine = Engine(strategy=config.strategy, executor=config.executor, spark=spark,
-                             auto=config.auto())
+                             auto=config.auto(), threads=config.step_threads)
         self.snapshots = Snapshots(SnapshotStore.at(config.snapshot_store()),
                                    config.snapshot_interval_s)
         registry = registry_for(config.registry_url)

@@ -3,7 +3,9 @@ merged geometrically (a few batches, sizes doubling), a set compacted without we
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import pairwise
+from typing import Any
 
 import numpy as np
 
@@ -109,3 +111,38 @@ def test_an_idle_spine_is_compacted_once_the_newer_batches_hold_a_64th() -> None
     spine.compact_idle()
     spine.settle()
     assert [len(batch) for batch in spine.batches] == [1000, 10]
+
+
+def test_shared_reads_adopt_no_compaction_until_they_end() -> None:
+    """Threads reading one spine go through the same batches and holders' bits: a
+    compaction finished meanwhile waits for the block's end (and the layer is frozen into
+    its batch first, not by whichever thread reads it first)."""
+    gate = Future[None]()
+    compactor = _Gated(gate)
+    spine = SpineArrangement(compact_from=100, compactor=compactor)
+    spine.update_columns(*_edges(0, 800))
+    spine.update_columns(*_edges(800, 1000))  # starts a compaction, held at the gate
+    spine.update({(5, 0, 6): -1})
+    with spine.shared_reads():
+        gate.set_result(None)
+        compactor.drain()  # the compaction is done
+        batches = list(spine.batches)
+        assert spine.counts(IndexOrder.AEV, np.zeros((1, 1), np.int64)).tolist() == [999]
+        assert spine.batches == batches and len(batches) == 2
+    assert spine.counts(IndexOrder.AEV, np.zeros((1, 1), np.int64)).tolist() == [999]
+    assert [len(batch) for batch in spine.batches] == [1000]  # adopted by that read
+
+
+class _Gated(ThreadPoolExecutor):
+    """A compactor whose merges wait until ``gate`` is set."""
+
+    def __init__(self, gate: Future[None]) -> None:
+        super().__init__(max_workers=1)
+        self._gate = gate
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
+        return super().submit(lambda: (self._gate.result(), fn(*args, **kwargs))[1])
+
+    def drain(self) -> None:
+        """Wait for every merge submitted so far (the one thread runs them in order)."""
+        super().submit(lambda: None).result()

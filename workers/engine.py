@@ -21,6 +21,7 @@ of bounded size with ``transact_in_chunks``), in numbered steps:
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -452,9 +453,12 @@ class Engine:
     def plan(self, query: Any, inputs: Sequence[Any] = ()) -> QueryPlan:
         """Parse, check, bind and plan a query with the current statistics: data patterns
         only as delta terms of the engine's strategy, anything else as a program of derived
-        relations."""
+        relations.  A plan is evaluated next (mostly): the database's batches are merged
+        first when worth it (``compact_for_scan``), and each attribute's statistics read
+        once."""
+        self.db.state.compact_for_scan()
         stats = self.db.attribute_stats if self.window is None else self.window.attribute_stats
-        return query_plan(compile_query(query, inputs), self.strategy, stats)
+        return query_plan(compile_query(query, inputs), self.strategy, functools.cache(stats))
 
     def _evaluate(self, registered: RegisteredQuery) -> dict[Row, int]:
         rows = self._decode(self.dispatch.evaluate(registered.prepared, Work()))

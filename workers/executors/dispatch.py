@@ -156,6 +156,7 @@ class Dispatch:
                 lambda spark: spark.evaluate(spark.prepare(plan, self._old, self._delta), work))
             if rows is not None:
                 return rows
+        self._old.state.compact_for_scan()
         full = None if prepared.vector is None else prepared.vector.full
         if full is not None and len(self._old) >= self.vector_datoms:
             return self.vector.evaluate(full, work)

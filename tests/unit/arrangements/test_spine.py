@@ -113,6 +113,28 @@ def test_an_idle_spine_is_compacted_once_the_newer_batches_hold_a_64th() -> None
     assert [len(batch) for batch in spine.batches] == [1000, 10]
 
 
+def test_a_scan_waits_for_the_batches_merged_when_the_newer_hold_a_64th() -> None:
+    spine = SpineArrangement(compact_from=100)
+    spine.update_columns(*_edges(0, 900))
+    spine.update_columns(*_edges(900, 1000))
+    spine.compact_for_scan()  # no settle: merged by the time it returns
+    assert [len(batch) for batch in spine.batches] == [1000]
+    spine.update_columns(*_edges(1000, 1010))  # a 100th: scanned as it is
+    spine.compact_for_scan()
+    assert [len(batch) for batch in spine.batches] == [1000, 10]
+
+
+def test_a_scan_merges_what_a_running_merge_left_out() -> None:
+    gate = Future[None]()
+    spine = SpineArrangement(compact_from=100, compactor=_Gated(gate))
+    spine.update_columns(*_edges(0, 800))
+    spine.update_columns(*_edges(800, 1000))  # an eighth: a merge starts (held at the gate)
+    spine.update_columns(*_edges(1000, 1050))  # written while it runs
+    gate.set_result(None)
+    spine.compact_for_scan()
+    assert [len(batch) for batch in spine.batches] == [1050]
+
+
 def test_shared_reads_adopt_no_compaction_until_they_end() -> None:
     """Threads reading one spine go through the same batches and holders' bits: a
     compaction finished meanwhile waits for the block's end (and the layer is frozen into

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from workers.arrangements.batch import Ids
+from workers.edn import keyword
 from workers.engine import Engine
 from workers.errors import ErrorCode, WorkersError
 from workers.executors.dispatch import AutoPolicy
@@ -114,3 +115,16 @@ def test_spark_mode_lets_a_failed_step_fail(monkeypatch: pytest.MonkeyPatch) -> 
     engine.register("q", "[:find ?a :where [?a :g/to ?b]]", bootstrap=False)
     with pytest.raises(RuntimeError, match="Job aborted"):
         engine.transact("[[:db/add 1 :g/to 2]]")
+
+
+def test_a_bootstrap_reads_the_database_merged_into_one_batch() -> None:
+    """A full evaluation reads every batch at every level: the spine is merged first (and
+    waited for) when its newer batches are worth it, then evaluated."""
+    engine = Engine()
+    engine.db.state.compact_from = 10
+    edges = np.arange(1000)
+    engine.transact_columns(edges[:900], keyword("g/to"), edges[:900] + 1)
+    engine.transact_columns(edges[900:], keyword("g/to"), edges[900:] + 1)
+    assert len(engine.db.state.batches) == 2
+    rows = engine.register("q", "[:find ?a ?c :where [?a :g/to ?b] [?b :g/to ?c]]")
+    assert len(rows) == 999 and len(engine.db.state.batches) == 1

@@ -207,6 +207,7 @@ def _set_changes(bound: Bound, plan: Plan, table: pa.Table) -> pa.RecordBatch:
 
 def evaluate(tick: Tick, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     bound = Bound(tick.manifest, tick.constants, tick.delta)
+    bound.db.state.compact_for_scan()  # as a local evaluation (Dispatch.evaluate) does
     vector = bound.vector.prepare(tick.plan)
     full = None if vector is None else vector.full
     local = bound.local(tick.plan) if full is None else None
@@ -284,6 +285,7 @@ def statistics(manifest: Manifest, batches: Iterable[pa.RecordBatch]
     the database's columns (~10 s at 10^7 datoms)."""
     list(batches)
     state = open_state(manifest).state
+    state.compact_for_scan()  # counted on one batch; the evaluation that follows reads it
     attributes = sorted(state.propose(IndexOrder.AEV, ()))
     yield _from_columns([np.array(attributes, np.int64),
                          np.array([state.count(IndexOrder.AEV, (a,)) for a in attributes],

@@ -24,7 +24,7 @@ from workers.executors.spark.state import (
     read_part,
     summed_in_ranges,
 )
-from workers.executors.spark.tasks import Compaction, compact
+from workers.executors.spark.tasks import Compaction, compact, statistics
 
 Datom = tuple[int, int, int]
 
@@ -210,3 +210,19 @@ def test_a_bucketed_base_holds_each_entity_in_its_bucket(tmp_path: Path) -> None
         assert set(datoms.e.tolist()) == {e for e in range(10) if e % 3 == bucket}
     expected = {(e, 0, e + 1): 1 for e in range(10) if e != 4} | {(4, 0, 6): 1}
     assert open_state(manifest).state.datoms() == expected
+
+
+def test_a_tasks_statistics_count_the_cached_state_merged_into_one_batch(
+        tmp_path: Path) -> None:
+    """A bootstrap's statistics, then its evaluation, read the whole cached state: it is
+    merged once first, as a local evaluation's is (``compact_for_scan``)."""
+    store = StateStore(str(tmp_path), compact_batches=1_000, compact_datoms=10**6)
+    store.reset(columns({(e, 0, e + 1): 1 for e in range(900)}))
+    cached = open_state(store.manifest)  # type: ignore[arg-type]
+    cached.state.compact_from = 10
+    store.append(columns({(e, 0, e + 1): 1 for e in range(900, 1000)}))
+    share = pa.record_batch([pa.array([0], pa.int64())], names=["id"])
+    counted = [b.to_pydict() for b in statistics(store.manifest, [share])]  # type: ignore[arg-type]
+    assert counted[0]["c0"] == [0] and counted[0]["c1"] == [1000] and counted[0]["c2"] == [1000]
+    assert open_state(store.manifest) is cached  # type: ignore[arg-type]
+    assert [len(batch) for batch in cached.state.batches] == [1000]

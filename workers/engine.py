@@ -488,14 +488,18 @@ class Engine:
         columns = self.db.columns() if self.window is None else self.window.columns()
         return EngineState(self.db.ids.copy(), columns, self.schema, self.tx)
 
-    def restore(self, state: EngineState) -> None:
-        """Adopt a snapshot's database; registered queries are bound to it anew (their
-        constants are numbered in the snapshot's dictionary)."""
+    def restore(self, state: EngineState, adopt: bool = False) -> None:
+        """Take a snapshot's database; registered queries are bound to it anew (their
+        constants are numbered in the snapshot's dictionary).  The dictionary is copied (the
+        state may be restored again elsewhere) unless ``adopt``: the state is handed over,
+        used nowhere else (a snapshot just read), and the engine goes on numbering in it —
+        no second copy of millions of values while the first is alive."""
+        values = state.values if adopt else state.values.copy()
         if self.window is None:
-            self.db.load(state.values.copy(), state.columns)
+            self.db.load(values, state.columns)
             self.dispatch.restored()
         else:  # the snapshot becomes Spark's state; the driver keeps the dictionary
-            self.window.restored(state.values.copy(), state.columns)
+            self.window.restored(values, state.columns)
         self.schema = state.schema  # before the queries' state is rebuilt: pulls read it
         for name, registered in self._queries.items():
             registered = self._queries[name] = replace(

@@ -61,7 +61,7 @@ def snapshot_times(engine: Engine) -> dict[str, float]:
         saved = time.perf_counter()
         state = store.latest(at_most=engine.tx)
         assert state is not None and path is not None
-        Engine().restore(state)
+        Engine().restore(state, adopt=True)
         restored = time.perf_counter()
         return {"save_s": saved - started, "restore_s": restored - saved,
                 "snapshot_bytes": Path(path).stat().st_size}

@@ -219,3 +219,20 @@ def test_a_big_transaction_refuses_and_changes_as_op_by_op(tx: list[Any]) -> Non
         except TransactionError as error:
             outcomes.append([str(error)])
     assert outcomes[1] == outcomes[0]
+
+
+def test_a_restore_copies_the_dictionary_unless_it_adopts_the_state() -> None:
+    """A state may be restored again elsewhere, so its dictionary is copied; a snapshot
+    just read is handed over (``adopt``) and numbered in as it is."""
+    source = Engine()
+    source.transact('[[:db/add 1 :name "Ivan"]]')
+    state = source.state()
+    size = state.values.size
+    copied, adopted = Engine(), Engine()
+    copied.restore(state)
+    copied.transact('[[:db/add 2 :name "Oleg"]]')
+    assert state.values.size == size and copied.db.ids is not state.values
+    adopted.restore(state, adopt=True)
+    adopted.transact('[[:db/add 3 :name "Petr"]]')
+    assert adopted.db.ids is state.values and state.values.size > size
+    assert adopted.query("[:find ?n :where [_ :name ?n]]") == {("Ivan",): 1, ("Petr",): 1}

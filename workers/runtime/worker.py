@@ -197,7 +197,7 @@ class Worker(Closing):
         self._sweep()
         state = self.snapshots.load(at_most=_snapshot_bound(self._progress()))  # Step 3
         if state is not None:
-            self.engine.restore(state)
+            self.engine.restore(state, adopt=True)  # read for this engine alone
             log.info("loaded snapshot at tx %d", state.tx)
             self.committed = state.tx
         self.engine.seek(self.committed)

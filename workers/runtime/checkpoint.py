@@ -96,6 +96,8 @@ class SnapshotStore:
             if tx > at_most:
                 continue
             try:
+                if isinstance(self.filesystem, pafs.LocalFileSystem):  # columns mapped
+                    return snapshot_format.read(Path(path))
                 with self.filesystem.open_input_file(path) as source:  # seekable
                     return snapshot_format.read(source)
             except FileNotFoundError:  # another worker pruned it

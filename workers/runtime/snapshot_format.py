@@ -21,13 +21,18 @@ The texts are joined with NumPy, not PyArrow: a worker's first PyArrow array con
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import io
 import itertools
 import json
+import math
+import struct
 import uuid
 import zipfile
+import zlib
 from collections.abc import Callable
+from pathlib import Path
 from typing import IO, Any
 
 import edn_format
@@ -90,26 +95,69 @@ def write(state: EngineState, stream: IO[bytes]) -> None:
                                           allow_pickle=False)
 
 
-def read(data: bytes | IO[bytes]) -> EngineState:
-    """The state in a snapshot's bytes, or in a seekable file of them (read member by
-    member: the file is never held whole); :class:`SnapshotFormatError` when they are not
-    one this version reads, naming why."""
+def read(data: bytes | IO[bytes] | Path) -> EngineState:
+    """The state in a snapshot's bytes, in a seekable file of them (read member by member:
+    the file is never held whole), or in a local file whose datom columns are then
+    memory-mapped (their pages are the file's, not the heap's: a restore under
+    ``executor=spark`` writes them to Spark's state as they are);
+    :class:`SnapshotFormatError` when they are not one this version reads, naming why."""
+    local = data if isinstance(data, Path) else None
     try:
-        with zipfile.ZipFile(io.BytesIO(data) if isinstance(data, bytes) else data) as archive:
+        with (open(local, "rb") if local is not None else contextlib.nullcontext(
+                io.BytesIO(data) if isinstance(data, bytes) else data)) as source, \
+                zipfile.ZipFile(source) as archive:
             header = json.loads(archive.read(HEADER))
             if header.get("format") != FORMAT or header.get("version") != VERSION:
                 raise SnapshotFormatError(f"format {header.get('format')!r} version "
                                           f"{header.get('version')!r}, this version reads "
                                           f"{FORMAT!r} version {VERSION}")
-            arrays = {name.removesuffix(".npy"): np.lib.format.read_array(
-                archive.open(name), allow_pickle=False)
-                for name in archive.namelist() if name.endswith(".npy")}
+            arrays = {name.removesuffix(".npy"): _array(archive, name, local)
+                      for name in archive.namelist() if name.endswith(".npy")}
         return _state(header, arrays)
     except SnapshotFormatError:
         raise
     except (zipfile.BadZipFile, KeyError, ValueError, TypeError, IndexError, OSError,
-            EOFError, MemoryError) as error:
+            EOFError, MemoryError, struct.error) as error:
         raise SnapshotFormatError(f"not a readable snapshot: {error!r}") from error
+
+
+MAPPED_MIN_BYTES = 1 << 20  # a smaller column is read: mapping it saves nothing
+CRC_PIECE = 1 << 24  # bytes of a mapped member checked at once
+
+
+def _array(archive: zipfile.ZipFile, name: str, local: Path | None) -> npt.NDArray[Any]:
+    """A member's array: a datom column of a local file mapped from it when stored
+    uncompressed (its CRC-32 checked first, reading the file a piece at a time, as reading
+    the member would), any other member read."""
+    info = archive.getinfo(name)
+    if (local is None or name.removesuffix(".npy") not in COLUMNS
+            or info.compress_type != zipfile.ZIP_STORED or info.file_size < MAPPED_MIN_BYTES):
+        return np.lib.format.read_array(archive.open(name), allow_pickle=False)
+    with archive.open(name) as member:
+        version = np.lib.format.read_magic(member)
+        shape, fortran, dtype = (np.lib.format.read_array_header_1_0(member) if version == (1, 0)
+                                 else np.lib.format.read_array_header_2_0(member))
+        header_bytes = member.tell()
+    with open(local, "rb") as file:
+        file.seek(info.header_offset)
+        local_header = file.read(_LOCAL_HEADER.size)
+        signature, _, name_length, extra_length = _LOCAL_HEADER.unpack(local_header)
+        if signature != b"PK\x03\x04":
+            raise SnapshotFormatError(f"{name}: no ZIP entry where the directory says")
+        start = info.header_offset + _LOCAL_HEADER.size + name_length + extra_length
+        file.seek(start)
+        crc = 0
+        for at in range(0, info.file_size, CRC_PIECE):
+            crc = zlib.crc32(file.read(min(CRC_PIECE, info.file_size - at)), crc)
+    if crc != info.CRC:
+        raise SnapshotFormatError(f"{name}: damaged (its CRC-32 differs)")
+    if dtype.hasobject or header_bytes + dtype.itemsize * math.prod(shape) != info.file_size:
+        raise SnapshotFormatError(f"{name}: its array header does not describe the member")
+    return np.memmap(local, dtype, "r", start + header_bytes, shape, "F" if fortran else "C")
+
+
+# A ZIP local file header: its signature, ..., then the name's and the extra field's lengths.
+_LOCAL_HEADER = struct.Struct("<4s22sHH")
 
 
 def _state(header: dict[str, Any], arrays: dict[str, npt.NDArray[Any]]) -> EngineState:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import io
 import json
+import struct
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -123,3 +125,37 @@ def test_the_header_says_what_the_snapshot_holds() -> None:
     assert {key: header[key] for key in ("format", "version", "tx")} == {
         "format": "deltalog-snapshot", "version": 1, "tx": 4}
     assert ["k", "name", True, "k", "db.type/string"] in header["schema"]
+
+
+def test_a_local_files_datom_columns_are_mapped_and_read_the_same(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """From a local file the datom columns are memory-mapped (not read onto the heap), with
+    the CRC-32 and the array header checked as reading them would."""
+    monkeypatch.setattr(snapshot_format, "MAPPED_MIN_BYTES", 0)
+    path = tmp_path / "snapshot.zip"
+    path.write_bytes(_bytes(_engine().state()))
+    mapped, read = snapshot_format.read(path), snapshot_format.read(path.read_bytes())
+    assert all(isinstance(c, np.memmap) for c in mapped.columns)
+    assert not any(isinstance(c, np.memmap) for c in read.columns)
+    assert all(np.array_equal(m, r) for m, r in zip(mapped.columns, read.columns, strict=True))
+    restored = Engine()
+    restored.restore(mapped, adopt=True)
+    assert sorted(map(repr, restored.db.datoms())) == sorted(map(repr, _engine().db.datoms()))
+
+
+def test_a_damaged_mapped_column_is_refused(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its CRC-32 checked over the file (a member longer than what reading its array
+    header reads ahead, which checks a short one's)."""
+    monkeypatch.setattr(snapshot_format, "MAPPED_MIN_BYTES", 0)
+    engine, nodes = Engine(), np.arange(10_000)
+    engine.transact_columns(nodes, keyword("g/to"), nodes + 1)
+    data = bytearray(_bytes(engine.state()))
+    with zipfile.ZipFile(io.BytesIO(bytes(data))) as archive:
+        info = archive.getinfo("v.npy")
+    name_length, extra_length = struct.unpack_from("<HH", data, info.header_offset + 26)
+    data[info.header_offset + 30 + name_length + extra_length + info.file_size - 1] ^= 1
+    path = tmp_path / "snapshot.zip"
+    path.write_bytes(bytes(data))
+    with pytest.raises(snapshot_format.SnapshotFormatError, match=r"v\.npy: damaged"):
+        snapshot_format.read(path)

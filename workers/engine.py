@@ -481,12 +481,15 @@ class Engine:
     def explain(self, query: Any, inputs: Sequence[Any] = ()) -> str:
         return explain(self.plan(query, inputs))
 
-    def state(self) -> EngineState:
+    def state(self, shared: bool = False) -> EngineState:
         """The database as a snapshot can store it (the queries are registered anew): a copy
-        of the value dictionary and the datoms' id columns, nothing shared with the engine."""
+        of the value dictionary and the datoms' id columns, nothing shared with the engine —
+        unless ``shared``: then the dictionary is the engine's own, for a state written out
+        before the next transaction (the worker's snapshots: no second dictionary)."""
         # Under executor=spark the columns map files (StateStore.columns): not on the heap.
         columns = self.db.columns() if self.window is None else self.window.columns()
-        return EngineState(self.db.ids.copy(), columns, self.schema, self.tx)
+        return EngineState(self.db.ids if shared else self.db.ids.copy(), columns, self.schema,
+                           self.tx)
 
     def restore(self, state: EngineState, adopt: bool = False) -> None:
         """Take a snapshot's database; registered queries are bound to it anew (their

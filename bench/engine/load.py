@@ -57,7 +57,7 @@ def snapshot_times(engine: Engine) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as directory:
         store = SnapshotStore.at(directory)
         started = time.perf_counter()
-        path = store.save(engine.state())
+        path = store.save(engine.state(shared=True))  # as the worker writes it
         saved = time.perf_counter()
         state = store.latest(at_most=engine.tx)
         assert state is not None and path is not None

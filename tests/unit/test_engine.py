@@ -236,3 +236,15 @@ def test_a_restore_copies_the_dictionary_unless_it_adopts_the_state() -> None:
     adopted.transact('[[:db/add 3 :name "Petr"]]')
     assert adopted.db.ids is state.values and state.values.size > size
     assert adopted.query("[:find ?n :where [_ :name ?n]]") == {("Ivan",): 1, ("Petr",): 1}
+
+
+def test_a_state_shares_the_dictionary_only_when_asked() -> None:
+    """A snapshot written at once (the worker's) needs no copy of the dictionary; any other
+    state must not change when the engine goes on numbering values."""
+    engine = Engine()
+    engine.transact('[[:db/add 1 :name "Ivan"]]')
+    copied, shared = engine.state(), engine.state(shared=True)
+    assert shared.values is engine.db.ids and copied.values is not engine.db.ids
+    size = copied.values.size
+    engine.transact('[[:db/add 2 :name "Oleg"]]')
+    assert copied.values.size == size < shared.values.size

@@ -24,7 +24,8 @@ bytes per datom per order, a fifth of a graph's spine).
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from itertools import pairwise
 from typing import Any, TypeVar
 
 import numpy as np
@@ -79,6 +80,36 @@ def sort_order(*columns: npt.NDArray[np.integer[Any]]) -> Ints:
     for column, width in zip(columns, widths, strict=True):
         key = (key << width) | column
     return np.argsort(key, kind="stable")
+
+
+def set_weights(count: int) -> Ints:
+    """The weights of a set of ``count`` datoms: a read-only view of one 1, not a column."""
+    return np.broadcast_to(np.ones(1, np.int64), (count,))
+
+
+def summed_by_entity(parts: Sequence[tuple[Ids, Ids, Ids, Ints]],
+                     rows: int) -> Iterator[tuple[Ids, Ids, Ids, Ints]]:
+    """The sum of ``parts`` (``(e, a, v, w)`` columns, each sorted by entity) in EAV order —
+    equal datoms added, zeros dropped — one range of entities at a time (about ``rows``
+    datoms each), each range sliced out of every part: no more than a range is summed at
+    once (a whole database written out: a snapshot)."""
+    parts = [part for part in parts if len(part[0])]
+    ranges = -(-sum(len(part[0]) for part in parts) // rows)
+    if not ranges:
+        return
+    # Cut points between ranges: quantiles of the entities (a sample of each part).
+    sample = np.sort(np.concatenate([part[0][::max(1, len(part[0]) // (4 * ranges))]
+                                     for part in parts]))
+    cuts = np.unique(sample[(np.arange(1, ranges) * len(sample)) // ranges])
+    bounds = [0, *(int(c) for c in cuts), np.iinfo(np.int32).max + 1]
+    for low, high in pairwise(bounds):
+        pieces = [[c[start:stop] for c in part] for part in parts
+                  for start, stop in [part[0].searchsorted([low, high]).tolist()]]
+        e, a, v, w = (np.concatenate([piece[i] for piece in pieces]) for i in range(4))
+        order = sort_order(e, a, v)
+        (e, a, v), summed = consolidate((e[order], a[order], v[order]), w[order])
+        if len(e):
+            yield e, a, v, np.ones(len(e), np.int64) if summed is None else summed
 
 
 def spans(first: Ints, end: Ints) -> tuple[Ints, Ints]:

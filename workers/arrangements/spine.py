@@ -38,13 +38,16 @@ from workers.arrangements.batch import (
     Mask,
     PairBatch,
     consolidate,
+    set_weights,
     sort_order,
     starts,
+    summed_by_entity,
 )
 from workers.arrangements.keys import INDEX_ORDERS, IndexOrder
 from workers.arrangements.memory import MemoryArrangement
 from workers.zset import add_into
 
+SUMMED_ROWS = 1 << 18  # datoms summed at once when the whole spine is read as columns
 # A node with at most this many keys is read whole (``SpineArrangement.small``), once per
 # write, and every verb on it reads that dict; a larger one stays on the per-source path
 # (counted without reading it, searched per candidate).  The grid's nodes hold ~3 keys; on
@@ -297,23 +300,28 @@ class SpineArrangement:
         """Every datom with its weight (consolidated across batches and layer)."""
         return self.enumerate(EAV, ())  # type: ignore[return-value]
 
-    def columns(self) -> tuple[Ids, Ids, Ids]:
+    def columns(self, rows: int = SUMMED_ROWS) -> tuple[Ids, Ids, Ids]:
         """Every datom as ``(e, a, v)`` columns in EAV order, for a set (a snapshot):
-        the batches and the layer consolidated, nothing changed."""
+        the batches and the layer consolidated a range of entities at a time (a database
+        in several batches took ~88 bytes of temporaries per datom summed at once),
+        nothing changed."""
         parts = [b.orders[EAV].columns() for b in self.batches]
         if self._layer_rows:
-            parts.append(self._layer_columns())
-        if not parts:
-            return np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, np.int32)
-        e, a, v = (np.concatenate([p[i] for p in parts]) for i in range(3))
-        w = np.concatenate([np.ones(len(p[0]), np.int64) if p[3] is None else p[3]
-                            for p in parts])
-        merged = DatomBatch.build(e, a, v, w)
-        if merged is None:
-            return np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, np.int32)
-        e, a, v, weights = merged.orders[EAV].columns()
-        assert weights is None, "the database is a set"
-        return e, a, v
+            e, a, v, w = self._layer_columns()
+            by_entity = np.argsort(e, kind="stable")
+            parts.append((e[by_entity], a[by_entity], v[by_entity], w[by_entity]))
+        if len(parts) == 1 and parts[0][3] is None:  # one set batch (compacted): as it is
+            return parts[0][:3]
+        out = tuple(np.empty(sum(len(p[0]) for p in parts), np.int32) for _ in range(3))
+        written = 0
+        for *columns, w in summed_by_entity(
+                [(e, a, v, set_weights(len(e)) if w is None else w) for e, a, v, w in parts],
+                rows):  # ``rows`` datoms at a time: bounded temporaries, whatever the size
+            assert np.all(w == 1), "the database is a set"
+            for target, column in zip(out, columns, strict=True):
+                target[written:written + len(column)] = column
+            written += len(w)
+        return out[0][:written], out[1][:written], out[2][:written]
 
     def index_bytes(self, order: IndexOrder) -> int:
         """The memory of one index: its batches' arrays (a pair order's own levels only),

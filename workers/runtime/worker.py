@@ -685,7 +685,8 @@ class Worker(Closing):
 
     def _maybe_snapshot(self) -> None:
         started = time.perf_counter()
-        if self.snapshots.save_if_due(self.committed, self.engine.state):
+        if self.snapshots.save_if_due(self.committed,  # written at once: nothing to copy
+                                      lambda: self.engine.state(shared=True)):
             metrics.SNAPSHOT_SECONDS.observe(time.perf_counter() - started)
             crash_point("after-snapshot")
 

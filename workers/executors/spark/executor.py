@@ -35,12 +35,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from workers.arrangements import ArrangementRegistry, MemoryArrangement
-from workers.arrangements.batch import Ids, Ints
+from workers.arrangements.batch import Ids, Ints, set_weights
 from workers.arrangements.delta import DatomColumns
 from workers.executors.extenders import Relations, Row
 from workers.executors.spark import tasks
 from workers.executors.spark.jobs import JobGroups
-from workers.executors.spark.state import Manifest, Part, StateStore, set_weights
+from workers.executors.spark.state import Manifest, Part, StateStore
 from workers.executors.spark.tasks import Compaction, Fetch, Rows, Tick, column, schema
 from workers.executors.work import Work
 from workers.plan.ir import JoinProgram, Plan

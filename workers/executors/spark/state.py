@@ -27,7 +27,6 @@ reaches.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
 import tempfile
 import threading
@@ -40,7 +39,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from workers.arrangements.batch import Ids, Ints, consolidate, sort_order
+from workers.arrangements.batch import (
+    Ids,
+    consolidate,
+    set_weights,
+    sort_order,
+    summed_by_entity,
+)
 from workers.arrangements.delta import DatomColumns
 
 MANIFEST = "manifest.json"
@@ -146,11 +151,6 @@ def write_part(location: str, name: str, columns: DatomColumns, version: int) ->
     return Part(name, version, len(columns))
 
 
-def set_weights(count: int) -> Ints:
-    """The weights of a set of ``count`` datoms: a read-only view of one 1, not a column."""
-    return np.broadcast_to(np.ones(1, np.int64), (count,))
-
-
 def summed(manifest: Manifest, bucket: int = 0, buckets: int = 1) -> DatomColumns:
     """The base and batches of ``manifest`` summed — equal datoms added, zeros dropped —
     of the entities ``e`` with ``e mod buckets == bucket``."""
@@ -168,20 +168,8 @@ def summed_in_ranges(manifest: Manifest, rows: int = RANGE_ROWS) -> Iterator[Dat
     parts = [read_part(manifest.location, p) for p in manifest.parts()]
     parts = [p if _sorted_by_entity(p) else p.take(np.argsort(p.e, kind="stable"))
              for p in parts if len(p)]  # the bases are sorted; a batch is a tick's delta
-    total = sum(len(p) for p in parts)
-    ranges = -(-total // rows)
-    if not ranges:
-        return
-    # Cut points between ranges: quantiles of the entities (a sample of each part).
-    sample = np.sort(np.concatenate([p.e[::max(1, len(p) // (4 * ranges))] for p in parts]))
-    cuts = np.unique(sample[(np.arange(1, ranges) * len(sample)) // ranges])
-    bounds = [0, *(int(c) for c in cuts), np.iinfo(np.int32).max + 1]
-    for low, high in itertools.pairwise(bounds):
-        pieces = [part.piece(int(part.e.searchsorted(low)), int(part.e.searchsorted(high)))
-                  for part in parts]
-        chunk = _consolidated(DatomColumns.concatenate(pieces))
-        if len(chunk):
-            yield chunk
+    for e, a, v, w in summed_by_entity([(p.e, p.a, p.v, p.w) for p in parts], rows):
+        yield DatomColumns(e, a, v, w)
 
 
 def _sorted_by_entity(part: DatomColumns) -> bool:

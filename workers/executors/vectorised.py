@@ -250,10 +250,15 @@ def step(plan: VectorPlan, seeds: list[Frame], work: Work) -> Frame:
 
 def derivations(plan: VectorPlan, seeds: list[Frame], work: Work) -> Frame:
     """The change of the derivation counts: each term's from its seeds, summed."""
-    outputs = [run(program, frame, work) for program, frame in zip(plan.terms, seeds,
-                                                                   strict=True)]
-    columns = [np.concatenate([o.columns[j] for o in outputs]) for j in range(plan.find)]
-    return consolidated(columns, np.concatenate([o.weights for o in outputs]))
+    outputs = [run(program, frame, work)
+               for program, frame in zip(plan.terms, seeds, strict=True)]
+    return summed_frames(outputs, plan.find)
+
+
+def summed_frames(frames: list[Frame], width: int) -> Frame:
+    """The rows of ``frames`` (``width`` columns each) together, equal rows added."""
+    return consolidated([np.concatenate([f.columns[j] for f in frames]) for j in range(width)],
+                        np.concatenate([f.weights for f in frames]))
 
 
 def distinct(plan: VectorPlan, derivations: Frame, work: Work,
@@ -434,11 +439,9 @@ class VectorExecutor:
             changes = distinct(prepared, self.derivations(prepared, work), work)
         else:
             with self._shared_reads():
-                parts = self.threads.map(
-                    lambda share, counted: self.derivations(prepared, counted, share), work)
-                derived = consolidated([np.concatenate([p.columns[j] for p in parts])
-                                        for j in range(prepared.find)],
-                                       np.concatenate([p.weights for p in parts]))
+                derived = summed_frames(self.threads.map(
+                    lambda share, counted: self.derivations(prepared, counted, share), work),
+                    prepared.find)
                 changes = distinct(prepared, derived, work, self.threads)
         prepared.cost.per_datom = (work.elements - touched) / max(datoms, 1)
         return changes
@@ -458,11 +461,9 @@ class VectorExecutor:
             out = self.evaluation(full, work)
         else:  # a row may come from several shares' first levels: summed, then counted once
             with self._shared_reads():
-                parts = self.threads.map(
-                    lambda share, counted: self.evaluation(full, counted, share), work)
-            out = consolidated([np.concatenate([p.columns[j] for p in parts])
-                                for j in range(len(full.output))],
-                               np.concatenate([p.weights for p in parts]))
+                out = summed_frames(self.threads.map(
+                    lambda share, counted: self.evaluation(full, counted, share), work),
+                    len(full.output))
         return Frame(out.columns, np.ones(len(out), np.int64), out.origin)
 
     def evaluation(self, full: VectorProgram, work: Work, share: Share = WHOLE) -> Frame:

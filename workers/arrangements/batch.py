@@ -87,8 +87,18 @@ def set_weights(count: int) -> Ints:
     return np.broadcast_to(np.ones(1, np.int64), (count,))
 
 
+def sorted_sum(e: Ids, a: Ids, v: Ids, w: Ints) -> tuple[Ids, Ids, Ids, Ints]:
+    """The datoms in EAV order, equal ones summed, zeros dropped, their weights a column."""
+    order = sort_order(e, a, v)
+    (e, a, v), summed = consolidate((e[order], a[order], v[order]), w[order])
+    return e, a, v, np.ones(len(e), np.int64) if summed is None else summed
+
+
+SUMMED_ROWS = 1 << 18  # datoms summed at once when a whole database is read (a snapshot)
+
+
 def summed_by_entity(parts: Sequence[tuple[Ids, Ids, Ids, Ints]],
-                     rows: int) -> Iterator[tuple[Ids, Ids, Ids, Ints]]:
+                     rows: int = SUMMED_ROWS) -> Iterator[tuple[Ids, Ids, Ids, Ints]]:
     """The sum of ``parts`` (``(e, a, v, w)`` columns, each sorted by entity) in EAV order —
     equal datoms added, zeros dropped — one range of entities at a time (about ``rows``
     datoms each), each range sliced out of every part: no more than a range is summed at
@@ -105,11 +115,9 @@ def summed_by_entity(parts: Sequence[tuple[Ids, Ids, Ids, Ints]],
     for low, high in pairwise(bounds):
         pieces = [[c[start:stop] for c in part] for part in parts
                   for start, stop in [part[0].searchsorted([low, high]).tolist()]]
-        e, a, v, w = (np.concatenate([piece[i] for piece in pieces]) for i in range(4))
-        order = sort_order(e, a, v)
-        (e, a, v), summed = consolidate((e[order], a[order], v[order]), w[order])
-        if len(e):
-            yield e, a, v, np.ones(len(e), np.int64) if summed is None else summed
+        summed = sorted_sum(*(np.concatenate([piece[i] for piece in pieces]) for i in range(4)))
+        if len(summed[0]):
+            yield summed
 
 
 def spans(first: Ints, end: Ints) -> tuple[Ints, Ints]:

@@ -32,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from workers.arrangements.batch import (
+    SUMMED_ROWS,
     Batch,
     Ids,
     Ints,
@@ -47,7 +48,6 @@ from workers.arrangements.keys import INDEX_ORDERS, IndexOrder
 from workers.arrangements.memory import MemoryArrangement
 from workers.zset import add_into
 
-SUMMED_ROWS = 1 << 18  # datoms summed at once when the whole spine is read as columns
 # A node with at most this many keys is read whole (``SpineArrangement.small``), once per
 # write, and every verb on it reads that dict; a larger one stays on the per-source path
 # (counted without reading it, searched per candidate).  The grid's nodes hold ~3 keys; on

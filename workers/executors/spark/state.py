@@ -40,10 +40,10 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from workers.arrangements.batch import (
+    SUMMED_ROWS,
     Ids,
-    consolidate,
     set_weights,
-    sort_order,
+    sorted_sum,
     summed_by_entity,
 )
 from workers.arrangements.delta import DatomColumns
@@ -54,7 +54,6 @@ MANIFEST = "manifest.json"
 COMPACT_DATOMS = 50_000
 # ... or when there are this many batches (each is one file a catching-up task opens).
 COMPACT_BATCHES = 100
-RANGE_ROWS = 1 << 18  # datoms summed at once when the whole state is read (a snapshot)
 _NO_COLUMNS: tuple[Ids, Ids, Ids] = (np.zeros(0, np.int32),) * 3
 SCHEMA = pa.schema([("e", pa.int32()), ("a", pa.int32()), ("v", pa.int32()), ("w", pa.int64())])
 SET_SCHEMA = pa.schema(list(SCHEMA)[:3])  # a file of a set: no weights
@@ -157,10 +156,11 @@ def summed(manifest: Manifest, bucket: int = 0, buckets: int = 1) -> DatomColumn
     parts = [read_part(manifest.location, p) for p in manifest.parts()]
     if buckets > 1:
         parts = [part.take(part.e % buckets == bucket) for part in parts]
-    return _consolidated(DatomColumns.concatenate(parts))
+    whole = DatomColumns.concatenate(parts)
+    return DatomColumns(*sorted_sum(whole.e, whole.a, whole.v, whole.w))
 
 
-def summed_in_ranges(manifest: Manifest, rows: int = RANGE_ROWS) -> Iterator[DatomColumns]:
+def summed_in_ranges(manifest: Manifest, rows: int = SUMMED_ROWS) -> Iterator[DatomColumns]:
     """:func:`summed` of the whole state, in EAV order, one range of entities at a time
     (about ``rows`` datoms each), each range sliced out of every part: no more than a range
     is ever summed in memory.  A local location's parts are memory-mapped; a remote one's
@@ -168,20 +168,12 @@ def summed_in_ranges(manifest: Manifest, rows: int = RANGE_ROWS) -> Iterator[Dat
     parts = [read_part(manifest.location, p) for p in manifest.parts()]
     parts = [p if _sorted_by_entity(p) else p.take(np.argsort(p.e, kind="stable"))
              for p in parts if len(p)]  # the bases are sorted; a batch is a tick's delta
-    for e, a, v, w in summed_by_entity([(p.e, p.a, p.v, p.w) for p in parts], rows):
-        yield DatomColumns(e, a, v, w)
+    for summed_range in summed_by_entity([(p.e, p.a, p.v, p.w) for p in parts], rows):
+        yield DatomColumns(*summed_range)
 
 
 def _sorted_by_entity(part: DatomColumns) -> bool:
     return bool(np.all(part.e[1:] >= part.e[:-1]))
-
-
-def _consolidated(whole: DatomColumns) -> DatomColumns:
-    """The datoms sorted in EAV order, equal ones summed, zeros dropped."""
-    e, a, v, w = whole.e, whole.a, whole.v, whole.w
-    order = sort_order(e, a, v)
-    (e, a, v), weights = consolidate((e[order], a[order], v[order]), w[order])
-    return DatomColumns(e, a, v, np.ones(len(e), np.int64) if weights is None else weights)
 
 
 def compact_here(manifest: Manifest, stem: str) -> tuple[Part, ...]:

@@ -135,10 +135,9 @@ class Dispatch:
         """The tick's set changes of one query, on the executor the tick's size calls for
         (a query with derived relations: where its prepared joins run)."""
         if self._on_spark(delta_datoms >= self.auto.tick_datoms, prepared):
-            self._tick.arranged()
             plan = _plain(prepared)
             rows = self._attempt(
-                lambda spark: spark.step(spark.prepare(plan, self._old, self._delta), work))
+                lambda spark: spark.step(spark.prepare(plan, self._old, self._tick), work))
             if rows is not None:
                 work.executor = "spark"
                 return rows
@@ -153,7 +152,7 @@ class Dispatch:
         if self._on_spark(large, prepared):
             plan = _plain(prepared)
             rows = self._attempt(
-                lambda spark: spark.evaluate(spark.prepare(plan, self._old, self._delta), work))
+                lambda spark: spark.evaluate(spark.prepare(plan, self._old, self._tick), work))
             if rows is not None:
                 return rows
         self._old.state.compact_for_scan()

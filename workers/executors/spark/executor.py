@@ -36,7 +36,7 @@ import numpy as np
 
 from workers.arrangements import ArrangementRegistry, MemoryArrangement
 from workers.arrangements.batch import Ids, Ints, set_weights
-from workers.arrangements.delta import DatomColumns
+from workers.arrangements.delta import DatomColumns, TickDelta
 from workers.executors.extenders import Relations, Row
 from workers.executors.spark import tasks
 from workers.executors.spark.jobs import JobGroups
@@ -58,10 +58,11 @@ BUCKET_DATOMS = 4_000_000
 
 @dataclass(frozen=True, slots=True)
 class SparkPlan:
-    """A plan for this executor: the plan and the delta arrangement its ticks fill."""
+    """A plan for this executor: the plan and the tick's delta, read as columns (a big
+    tick's are never arranged into dict tries on the driver)."""
 
     plan: Plan
-    delta: MemoryArrangement
+    delta: TickDelta
 
 
 class SparkExecutor:
@@ -79,8 +80,7 @@ class SparkExecutor:
         self.shares = shares or int(session.conf.get("spark.sql.shuffle.partitions") or 1)
         self.split_datoms = SPLIT_DATOMS
 
-    def prepare(self, plan: Plan, old: ArrangementRegistry,
-                delta: MemoryArrangement) -> SparkPlan:
+    def prepare(self, plan: Plan, old: ArrangementRegistry, delta: TickDelta) -> SparkPlan:
         if old is not self.db:
             raise ValueError("a SparkExecutor serves the state it keeps")
         return SparkPlan(plan, delta)
@@ -88,7 +88,7 @@ class SparkExecutor:
     def step(self, prepared: SparkPlan, work: Work) -> dict[Row, int]:
         """The tick's set changes: one job; a small tick one task, a large one two stages
         (derive by share, then distinct by row)."""
-        plan, delta = prepared.plan, _columns(prepared.delta)
+        plan, delta = prepared.plan, prepared.delta.columns()
         width = len(plan.find)
         if len(delta) < self.split_datoms:
             tick = self._tick(plan, delta, 1)

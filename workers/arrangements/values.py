@@ -135,6 +135,21 @@ class ValueIds:
             ids[unknown] = self._intern_unknown_ints(xs[unknown])
         return ids
 
+    def lookup_ints(self, xs: npt.NDArray[np.int64]) -> IdArray:
+        """:meth:`lookup` of a column of ints, -1 for an int with no id: ``_direct`` where it
+        reaches (exact once the recent ones are merged), a search of the column beyond."""
+        self._merge_recent()
+        ids = np.full(len(xs), -1, np.int32)
+        reached = (xs >= 0) & (xs < len(self._direct))
+        inside = np.flatnonzero(reached)
+        ids[inside] = self._direct[xs[inside]]
+        beyond = np.flatnonzero(~reached)
+        if len(beyond) and len(self._keys):
+            pos = np.minimum(self._keys.searchsorted(xs[beyond]), len(self._keys) - 1)
+            known = self._keys[pos] == xs[beyond]
+            ids[beyond[known]] = self._key_ids[pos[known]]
+        return ids
+
     def _intern_unknown_ints(self, xs: npt.NDArray[np.int64]) -> IdArray:
         """:meth:`intern_ints` of ints some of which ``_direct`` does not know (the recent
         ones merged in the column)."""

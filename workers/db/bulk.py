@@ -422,22 +422,44 @@ def intern_column(ids: ValueIds, values: Sequence[Any]) -> Ids:
     """The ids of a column of values: plain ints through NumPy, anything else per distinct
     object (ids are the same as ``ids.intern`` called on each in turn would give, up to the
     numbering of new values)."""
+    return _column_ids(values, ids.intern_ints, ids.intern)
+
+
+def lookup_column(ids: ValueIds, values: Sequence[Any]) -> Ids:
+    """:meth:`ValueIds.lookup` of a column of values, -1 for a value with no id (what the
+    driver fetches under ``executor=spark`` is keyed by a tick's values: no call per op)."""
+    def one(x: Any) -> int:
+        found = ids.lookup(x)
+        return -1 if found is None else found
+
+    return _column_ids(values, ids.lookup_ints, one)
+
+
+def _column_ids(values: Sequence[Any], of_ints: Callable[[Ints], Ids],
+                of_value: Callable[[Any], int]) -> Ids:
+    """The ids of a column: ``of_ints`` on a column of plain ints, else ``of_value`` on
+    each distinct object, in order of first appearance (new values are numbered so)."""
     if values and set(map(type, values)) == {int}:
         try:
-            return ids.intern_ints(np.array(values, np.int64))
-        except OverflowError:  # beyond int64: interned one by one below
+            return of_ints(np.array(values, np.int64))
+        except OverflowError:  # beyond int64: one by one below
             pass
-    # Objects told apart by identity in NumPy (no Python hash per value: a keyword's is
-    # Python code), each distinct object interned by value: equal objects get one id.
+    distinct, inverse = by_identity(values)
+    return np.fromiter(map(of_value, distinct), np.int32, len(distinct))[inverse]
+
+
+def by_identity(values: Sequence[Any]) -> tuple[list[Any], Ints]:
+    """The distinct objects of ``values`` in order of first appearance, and each value's
+    position among them.  Told apart by identity in NumPy (no Python hash per value: a
+    keyword's is Python code), so equal objects may appear more than once."""
     identities = np.fromiter(map(id, values), np.int64, len(values))
     if len(identities) and (identities == identities[0]).all():  # one object: an attribute
-        return np.full(len(values), ids.intern(values[0]), np.int32)
+        return [values[0]], np.zeros(len(values), np.int64)
     distinct, first, inverse = np.unique(identities, return_index=True, return_inverse=True)
-    appearance = np.argsort(first)  # new values numbered in order of first appearance
-    interned = np.empty(len(distinct), np.int32)
-    interned[appearance] = np.fromiter(
-        (ids.intern(values[i]) for i in first[appearance].tolist()), np.int32, len(distinct))
-    return interned[inverse]
+    appearance = np.argsort(first)
+    rank = np.empty(len(distinct), np.int64)
+    rank[appearance] = np.arange(len(distinct))
+    return [values[i] for i in first[appearance].tolist()], rank[inverse.reshape(-1)]
 
 
 def _columns(datoms: list[Datom]) -> tuple[Sequence[Any], Sequence[Any], Sequence[Any]]:

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from workers.arrangements import values as values_module
 from workers.arrangements.values import ValueIds
+from workers.db.bulk import lookup_column
 from workers.edn import keyword
 
 
@@ -152,6 +153,27 @@ def test_a_column_of_ids_decodes_as_each_id_alone(xs: list[object], picks: list[
     decoded = ids.values(column)
     assert decoded == [ids.value(i) for i in column.tolist()]
     assert [_kind(x) for x in decoded] == [_kind(ids.value(i)) for i in column.tolist()]
+
+
+@given(st.lists(st.one_of(values, st.lists(st.integers(-5, 3000), max_size=300)), max_size=30),
+       st.lists(values, max_size=60))
+def test_a_column_is_looked_up_as_each_value_alone(steps: list[object], asked: list[object]
+                                                    ) -> None:
+    """Values interned one by one or as int columns (recent ones not yet merged, ``_direct``
+    grown or not), then a column asked at once: each id as ``lookup`` gives it, -1 for
+    none, and nothing numbered."""
+    ids = ValueIds()
+    for step in steps:
+        if isinstance(step, list):
+            ids.intern_ints(np.array(step, np.int64))
+        else:
+            ids.intern(step)
+    size = ids.size
+    ints = [x for x in asked if type(x) is int] + list(range(-6, 3002))
+    for column in (asked, ints):
+        want = [-1 if (i := ids.lookup(x)) is None else i for x in column]
+        assert lookup_column(ids, column).tolist() == want
+    assert ids.size == size
 
 
 def test_no_more_ids_than_an_int32_column_holds(monkeypatch: pytest.MonkeyPatch) -> None:

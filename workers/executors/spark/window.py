@@ -29,6 +29,7 @@ import numpy as np
 from workers.arrangements import ArrangementRegistry
 from workers.arrangements.batch import Ids, Ints
 from workers.arrangements.values import ValueIds
+from workers.db.bulk import by_identity, lookup_column
 from workers.db.schema import SCHEMA_ATTRIBUTES, Schema
 from workers.db.tx import TxOps
 
@@ -52,18 +53,24 @@ class StateWindow:
         spark.manifest()  # the state exists from the start: every tick appends to it
 
     def read_transactions(self, ops: TxOps, schema: Schema) -> None:
-        """The datoms normalising ``ops`` against ``schema`` reads (the module's list)."""
+        """The datoms normalising ``ops`` against ``schema`` reads (the module's list), their
+        keys found a column at a time (a catch-up tick names 10^5 datoms)."""
         backward = self.ids_of(ops.retract_entities if schema.ref_attributes() else ())
-        if any(datom[1] in SCHEMA_ATTRIBUTES for datom in ops.adds + ops.retracts):
-            entities = [datom[0] for datom in ops.adds + ops.retracts]
+        datoms = ops.adds + ops.retracts
+        attributes, of_datom = by_identity([datom[1] for datom in datoms])
+        if any(attribute in SCHEMA_ATTRIBUTES for attribute in attributes):
+            entities = [datom[0] for datom in datoms]
             entities += [e for e, _ in ops.retract_attributes]
             self.read(self.ids_of(entities + ops.retract_entities), backward)
             return
-        one = [d for d in ops.adds if schema[d[1]].cardinality_one]
-        many = [d for d in ops.adds if not schema[d[1]].cardinality_one]
-        pairs = self._keys([(e, a) for e, a, _ in one] + ops.retract_attributes, 2)
-        self.read(self.ids_of(ops.retract_entities), backward, pairs=pairs,
-                  triples=self._keys(many + ops.retracts, 3))
+        one = np.array([schema[a].cardinality_one for a in attributes], bool)[of_datom]
+        one[len(ops.adds):] = False  # a retraction reads its own datom only
+        e, a, v = (lookup_column(self.db.ids, [datom[i] for datom in datoms]) for i in range(3))
+        pairs = np.concatenate([np.stack([e[one], a[one]], axis=1),
+                                self._keys(ops.retract_attributes, 2)])
+        triples = np.stack([e[~one], a[~one], v[~one]], axis=1)
+        self.read(self.ids_of(ops.retract_entities), backward, pairs=_known(pairs),
+                  triples=_known(triples))
 
     def read_datoms(self, pairs: Ints, triples: Ints) -> None:
         """The datoms under the ``(e, a)`` rows of ``pairs`` (ids), and those of the
@@ -117,12 +124,17 @@ class StateWindow:
 
     def ids_of(self, values: Iterable[Any]) -> Ints:
         """The ids of the values that have one (a value never numbered is in no datom)."""
-        lookup = self.db.ids.lookup
-        found = [i for i in map(lookup, values) if i is not None]
-        return np.array(found, np.int64)
+        ids = lookup_column(self.db.ids, list(values)).astype(np.int64)
+        return ids[ids >= 0]
 
-    def _keys(self, keys: Iterable[tuple[Any, ...]], width: int) -> Ints:
-        """Rows of ids of the keys whose values all have one (no datom holds the others)."""
-        lookup = self.db.ids.lookup
-        rows = [ids for ids in (tuple(map(lookup, key)) for key in keys) if None not in ids]
-        return np.array(rows, np.int64).reshape(-1, width)
+    def _keys(self, keys: list[tuple[Any, ...]], width: int) -> Ints:
+        """Rows of ids of the keys, -1 for a value with no id."""
+        if not keys:
+            return _NO_KEYS[width]
+        return np.stack([lookup_column(self.db.ids, [key[i] for key in keys])
+                         for i in range(width)], axis=1).astype(np.int64)
+
+
+def _known(rows: Ints) -> Ints:
+    """The rows whose values all have an id (no datom holds the others)."""
+    return rows[(rows >= 0).all(axis=1)]

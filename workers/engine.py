@@ -310,15 +310,17 @@ class Engine:
         # Steps 3-4: route and step the affected queries.
         changes: Changes = {}
         pulled: dict[str, dict[Row, int]] = {}  # stepped pull queries: their input's change
-        self.last_work = {}
-        for name in self._affected({value(a) for a in attribute_ids}):
-            work = self.last_work[name] = Work()
+        affected = self._affected({value(a) for a in attribute_ids})
+        self.last_work = {name: Work() for name in affected}
+        stepped = self.dispatch.steps({name: self._queries[name].prepared for name in affected},
+                                      len(delta), self.last_work)
+        for name in affected:
             registered = self._queries[name]
             started = time.perf_counter()
-            rows = self._decode(self.dispatch.step(registered.prepared, len(delta), work))
+            rows = self._decode(stepped[name])
             if rows and registered.aggregation is not None:
                 rows = registered.aggregation.step(rows)
-            work.seconds = time.perf_counter() - started
+            self.last_work[name].seconds += time.perf_counter() - started
             if registered.pulling is not None:
                 pulled[name] = rows
             elif rows:

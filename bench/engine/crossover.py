@@ -2,14 +2,15 @@
 
     python -m bench crossover [--sizes 1 10 100 1000 10000 100000] [--repeat 3]
                               [--spark-master local[2]] [--max-local-s S]
-                              [--graph pegase|powerlaw] [--seed S]
+                              [--graph pegase|powerlaw] [--seed S] [--queries triangle,...]
 
 Two engines, `executor="local"` and `executor="spark"`, load the same graph and then register
-the triangle query. Each measured tick inserts `size` new random edges between existing nodes
-and is timed on both engines; an unmeasured tick then retracts those edges, so every measured
-tick starts from the same database. Both engines must return identical changes on every tick,
-retractions included. The median per size goes into a markdown table, followed by the
-smallest tick at which Spark is faster: the number behind `executor="auto"`'s tick threshold
+the triangle query (or `--queries`: every tick steps them all, on Spark in one job). Each
+measured tick inserts `size` new random edges between existing nodes and is timed on both
+engines; an unmeasured tick then retracts those edges, so every measured tick starts from the
+same database. Both engines must return identical changes on every tick, retractions
+included. The median per size goes into a markdown table, followed by the smallest tick at
+which Spark is faster: the number behind `executor="auto"`'s tick threshold
 (`workers/executors/dispatch.py`). Results go to bench/results/crossover-<start>.json.
 """
 
@@ -33,7 +34,6 @@ from workers.engine import Engine
 from workers.executors.spark import SparkSettings
 from workers.executors.spark.jobs import JobCount
 
-QUERY = "triangle"
 DEFAULT_SIZES = [1, 10, 100, 1_000, 10_000, 100_000]
 Changes = dict[str, dict[tuple[Any, ...], int]]
 
@@ -48,7 +48,7 @@ class SizeResult:
     spark_ms: float
     local_all_ms: list[float]
     spark_all_ms: list[float]
-    changed_rows: list[int]  # triangle rows changed by each insert tick (what parity compared)
+    changed_rows: list[int]  # rows changed by each insert tick (what parity compared)
     spark_jobs: list[int]  # Spark jobs of each insert tick (the read, then the step)
     spark_stages: list[int]  # their stages
 
@@ -64,6 +64,7 @@ class Engines:
 
     local: Engine
     spark: Engine
+    queries: tuple[str, ...]
 
 
 # --- graph and ticks --------------------------------------------------------------------
@@ -120,37 +121,39 @@ def tx_of(edges: list[Edge], add: bool) -> Tx:
 # --- engines ------------------------------------------------------------------------------
 
 
-def start_engines(master: str) -> Engines:
+def start_engines(master: str, queries: tuple[str, ...]) -> Engines:
     """Both engines; the Spark one starts its SparkSession here, outside any timing."""
     started = time.perf_counter()
     spark = Engine(strategy="delta", executor="spark", spark=SparkSettings(master=master))
     log(f"Spark ({master}) started in {time.perf_counter() - started:.1f} s")
-    return Engines(Engine(strategy="delta", executor="local"), spark)
+    return Engines(Engine(strategy="delta", executor="local"), spark, queries)
 
 
 def load_and_register(engines: Engines, edges: list[Edge]) -> dict[str, float]:
-    """Load the graph, then register the query (so the load runs no Spark step); both
+    """Load the graph, then register the queries (so the load runs no Spark step); both
     bootstraps must agree. Returns the untimed-in-the-table setup durations in seconds."""
     timings: dict[str, float] = {}
-    results = {}
+    results: dict[str, Changes] = {}
     for label, engine in (("local", engines.local), ("spark", engines.spark)):
         started = time.perf_counter()
         for tick in load_ticks(edges):
             engine.transact(to_tx(tick))
         loaded = time.perf_counter()
-        results[label] = engine.register(QUERY, QUERIES[QUERY])
+        results[label] = {name: engine.register(name, QUERIES[name])
+                          for name in engines.queries}
         timings[f"{label}_load_s"] = loaded - started
         timings[f"{label}_bootstrap_s"] = time.perf_counter() - loaded
-    check("bootstrap", {QUERY: results["local"]}, {QUERY: results["spark"]})
-    log(f"bootstrap: {len(results['local'])} triangles on both executors")
+    check("bootstrap", results["local"], results["spark"])
+    log(f"bootstrap: {sum(map(len, results['local'].values()))} rows on both executors")
     return timings
 
 
 def check(label: str, local: Changes, spark: Changes) -> None:
     """Raise MismatchError unless both executors returned the same changes."""
-    if local != spark:
-        raise mismatch(f"{label}: executors disagree", spark.get(QUERY, {}),
-                       local.get(QUERY, {}), ("spark", "local"))
+    for name in local.keys() | spark.keys():
+        if local.get(name) != spark.get(name):
+            raise mismatch(f"{label}: executors disagree on {name}", spark.get(name, {}),
+                           local.get(name, {}), ("spark", "local"))
 
 
 def run_tick(
@@ -158,7 +161,7 @@ def run_tick(
 ) -> tuple[list[float], int, JobCount]:
     """Insert `edges` (timed: [local ms, spark ms] or [spark ms]), then retract them
     (untimed); both steps parity-checked when the local engine takes part. Also returns
-    how many triangle rows the insert changed and the Spark jobs and stages it ran."""
+    how many rows the insert changed and the Spark jobs and stages it ran."""
     latencies = []
     inserted: dict[str, Changes] = {}
     targets = [("local", engines.local)] if with_local else []
@@ -175,7 +178,7 @@ def run_tick(
     if with_local:
         check(f"{label} insert", inserted["local"], inserted["spark"])
         check(f"{label} retract", retracted["local"], retracted["spark"])
-    return latencies, len(inserted["spark"].get(QUERY, {})), spark_work
+    return latencies, sum(map(len, inserted["spark"].values())), spark_work
 
 
 def measure(
@@ -250,7 +253,7 @@ def ms_text(value: float | None) -> str:
 
 def table(results: list[SizeResult]) -> str:
     """The tick size | local ms | spark ms | spark/local table, plus the median number of
-    triangle rows an insert changed (how much the parity check had to compare) and the
+    rows an insert changed (how much the parity check had to compare) and the
     most Spark jobs and stages an insert ran."""
     rows = [
         [
@@ -297,7 +300,12 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse
     parser.add_argument("--graph", choices=["pegase", "powerlaw"], default="pegase",
                         help="base graph (default pegase)")
     parser.add_argument("--seed", type=int, default=42, help="tick/graph seed (default 42)")
+    parser.add_argument("--queries", default="triangle",
+                        help="comma-separated queries of bench.queries (default triangle)")
     args = parser.parse_args(argv)
+    args.queries = tuple(args.queries.split(","))
+    if unknown := set(args.queries) - QUERIES.keys():
+        parser.error(f"unknown queries: {', '.join(sorted(unknown))}")
     if any(s < 1 for s in args.sizes) or args.repeat < 1:
         parser.error("--sizes and --repeat must be positive")
     args.sizes = sorted(set(args.sizes))
@@ -311,9 +319,9 @@ def run(args: argparse.Namespace) -> None:
     print(f"graph: {graph}: {len(edges):,} directed edges, {node_count(edges):,} nodes")
     print(f"ticks insert new random edges between existing nodes (seed {args.seed}), "
           f"each retracted by an untimed tick; median of {args.repeat} per size; "
-          f"spark master {args.spark_master}")
+          f"spark master {args.spark_master}; queries {', '.join(args.queries)}")
     ticks = make_ticks(edges, args.sizes, args.repeat, args.seed)
-    engines = start_engines(args.spark_master)
+    engines = start_engines(args.spark_master, args.queries)
     setup = load_and_register(engines, edges)
     warm_up(engines, edges, args.seed)
     results = measure(engines, args.sizes, ticks, args.repeat, args.max_local_s)

@@ -118,13 +118,16 @@ def test_ticks_do_not_grow_the_spark_work_per_tick(spark_settings: SparkSettings
 
 def test_a_small_tick_is_two_spark_jobs_of_at_most_three_stages(
         spark_settings: SparkSettings) -> None:
-    """A tick of a few datoms on a triangle: one job reads what it normalises against, one
-    steps the query; their stages counted by the job groups, three at most in all."""
+    """A tick of a few datoms on a triangle, a two-path and the edges: one job reads what it
+    normalises against, one steps the three queries; their stages counted by the job
+    groups, three at most in all."""
     engine, local = Engine(executor="spark", spark=spark_settings), Engine()
     load = [[keyword("db/add"), a, TO, b] for a, b in random_edges(2_000, 200, seed=6)]
     for each in (engine, local):
         each.transact(load)
         each.register("tri", TRIANGLE)
+        each.register("path", "[:find ?a ?c :where [?a :g/to ?b] [?b :g/to ?c]]")
+        each.register("edge", "[:find ?a ?b :where [?a :g/to ?b]]")
     spark = engine.dispatch.spark
     assert spark is not None
     for a, b in random_edges(5, 200, seed=7):

@@ -96,3 +96,31 @@ def test_spark_emits_the_local_changes_on_every_tick(query: str,
 def test_every_strategy_agrees_on_spark(query: str, strategy: str,
                                         spark_settings: SparkSettings) -> None:
     replay(query, strategy, random_stream(7, transactions=6, ops=4), spark_settings)
+
+
+def test_the_queries_a_tick_changes_step_in_one_spark_job(spark_settings: SparkSettings) -> None:
+    """Every query registered on one engine: a tick reads what it normalises against in one
+    job and steps all the queries in one more (their rows, of different widths, tagged by
+    query), small ticks in one task and the others split — each query's changes the local
+    engine's."""
+    local = Engine()
+    spark = Engine(executor="spark", spark=spark_settings)
+    for engine in (local, spark):
+        engine.transact(SCHEMA_TX)
+        for number, query in enumerate(QUERIES):
+            engine.register(f"q{number}", query)
+    executor = spark.dispatch.spark
+    assert executor is not None
+    for tick, tx in enumerate(random_stream(99, transactions=10, ops=4)):
+        executor.split_datoms = 0 if tick % 2 else SPLIT_DATOMS
+        before = executor.jobs.total.jobs
+        changes = []
+        for engine in (local, spark):
+            try:
+                changes.append(engine.transact(tx))
+            except TransactionError:
+                changes.append(None)
+        assert changes[0] == changes[1], f"tick {tick}: {tx}"
+        assert executor.jobs.total.jobs - before <= 2, f"tick {tick}"
+    for number in range(len(QUERIES)):
+        assert spark.result(f"q{number}") == local.result(f"q{number}")

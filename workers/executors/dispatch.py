@@ -13,7 +13,8 @@ When Spark starts and what a failed Spark job does (fail, or redo the step local
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -131,16 +132,35 @@ class Dispatch:
                              lambda relations: SparkJoins(spark, self._old, self._delta,
                                                           relations))
 
-    def step(self, prepared: Prepared, delta_datoms: int, work: Work) -> IdRows:
-        """The tick's set changes of one query, on the executor the tick's size calls for
-        (a query with derived relations: where its prepared joins run)."""
-        if self._on_spark(delta_datoms >= self.auto.tick_datoms, prepared):
-            plan = _plain(prepared)
-            rows = self._attempt(
-                lambda spark: spark.step(spark.prepare(plan, self._old, self._tick), work))
+    def steps(self, queries: Mapping[str, Prepared], delta_datoms: int,
+              works: Mapping[str, Work]) -> dict[str, IdRows]:
+        """The tick's set changes of each query, on the executor the tick's size calls for
+        (a query with derived relations: where its prepared joins run) — those going to
+        Spark in one job.  Each query's ``seconds`` are its step's; a Spark job's are
+        shared equally among its queries."""
+        large = delta_datoms >= self.auto.tick_datoms
+        on_spark = [name for name, prepared in queries.items() if self._on_spark(large, prepared)]
+        stepped: dict[str, IdRows] = {}
+        if on_spark:
+            started = time.perf_counter()
+            plans = [_plain(queries[name]) for name in on_spark]
+            rows = self._attempt(lambda spark: spark.steps(
+                [spark.prepare(plan, self._old, self._tick) for plan in plans],
+                [works[name] for name in on_spark]))
             if rows is not None:
-                work.executor = "spark"
-                return rows
+                seconds = (time.perf_counter() - started) / len(on_spark)
+                for name, changes in zip(on_spark, rows, strict=True):
+                    works[name].executor, works[name].seconds = "spark", seconds
+                    stepped[name] = changes
+        for name, prepared in queries.items():
+            if name not in stepped:
+                started = time.perf_counter()
+                stepped[name] = self._step_here(prepared, delta_datoms, works[name])
+                works[name].seconds = time.perf_counter() - started
+        return stepped
+
+    def _step_here(self, prepared: Prepared, delta_datoms: int, work: Work) -> IdRows:
+        """One query's step in this process: a frame at a time from ``vector_datoms``."""
         if prepared.vector is not None and delta_datoms >= self.vector_datoms:
             return self.vector.step(prepared.vector, work)
         self._tick.arranged()

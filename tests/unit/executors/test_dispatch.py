@@ -68,10 +68,11 @@ class FailingSpark:
     def prepare(self, plan: object, old: object, delta: object) -> object:
         return plan
 
-    def step(self, prepared: object, work: object) -> dict[object, int]:
+    def evaluate(self, prepared: object, work: object) -> dict[object, int]:
         raise RuntimeError("Py4JJavaError: Job aborted")
 
-    evaluate = step
+    def steps(self, prepared: object, works: object) -> list[dict[object, int]]:
+        raise RuntimeError("Py4JJavaError: Job aborted")
 
     def applied(self, delta: object) -> None:
         raise RuntimeError("Py4JJavaError: Job aborted")

@@ -1,14 +1,16 @@
-"""SparkExecutor: each step one Spark job whose tasks run the local executors' code.
+"""SparkExecutor: each tick one Spark job whose tasks run the local executors' code.
 
-Per step (DESIGN §3 and §5, the same algebra as the local executor):
+Per tick (DESIGN §3 and §5, the same algebra as the local executor), for every query it
+steps at once — a job's floor per tick, not per query:
 
-1. the driver ships the step's *tick* to ``shares`` tasks: the state's version (its
-   manifest), the plan with its constants' ids, and the tick's delta;
+1. the driver ships the *tick* to ``shares`` tasks: the state's version (its manifest),
+   the queries' plans with their constants' ids, and the tick's delta;
 2. stage 1, ``mapInArrow`` over one partition per share: each task opens the state at that
    version (cached per Python worker, :mod:`~workers.executors.spark.cache`) and derives
-   the derivation change of its share of every term's seed rows (:mod:`tasks`);
-3. a shuffle by row brings every copy of a row to one task; stage 2 sums them and computes
-   ``distinct`` against the same state — ``[before + d > 0] - [before > 0]``;
+   each query's derivation change of its share of every term's seed rows (:mod:`tasks`),
+   tagged with the query's number;
+3. a shuffle by query and row brings every copy of a row to one task; stage 2 sums them
+   and computes ``distinct`` against the same state — ``[before + d > 0] - [before > 0]``;
 4. one ``toArrow`` collects the set changes (value ids, decoded by the engine).
 
 A tick smaller than ``split_datoms`` skips the split: one task does both stages' work, so
@@ -27,7 +29,7 @@ entities), run from the store's background thread: the driver never sums the dat
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
@@ -86,31 +88,40 @@ class SparkExecutor:
         return SparkPlan(plan, delta)
 
     def step(self, prepared: SparkPlan, work: Work) -> dict[Row, int]:
-        """The tick's set changes: one job; a small tick one task, a large one two stages
-        (derive by share, then distinct by row)."""
-        plan, delta = prepared.plan, prepared.delta.columns()
-        width = len(plan.find)
+        """One query's set changes of the tick (:meth:`steps` of one)."""
+        return self.steps([prepared], [work])[0]
+
+    def steps(self, prepared: Sequence[SparkPlan], works: Sequence[Work]
+              ) -> list[dict[Row, int]]:
+        """The tick's set changes of several queries, all in one job (a job's floor per
+        tick, not per query): a small tick one task, a large one two stages (derive by
+        share, then distinct by query and row)."""
+        plans = tuple(each.plan for each in prepared)
+        delta = prepared[0].delta.columns()
+        what = f"step of {len(plans)} queries" if len(plans) > 1 else f"step of {plans[0].find}"
         if len(delta) < self.split_datoms:
-            tick = self._tick(plan, delta, 1)
-            with self.jobs.action(f"step of {plan.find}"):
+            tick = self._tick(plans, delta, 1)
+            with self.jobs.action(what):
                 table = self._shares(1).mapInArrow(partial(tasks.step, tick),
-                                                   schema(width)).toArrow()
-            return _counted(tasks.to_rows(table, width), work)
-        tick = self._tick(plan, delta, self.shares)
-        with self.jobs.action(f"step of {plan.find}"):
-            derived = self._shares(tick.shares).mapInArrow(partial(tasks.derive, tick),
-                                                           schema(width))
-            by_row = derived.repartition(tick.shares, *map(column, range(width))) if width \
-                else derived.repartition(1)
-            table = by_row.mapInArrow(partial(tasks.distinguish, tick), schema(width)).toArrow()
-        return _counted(tasks.to_rows(table, width), work)
+                                                   schema(tick.width, tagged=True)).toArrow()
+        else:
+            tick = self._tick(plans, delta, self.shares)
+            with self.jobs.action(what):
+                derived = self._shares(tick.shares).mapInArrow(
+                    partial(tasks.derive, tick), schema(tick.width, tagged=True))
+                by_row = derived.repartition(tick.shares, tasks.QUERY,
+                                             *map(column, range(tick.width)))
+                table = by_row.mapInArrow(partial(tasks.distinguish, tick),
+                                          schema(tick.width, tagged=True)).toArrow()
+        return [_counted(tasks.to_rows(part, len(plan.find)), work) for part, plan, work in
+                zip(tasks.by_query(table, len(plans)), plans, works, strict=True)]
 
     def evaluate(self, prepared: SparkPlan, work: Work) -> dict[Row, int]:
         """The full result over the current state: one job, one stage."""
         plan = prepared.plan
         # A program without levels derives its rows from the empty row alone: one share.
         shares = self.shares if plan.full.levels else 1
-        tick = self._tick(plan, _columns(MemoryArrangement()), shares)
+        tick = self._tick((plan,), _columns(MemoryArrangement()), shares)
         width = len(plan.full.output)
         with self.jobs.action(f"evaluation of {plan.find}"):
             table = self._shares(shares).mapInArrow(partial(tasks.evaluate, tick),
@@ -183,8 +194,8 @@ class SparkExecutor:
         return tuple(Part(request.name(b), manifest.version, n)
                      for b, n in sorted(zip(buckets, sizes, strict=True)))
 
-    def _tick(self, plan: Plan, delta: DatomColumns, shares: int) -> Tick:
-        return Tick(self.manifest(), plan, tasks.constants(plan, self.db.ids), delta, shares)
+    def _tick(self, plans: tuple[Plan, ...], delta: DatomColumns, shares: int) -> Tick:
+        return Tick(self.manifest(), plans, tasks.constants(plans, self.db.ids), delta, shares)
 
     def _shares(self, count: int) -> DataFrame:
         """One row per share, each in a partition of its own."""

@@ -53,6 +53,7 @@ from workers.executors.work import Work
 from workers.plan.ir import JoinProgram, Plan, Step, StepKind
 
 WEIGHT = "w"
+QUERY = "q"  # a step's rows: which of the tick's plans each belongs to
 _NO_ROWS = np.zeros(0, np.int64)
 
 
@@ -60,20 +61,28 @@ def column(i: int) -> str:
     return f"c{i}"
 
 
-def schema(width: int) -> str:
-    """The Spark schema of id rows ``width`` wide with their weights."""
-    return ", ".join([*(f"{column(i)} long" for i in range(width)), f"{WEIGHT} long"])
+def schema(width: int, tagged: bool = False) -> str:
+    """The Spark schema of id rows ``width`` wide with their weights (``tagged``: after the
+    number of the query each belongs to)."""
+    return ", ".join([f"{QUERY} long"] * tagged + [*(f"{column(i)} long" for i in range(width)),
+                                                   f"{WEIGHT} long"])
 
 
 @dataclass(frozen=True, slots=True)
 class Tick:
-    """What every task of one step or evaluation needs (pickled into the task)."""
+    """What every task of one step of the tick's queries (or one evaluation, of one plan)
+    needs (pickled into the task)."""
 
     manifest: Manifest
-    plan: Plan
+    plans: tuple[Plan, ...]
     constants: dict[Any, int]
     delta: DatomColumns
     shares: int
+
+    @property
+    def width(self) -> int:
+        """The columns of the step's rows: the widest query's (the others padded)."""
+        return max(len(plan.find) for plan in self.plans)
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,34 +176,43 @@ class Bound:
 
 
 def derive(tick: Tick, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Every query's derivation change of this task's shares, tagged with its number."""
     bound = Bound(tick.manifest, tick.constants, tick.delta)
-    vector = bound.vector.prepare(tick.plan)
-    local = bound.local(tick.plan) if vector is None else None
+    prepared = [(bound.vector.prepare(plan), plan) for plan in tick.plans]
+    locals_ = [bound.local(plan) if vector is None else None for vector, plan in prepared]
     for share in _shares(batches, tick.shares):
-        if local is not None:
-            yield _from_rows(derivation_change(local.terms, Work(), share), len(tick.plan.find))
-        else:
-            assert vector is not None
-            yield _from_frame(bound.vector.derivations(vector, Work(), share))
+        for query, ((vector, plan), local) in enumerate(zip(prepared, locals_, strict=True)):
+            if local is not None:
+                rows = _from_rows(derivation_change(local.terms, Work(), share), len(plan.find))
+            else:
+                assert vector is not None
+                rows = _from_frame(bound.vector.derivations(vector, Work(), share))
+            yield _tagged(rows, query, tick.width)
 
 
 def distinguish(tick: Tick, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    width = len(tick.plan.find)
-    table = pa.Table.from_batches(list(batches), schema=_arrow_schema(width))
+    table = pa.Table.from_batches(list(batches), schema=_arrow_schema(tick.width, tagged=True))
     if table.num_rows:
-        yield _set_changes(Bound(tick.manifest, tick.constants, tick.delta), tick.plan, table)
+        yield from _set_changes(Bound(tick.manifest, tick.constants, tick.delta), tick, table)
 
 
 def step(tick: Tick, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """A whole step in one task (a small tick): :func:`derive` then :func:`distinguish`."""
     derived = pa.Table.from_batches(list(derive(tick, batches)),
-                                    schema=_arrow_schema(len(tick.plan.find)))
+                                    schema=_arrow_schema(tick.width, tagged=True))
     if derived.num_rows:
-        yield _set_changes(Bound(tick.manifest, tick.constants, tick.delta), tick.plan, derived)
+        yield from _set_changes(Bound(tick.manifest, tick.constants, tick.delta), tick, derived)
 
 
-def _set_changes(bound: Bound, plan: Plan, table: pa.Table) -> pa.RecordBatch:
-    """The set changes of the derivation changes in ``table`` (summed here)."""
+def _set_changes(bound: Bound, tick: Tick, table: pa.Table) -> Iterator[pa.RecordBatch]:
+    """Each query's set changes of its derivation changes in ``table`` (summed here)."""
+    for query, (plan, part) in enumerate(zip(tick.plans, by_query(table, len(tick.plans)),
+                                             strict=True)):
+        if part.num_rows:
+            yield _tagged(_query_set_changes(bound, plan, part), query, tick.width)
+
+
+def _query_set_changes(bound: Bound, plan: Plan, table: pa.Table) -> pa.RecordBatch:
     width = len(plan.find)
     vector = bound.vector.prepare(plan)
     if vector is None:
@@ -206,15 +224,16 @@ def _set_changes(bound: Bound, plan: Plan, table: pa.Table) -> pa.RecordBatch:
 
 
 def evaluate(tick: Tick, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    (plan,) = tick.plans
     bound = Bound(tick.manifest, tick.constants, tick.delta)
     bound.db.state.compact_for_scan()  # as a local evaluation (Dispatch.evaluate) does
-    vector = bound.vector.prepare(tick.plan)
+    vector = bound.vector.prepare(plan)
     full = None if vector is None else vector.full
-    local = bound.local(tick.plan) if full is None else None
+    local = bound.local(plan) if full is None else None
     for share in _shares(batches, tick.shares):
         if local is not None:  # over a set, every derivation counts +1
             rows = run(local.full, {(): 1}, Work(), share)
-            yield _from_rows(dict.fromkeys(rows, 1), len(tick.plan.full.output))
+            yield _from_rows(dict.fromkeys(rows, 1), len(plan.full.output))
         else:
             assert full is not None
             yield _from_frame(bound.vector.evaluation(full, Work(), share))
@@ -313,8 +332,25 @@ def _shares(batches: Iterable[pa.RecordBatch], count: int) -> Iterator[Share]:
             yield Share(index, count)
 
 
-def _arrow_schema(width: int) -> pa.Schema:
-    return pa.schema([(name, pa.int64()) for name in [*map(column, range(width)), WEIGHT]])
+def _arrow_schema(width: int, tagged: bool = False) -> pa.Schema:
+    names = [QUERY] * tagged + [*map(column, range(width)), WEIGHT]
+    return pa.schema([(name, pa.int64()) for name in names])
+
+
+def _tagged(rows: pa.RecordBatch, query: int, width: int) -> pa.RecordBatch:
+    """Rows of one query tagged with its number, their columns padded to ``width``."""
+    count = rows.num_rows
+    padding = pa.array(np.zeros(count, np.int64))
+    arrays = [pa.array(np.full(count, query, np.int64)),
+              *(rows.column(i) if i < rows.num_columns - 1 else padding for i in range(width)),
+              rows.column(WEIGHT)]
+    return pa.RecordBatch.from_arrays(arrays, schema=_arrow_schema(width, tagged=True))
+
+
+def by_query(table: pa.Table, queries: int) -> list[pa.Table]:
+    """The rows of a step's table, by the query they belong to."""
+    tags = table.column(QUERY).to_numpy()
+    return [table.filter(pa.array(tags == query)) for query in range(queries)]
 
 
 def _from_frame(frame: Frame) -> pa.RecordBatch:

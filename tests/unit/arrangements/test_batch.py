@@ -13,6 +13,7 @@ from workers.arrangements.batch import (
     PairBatch,
     banded_search,
     consolidate,
+    search,
     segment_search,
     sort_order,
 )
@@ -130,3 +131,15 @@ def test_sort_order_packs_small_ids_and_sorts_large_ones_lexicographically() -> 
         perm = sort_order(*columns)
         rows = list(zip(*(c[perm].tolist() for c in columns), strict=True))
         assert rows == sorted(zip(*(c.tolist() for c in columns), strict=True))
+
+
+def test_a_search_of_many_needles_finds_what_searchsorted_finds() -> None:
+    """Needles in any order, repeated, absent, beyond both ends, already sorted: each
+    position is ``np.searchsorted``'s, on either side (above SORTED_NEEDLES: sorted first)."""
+    rng = np.random.default_rng(3)
+    table = np.sort(rng.integers(0, 5000, 20_000))
+    for needles in (rng.integers(-10, 5010, 3000), np.sort(rng.integers(0, 5000, 3000)),
+                    rng.integers(0, 50, 10), np.repeat(rng.integers(0, 5000, 600), 5)):
+        for side in ("left", "right"):
+            assert search(table, needles, side).tolist() == np.searchsorted(
+                table, needles, side).tolist()

@@ -40,7 +40,9 @@ EXTENDER_WORK = Counter("deltalog_extender_work_total",
                         "Join work: extender operations (calls) and the values they touched "
                         "(elements).", ["kind"])
 SPARK_JOB_SECONDS = Histogram("deltalog_spark_job_duration_seconds",
-                              "Time of one query step run on Spark.", buckets=LATENCY_BUCKETS)
+                              "Time of one query's step on Spark (a tick steps its queries "
+                              "in one job, its time shared equally among them).",
+                              buckets=LATENCY_BUCKETS)
 RESULT_ROWS = Counter("deltalog_result_rows_total", "Result change rows written.", ["sign"])
 QUERIES = Gauge("deltalog_queries", "Queries this worker maintains.")
 LAST_TX = Gauge("deltalog_last_committed_tx", "Offset of the last transaction committed.")

@@ -30,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -348,9 +349,13 @@ def _tagged(rows: pa.RecordBatch, query: int, width: int) -> pa.RecordBatch:
 
 
 def by_query(table: pa.Table, queries: int) -> list[pa.Table]:
-    """The rows of a step's table, by the query they belong to."""
+    """The rows of a step's table, by the query they belong to (one sort, not a pass over
+    the table per query)."""
     tags = table.column(QUERY).to_numpy()
-    return [table.filter(pa.array(tags == query)) for query in range(queries)]
+    order = np.argsort(tags, kind="stable")
+    bounds = np.searchsorted(tags[order], np.arange(queries + 1)).tolist()
+    ordered = table.take(pa.array(order))
+    return [ordered.slice(lo, hi - lo) for lo, hi in pairwise(bounds)]
 
 
 def _from_frame(frame: Frame) -> pa.RecordBatch:

@@ -9,7 +9,11 @@ looks up by plain ``edn_format`` keywords still works.
 
 from __future__ import annotations
 
+import fcntl
+import tempfile
 from collections.abc import Mapping, Sequence
+from contextlib import ExitStack, suppress
+from pathlib import Path
 from typing import Any
 
 import edn_format
@@ -20,6 +24,23 @@ from edn_format.immutable_list import ImmutableList
 from workers.errors import EdnSyntaxError
 
 __all__ = ["Keyword", "Symbol", "dumps", "intern", "keyword", "read", "read_all", "show"]
+# Held by a process's first parse (below); one file for every process of the machine.
+TABLES_LOCK = Path(tempfile.gettempdir()) / "deltalog-edn-tables.lock"
+
+
+def _write_parser_tables() -> None:
+    """edn_format's parser (PLY) writes its tables into its package at its first parse and
+    imports them back; two processes parsing for the first time at once can import the
+    other's half-written file (a fresh install's two test workers did: ``module
+    'edn_format.parsetab' has no attribute '_tabversion'``).  So each process parses once at
+    import under a lock: the first writes the tables whole, the others read them."""
+    with ExitStack() as held:
+        with suppress(OSError):  # no writable temporary directory: no lock, parse anyway
+            fcntl.flock(held.enter_context(open(TABLES_LOCK, "a")), fcntl.LOCK_EX)
+        edn_format.loads("nil")
+
+
+_write_parser_tables()
 
 
 class Keyword(edn_format.Keyword):

@@ -1,8 +1,11 @@
 """workers.edn: interned keywords, EDN text → Python forms, and forms → EDN text."""
 
 import datetime
+import fcntl
 import pickle
 import re
+import subprocess
+import sys
 import uuid
 from typing import Any
 
@@ -173,3 +176,18 @@ def test_regex_literals_read_as_their_pattern_in_queries(text: str, form: Any) -
 def test_regex_literal_is_not_edn() -> None:
     with pytest.raises(EdnSyntaxError):
         edn.read('[#"x"]')
+
+
+def test_a_first_parse_waits_while_another_process_writes_the_parser_tables() -> None:
+    """A process's first parse (at import) takes the machine's lock, so no process reads PLY's
+    tables while another writes them: held here, a new process importing workers.edn waits
+    (still running after 3 s, where it takes well under one), and parses once released."""
+    script = "from workers import edn; print(edn.read('[1 :a]'))"
+    with open(edn.TABLES_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                                 text=True)
+        with pytest.raises(subprocess.TimeoutExpired):
+            child.wait(timeout=3)
+    out, _ = child.communicate(timeout=120)
+    assert child.returncode == 0 and out.strip() == "[1, Keyword(a)]"

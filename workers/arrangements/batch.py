@@ -47,6 +47,12 @@ def offsets(positions: npt.NDArray[np.integer[Any]], end: int) -> Offsets:
 # Needles of a search at least this many are searched in sorted order (below, the sort costs
 # more than it saves).
 SORTED_NEEDLES = 1024
+# A search of this many rows or more in a level of at least BANDS_KEYS keys goes through the
+# level's bands (:meth:`Batch.bands`) during a scan, which keeps them from search to search;
+# otherwise only when its rows are a 16th of the level's keys, which pays for making them
+# (a tick's few rows search small nodes by halving for less than one table costs).
+BANDS_ROWS = 4096
+BANDS_KEYS = 1 << 16
 
 
 def search(table: npt.NDArray[np.integer[Any]], needles: npt.NDArray[np.integer[Any]],
@@ -149,8 +155,8 @@ def spans(first: Ints, end: Ints) -> tuple[Ints, Ints]:
 class Batch:
     """One order's sorted columns; every read is a slice or a binary search."""
 
-    __slots__ = ("_b0", "_b1", "_k0", "_k1", "_k2", "_w", "bounds0", "bounds1", "keys0", "keys1",
-                 "keys2", "positive", "weights", "width0")
+    __slots__ = ("_b0", "_b1", "_bands", "_k0", "_k1", "_k2", "_w", "bounds0", "bounds1", "keys0",
+                 "keys1", "keys2", "positive", "weights", "width0")
 
     def __init__(self, c0: Ids, c1: Ids, c2: Ids, weights: Ints | None) -> None:
         """From triples already sorted and consolidated (see :func:`consolidate`)."""
@@ -177,6 +183,29 @@ class Batch:
         # memoryviews: item reads and bisect on them return Python ints (no NumPy scalars)
         self._k0 = None if self.keys0 is None else self.keys0.data
         self._k1, self._b0 = self.keys1.data, self.bounds0.data
+        self._bands: dict[int, Ints] | None = None  # kept during a scan (a dict), else not
+
+    def bands(self, depth: int) -> Ints:
+        """Level ``depth``'s keys as ``node start · 2^32 + key``: sorted (a node's keys
+        increase, and so do the nodes' starts), so one search finds a key in its node.
+        During a scan (:meth:`scanning`) kept for the next search (8 bytes a key)."""
+        table = None if self._bands is None else self._bands.get(depth)
+        if table is None:
+            keys = (self.keys0, self.keys1, self.keys2)[depth]
+            assert keys is not None
+            if depth == 0:
+                table = keys.astype(np.int64)
+            else:
+                bounds = self.bounds0 if depth == 1 else self.bounds1
+                starts_ = np.repeat(bounds[:-1].astype(np.int64), np.diff(bounds))
+                table = (starts_ << 32) + keys
+            if self._bands is not None:
+                self._bands[depth] = table
+        return table
+
+    def scanning(self, on: bool) -> None:
+        """A scan starts (its searches keep the bands they make) or ends (they are freed)."""
+        self._bands = {} if on else None
 
     def __len__(self) -> int:
         return len(self.keys2)
@@ -323,14 +352,27 @@ class Batch:
         lo = np.where(inside, self.bounds0[i], 0).astype(np.int64)
         hi = np.where(inside, self.bounds0[i + 1], 0).astype(np.int64)
         if depth >= 2:
-            j, found = segment_search(self.keys1, lo, hi, prefixes[:, 1])
+            j, found = self._search(1, lo, hi, prefixes[:, 1])
             lo = np.where(found, self.bounds1[j], 0).astype(np.int64)
             hi = np.where(found, self.bounds1[np.minimum(j + 1, len(self.keys1))], 0).astype(
                 np.int64)
         if depth == 3:
-            j, found = segment_search(self.keys2, lo, hi, prefixes[:, 2])
+            j, found = self._search(2, lo, hi, prefixes[:, 2])
             lo, hi = np.where(found, j, 0), np.where(found, j + 1, 0)
         return lo, hi
+
+    def _search(self, depth: int, lo: Ints, hi: Ints, targets: Ints) -> tuple[Ints, Mask]:
+        """:func:`segment_search` of level ``depth`` in whole nodes (``lo:hi`` from
+        :meth:`ranges`): many rows at once search the level's :meth:`bands`, in order."""
+        keys: Ids = (self.keys0, self.keys1, self.keys2)[depth]  # type: ignore[assignment]
+        if len(keys) < BANDS_KEYS or len(lo) < (
+                BANDS_ROWS if self._bands is not None else len(keys) >> 4):
+            return segment_search(keys, lo, hi, targets)
+        live = lo < hi
+        at = search(self.bands(depth), (lo.astype(np.int64) << 32) + targets)
+        found = live & (at < hi)
+        found[found] = keys[at[found]] == targets[found]
+        return np.where(live, at, lo), found
 
     def below_many(self, depth: int, lo: Ints, hi: Ints, keys: Ints) -> tuple[Mask, Ints]:
         """:meth:`below` for arrays of nodes and keys: whether each key is in its node, and
@@ -340,8 +382,7 @@ class Batch:
             pos = np.where(found, keys, 0)
             found &= self.bounds0[pos] < self.bounds0[pos + 1]
         else:
-            level: Ids = (self.keys0, self.keys1, self.keys2)[depth]  # type: ignore[assignment]
-            pos, found = segment_search(level, lo, hi, keys)
+            pos, found = self._search(depth, lo, hi, keys)
         pos = pos[found]
         if depth == 2:
             sums = np.ones(len(pos), np.int64) if self.weights is None else self.weights[pos]

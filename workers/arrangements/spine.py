@@ -236,6 +236,20 @@ class SpineArrangement:
         self._adopt()
         self._compact_in_background(share=64)
 
+    @contextmanager
+    def scan(self) -> Iterator[None]:
+        """A full evaluation's reads: the batches keep the search bands its big searches
+        make (:meth:`Batch.bands`, 8 bytes a key of each level searched) from one search to
+        the next, and free them when it ends — the database does not hold them."""
+        batches = [batch for each in self._by_order.values() for batch in each]
+        for batch in batches:
+            batch.scanning(True)
+        try:
+            yield
+        finally:
+            for batch in batches:
+                batch.scanning(False)
+
     def compact_for_scan(self) -> None:
         """A full evaluation is about to read the whole spine: merge the batches first, and
         wait, when the idle trigger would (the newer batches hold a 64th of the oldest).  A

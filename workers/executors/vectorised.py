@@ -457,13 +457,14 @@ class VectorExecutor:
     def evaluate(self, full: VectorProgram, work: Work) -> Frame:
         """The query's result over the current state: its rows, each of weight 1 (over the
         threads on a database of ``parallel_datoms``)."""
-        if self.threads.count == 1 or not full.levels or len(self._db) < self.parallel_datoms:
-            out = self.evaluation(full, work)
-        else:  # a row may come from several shares' first levels: summed, then counted once
-            with self._shared_reads():
-                out = summed_frames(self.threads.map(
-                    lambda share, counted: self.evaluation(full, counted, share), work),
-                    len(full.output))
+        with self._db.state.scan():
+            if self.threads.count == 1 or not full.levels or len(self._db) < self.parallel_datoms:
+                out = self.evaluation(full, work)
+            else:  # a row may come from several shares' first levels: summed, counted once
+                with self._shared_reads():
+                    out = summed_frames(self.threads.map(
+                        lambda share, counted: self.evaluation(full, counted, share), work),
+                        len(full.output))
         return Frame(out.columns, np.ones(len(out), np.int64), out.origin)
 
     def evaluation(self, full: VectorProgram, work: Work, share: Share = WHOLE) -> Frame:

@@ -7,7 +7,9 @@ from bisect import bisect_left
 from itertools import pairwise
 
 import numpy as np
+import pytest
 
+from workers.arrangements import batch as batch_module
 from workers.arrangements.batch import (
     Batch,
     PairBatch,
@@ -143,3 +145,34 @@ def test_a_search_of_many_needles_finds_what_searchsorted_finds() -> None:
         for side in ("left", "right"):
             assert search(table, needles, side).tolist() == np.searchsorted(
                 table, needles, side).tolist()
+
+
+def test_many_rows_search_a_level_through_its_bands_as_node_by_node(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Prefixes of every depth, present and absent, and keys under them, on a dense and a
+    sparse level 0 and on an attribute-major batch: read through the levels' bands (during a
+    scan, every search: BANDS_ROWS and BANDS_KEYS 0) as through the halving search."""
+    rng = np.random.default_rng(11)
+    triples = sorted({(int(e), int(a), int(v)) for e, a, v in zip(
+        rng.integers(0, 60, 3000), rng.integers(0, 4, 3000), rng.integers(0, 80, 3000),
+        strict=True)})
+    for shift in (0, 10_000):
+        batch = _batch(triples, shift=shift)
+        for each in (batch, PairBatch(batch)):
+            answers = []
+            for bands_rows in (10**9, 0):
+                monkeypatch.setattr(batch_module, "BANDS_ROWS", bands_rows)
+                monkeypatch.setattr(batch_module, "BANDS_KEYS", bands_rows)
+                each.scanning(bands_rows == 0)
+                asked = np.random.default_rng(shift)  # the same questions both ways
+                got = []
+                for depth in (0, 1, 2) if each is batch else (0, 1):
+                    prefixes = np.stack([asked.integers(-1, 90, 500) + shift * (i == 0)
+                                         for i in range(depth)] or [np.zeros(500, np.int64)],
+                                        axis=1)[:, :depth]
+                    lo, hi = each.ranges(prefixes)
+                    found, sums = each.below_many(depth, lo, hi, asked.integers(-1, 90, 500))
+                    got.append((lo.tolist(), hi.tolist(), found.tolist(), sums.tolist()))
+                answers.append(got)
+            assert answers[0] == answers[1]
+            assert any(any(found) for _, _, found, _ in answers[0])  # not only absent keys

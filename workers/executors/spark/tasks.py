@@ -231,13 +231,14 @@ def evaluate(tick: Tick, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Recor
     vector = bound.vector.prepare(plan)
     full = None if vector is None else vector.full
     local = bound.local(plan) if full is None else None
-    for share in _shares(batches, tick.shares):
-        if local is not None:  # over a set, every derivation counts +1
-            rows = run(local.full, {(): 1}, Work(), share)
-            yield _from_rows(dict.fromkeys(rows, 1), len(plan.full.output))
-        else:
-            assert full is not None
-            yield _from_frame(bound.vector.evaluation(full, Work(), share))
+    with bound.db.state.scan():  # the scan's bands are freed, not kept in the worker's cache
+        for share in _shares(batches, tick.shares):
+            if local is not None:  # over a set, every derivation counts +1
+                rows = run(local.full, {(): 1}, Work(), share)
+                yield _from_rows(dict.fromkeys(rows, 1), len(plan.full.output))
+            else:
+                assert full is not None
+                yield _from_frame(bound.vector.evaluation(full, Work(), share))
 
 
 def join(task: Rows, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

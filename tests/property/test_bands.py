@@ -1,7 +1,7 @@
-"""The search bands (``batch.Batch.bands``) big searches go through: with every search
-taking them (``BANDS_ROWS`` and ``BANDS_KEYS`` 0: a bootstrap's searches keeping them, a
-tick's making them each time), each engine's changes on random streams, its bootstraps
-included, still equal the from-scratch oracle's and each other's."""
+"""The search bands (``batch.Batch.bands``) big searches go through: with every search of a
+bootstrap taking them (``BANDS_ROWS`` 0), and a tick's searches of many rows over few keys
+making them as they go, each engine's changes on random streams, its bootstraps included,
+still equal the from-scratch oracle's and each other's."""
 
 from __future__ import annotations
 
@@ -20,5 +20,4 @@ from workers.arrangements import batch
 def test_searches_through_bands_match_recompute(query: str, stream: list[list[Any]]) -> None:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(batch, "BANDS_ROWS", 0)
-        patch.setattr(batch, "BANDS_KEYS", 0)
         replay(query, stream)

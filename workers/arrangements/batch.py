@@ -47,12 +47,9 @@ def offsets(positions: npt.NDArray[np.integer[Any]], end: int) -> Offsets:
 # Needles of a search at least this many are searched in sorted order (below, the sort costs
 # more than it saves).
 SORTED_NEEDLES = 1024
-# A search of this many rows or more in a level of at least BANDS_KEYS keys goes through the
-# level's bands (:meth:`Batch.bands`) during a scan, which keeps them from search to search;
-# otherwise only when its rows are a 16th of the level's keys, which pays for making them
-# (a tick's few rows search small nodes by halving for less than one table costs).
+# A search of this many rows or more goes through the level's bands (:meth:`Batch.bands`)
+# during a scan, which keeps them from search to search.
 BANDS_ROWS = 4096
-BANDS_KEYS = 1 << 16
 
 
 def search(table: npt.NDArray[np.integer[Any]], needles: npt.NDArray[np.integer[Any]],
@@ -363,10 +360,14 @@ class Batch:
 
     def _search(self, depth: int, lo: Ints, hi: Ints, targets: Ints) -> tuple[Ints, Mask]:
         """:func:`segment_search` of level ``depth`` in whole nodes (``lo:hi`` from
-        :meth:`ranges`): many rows at once search the level's :meth:`bands`, in order."""
+        :meth:`ranges`), or one sorted search of the level's :meth:`bands` for every row when
+        the rows are many: as many as the level's keys over the halving steps (hubs read by
+        many rows: the table costs a pass over the keys, O(keys + rows log keys) against
+        O(rows x steps)), or BANDS_ROWS during a scan, which keeps the table."""
         keys: Ids = (self.keys0, self.keys1, self.keys2)[depth]  # type: ignore[assignment]
-        if len(keys) < BANDS_KEYS or len(lo) < (
-                BANDS_ROWS if self._bands is not None else len(keys) >> 4):
+        steps = int((hi - lo).max()).bit_length() if len(lo) and len(keys) else 0
+        if steps <= 1 or not (len(keys) <= steps * len(lo) or (
+                self._bands is not None and len(lo) >= BANDS_ROWS)):
             return segment_search(keys, lo, hi, targets)
         live = lo < hi
         at = search(self.bands(depth), (lo.astype(np.int64) << 32) + targets)
@@ -464,10 +465,6 @@ def segment_search(keys: Ids, lo: Ints, hi: Ints, targets: Ints) -> tuple[Ints, 
     if steps <= 1:  # every range holds one key at most: compare it
         found = (lo < hi) & (keys[np.minimum(lo, last)] == targets)
         return lo, found
-    if len(keys) <= steps * len(lo):  # many rows, few keys (hubs): one pass over the keys
-        banded = banded_search(keys, lo, hi, targets)
-        if banded is not None:
-            return banded
     lo, hi, end = lo.copy(), hi.copy(), hi
     for _ in range(steps):
         mid = (lo + hi) >> 1
@@ -477,26 +474,3 @@ def segment_search(keys: Ids, lo: Ints, hi: Ints, targets: Ints) -> tuple[Ints, 
     found = lo < end
     found[found] = keys[lo[found]] == targets[found]
     return lo, found
-
-
-def banded_search(keys: Ids, lo: Ints, hi: Ints, targets: Ints) -> tuple[Ints, Mask] | None:
-    """:func:`segment_search` as one ``searchsorted`` over ``owner * 2**32 + key``, where a
-    key's owner is the start of the searched range holding it, or the last range end before
-    it.  Owners never decrease and each range's keys are sorted, so "below ``lo * 2**32 +
-    target``" holds for a prefix of the table (keys are ids in ``[0, 2**31)``, targets
-    int32); positions outside every range share bands no row searches.  The ranges must be
-    equal or disjoint (nodes of one level), else None.  O(len(keys) + rows log len(keys)),
-    against O(rows x steps) for the halving search."""
-    live = lo < hi
-    marks = np.zeros(len(keys) + 1, bool)
-    marks[lo[live]] = True
-    marks[hi[live]] = True
-    positions = np.arange(len(keys), dtype=np.int64)
-    owners = np.maximum.accumulate(np.where(marks[:-1], positions, 0))
-    if np.any(owners[hi[live] - 1] != lo[live]):  # another range starts or ends inside one
-        return None
-    table = (owners << 32) + keys
-    at = search(table, (lo.astype(np.int64) << 32) + targets)
-    found = live & (at < hi)
-    found[found] = keys[at[found]] == targets[found]
-    return np.where(live, at, lo), found

@@ -4,7 +4,6 @@ subtree a slice; level 0 dense when that is smaller."""
 from __future__ import annotations
 
 from bisect import bisect_left
-from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -13,7 +12,6 @@ from workers.arrangements import batch as batch_module
 from workers.arrangements.batch import (
     Batch,
     PairBatch,
-    banded_search,
     consolidate,
     search,
     segment_search,
@@ -81,33 +79,31 @@ def test_segment_search_is_bisect_left_within_each_row() -> None:
     assert pos.tolist() == [1, 2, 4, 3] and found.tolist() == [True, False, True, False]
 
 
-def test_banded_search_is_bisect_left_within_each_row() -> None:
-    """Many rows over few keys take one pass over the keys: ranges repeated, adjacent and
-    empty; targets present, absent, below, above and unknown (-1)."""
+def test_many_rows_over_few_keys_search_the_bands_as_bisect_left_within_each_node(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Many rows over few keys (hubs) take one search of the level's bands, outside a scan
+    too: nodes repeated, adjacent and empty; targets present, absent, below, above and
+    unknown (-1)."""
     rng = np.random.default_rng(7)
-    bounds = np.cumsum(np.r_[0, rng.integers(0, 40, 50)])
-    keys = np.concatenate([np.sort(rng.choice(100, b - a, replace=False))
-                           for a, b in pairwise(bounds)]).astype(np.int32)
+    sizes = rng.integers(0, 40, 50)
+    batch = _batch([(node, int(key), 0) for node, size in enumerate(sizes.tolist())
+                    for key in np.sort(rng.choice(100, size, replace=False)).tolist()])
     node = rng.integers(0, 50, 2000)
-    empty = node % 7 == 0  # a prefix not found: the range (0, 0)
-    lo, hi = np.where(empty, 0, bounds[node]), np.where(empty, 0, bounds[node + 1])
+    lo, hi = batch.ranges(node[:, None])  # whole nodes; an empty node's is (0, 0)
     targets = rng.integers(-1, 101, 2000)
-    banded = banded_search(keys, lo, hi, targets)
-    assert banded is not None
-    pos, found = banded
-    column = keys.tolist()
+    monkeypatch.setattr(batch_module, "segment_search", None)  # the halving search would raise
+    pos, found = batch._search(1, lo, hi, targets)
+    column = batch.keys1.tolist()
     want = [bisect_left(column, t, a, b) for a, b, t in zip(lo.tolist(), hi.tolist(),
                                                              targets.tolist(), strict=True)]
     assert pos.tolist() == want
     assert found.tolist() == [p < b and column[p] == t for p, b, t in zip(
         want, hi.tolist(), targets.tolist(), strict=True)]
-    assert segment_search(keys, lo, hi, targets)[0].tolist() == want  # it takes this path
 
 
-def test_overlapping_ranges_are_left_to_the_halving_search() -> None:
+def test_overlapping_ranges_are_searched_by_halving() -> None:
     keys = np.array([1, 3, 5, 7], np.int32)
     lo, hi, targets = np.array([0, 1, 0]), np.array([4, 3, 4]), np.array([5, 3, 7])
-    assert banded_search(keys, lo, hi, targets) is None
     pos, found = segment_search(keys, lo, hi, targets)
     assert pos.tolist() == [2, 1, 3] and found.all()
 
@@ -151,7 +147,7 @@ def test_many_rows_search_a_level_through_its_bands_as_node_by_node(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Prefixes of every depth, present and absent, and keys under them, on a dense and a
     sparse level 0 and on an attribute-major batch: read through the levels' bands (during a
-    scan, every search: BANDS_ROWS and BANDS_KEYS 0) as through the halving search."""
+    scan, every search: BANDS_ROWS 0) as through the halving search."""
     rng = np.random.default_rng(11)
     triples = sorted({(int(e), int(a), int(v)) for e, a, v in zip(
         rng.integers(0, 60, 3000), rng.integers(0, 4, 3000), rng.integers(0, 80, 3000),
@@ -162,7 +158,6 @@ def test_many_rows_search_a_level_through_its_bands_as_node_by_node(
             answers = []
             for bands_rows in (10**9, 0):
                 monkeypatch.setattr(batch_module, "BANDS_ROWS", bands_rows)
-                monkeypatch.setattr(batch_module, "BANDS_KEYS", bands_rows)
                 each.scanning(bands_rows == 0)
                 asked = np.random.default_rng(shift)  # the same questions both ways
                 got = []

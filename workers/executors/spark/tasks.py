@@ -49,7 +49,13 @@ from workers.executors.share import Share
 from workers.executors.spark.cache import PlanIds, open_state
 from workers.executors.spark.state import Manifest, summed, write_part
 from workers.executors.terms import derivation_change
-from workers.executors.vectorised import Frame, VectorExecutor, consolidated, distinct
+from workers.executors.vectorised import (
+    Frame,
+    VectorExecutor,
+    VectorPlan,
+    consolidated,
+    distinct,
+)
 from workers.executors.work import Work
 from workers.plan.ir import JoinProgram, Plan, Step, StepKind
 
@@ -169,6 +175,17 @@ class Bound:
         self.delta = TickDelta()
         self.delta.reset(delta)
         self.vector = VectorExecutor(self.db, self.delta)
+        self._bound: dict[int, tuple[VectorPlan | None, PreparedPlan | None]] = {}
+
+    def plan(self, plan: Plan) -> tuple[VectorPlan | None, PreparedPlan | None]:
+        """``plan`` bound once per task (a small tick derives, then takes ``distinct``, in
+        one): vectorised when the vectorised executor takes it, else row at a time."""
+        found = self._bound.get(id(plan))
+        if found is None:
+            vector = self.vector.prepare(plan)
+            found = self._bound[id(plan)] = (vector,
+                                             self.local(plan) if vector is None else None)
+        return found
 
     def local(self, plan: Plan) -> PreparedPlan:
         prepared = LocalExecutor().prepare(plan, self.db, self.delta.arranged())
@@ -178,11 +195,14 @@ class Bound:
 
 def derive(tick: Tick, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Every query's derivation change of this task's shares, tagged with its number."""
-    bound = Bound(tick.manifest, tick.constants, tick.delta)
-    prepared = [(bound.vector.prepare(plan), plan) for plan in tick.plans]
-    locals_ = [bound.local(plan) if vector is None else None for vector, plan in prepared]
+    yield from _derived(Bound(tick.manifest, tick.constants, tick.delta), tick, batches)
+
+
+def _derived(bound: Bound, tick: Tick, batches: Iterable[pa.RecordBatch]
+             ) -> Iterator[pa.RecordBatch]:
     for share in _shares(batches, tick.shares):
-        for query, ((vector, plan), local) in enumerate(zip(prepared, locals_, strict=True)):
+        for query, plan in enumerate(tick.plans):
+            vector, local = bound.plan(plan)
             if local is not None:
                 rows = _from_rows(derivation_change(local.terms, Work(), share), len(plan.find))
             else:
@@ -198,11 +218,13 @@ def distinguish(tick: Tick, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Re
 
 
 def step(tick: Tick, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """A whole step in one task (a small tick): :func:`derive` then :func:`distinguish`."""
-    derived = pa.Table.from_batches(list(derive(tick, batches)),
+    """A whole step in one task (a small tick): :func:`derive` then :func:`distinguish`,
+    over one binding of the state and the plans."""
+    bound = Bound(tick.manifest, tick.constants, tick.delta)
+    derived = pa.Table.from_batches(list(_derived(bound, tick, batches)),
                                     schema=_arrow_schema(tick.width, tagged=True))
     if derived.num_rows:
-        yield from _set_changes(Bound(tick.manifest, tick.constants, tick.delta), tick, derived)
+        yield from _set_changes(bound, tick, derived)
 
 
 def _set_changes(bound: Bound, tick: Tick, table: pa.Table) -> Iterator[pa.RecordBatch]:
@@ -215,10 +237,11 @@ def _set_changes(bound: Bound, tick: Tick, table: pa.Table) -> Iterator[pa.Recor
 
 def _query_set_changes(bound: Bound, plan: Plan, table: pa.Table) -> pa.RecordBatch:
     width = len(plan.find)
-    vector = bound.vector.prepare(plan)
-    if vector is None:
+    vector, local = bound.plan(plan)
+    if local is not None:
         rows = to_rows(table, width)
-        return _from_rows(set_changes(bound.local(plan).support, rows, Work()), width)
+        return _from_rows(set_changes(local.support, rows, Work()), width)
+    assert vector is not None
     columns = [table.column(column(i)).to_numpy() for i in range(width)]
     derivations = consolidated(columns, table.column(WEIGHT).to_numpy())
     return _from_frame(distinct(vector, derivations, Work()))

@@ -19,7 +19,9 @@ The executor settings (``executor``, ``spark_*``) say where plans run: ``local``
 ``spark`` or ``auto``; ``spark_conf`` is ``key=value`` pairs separated by commas, passed to
 Spark as they are (``DELTALOG_SPARK_CONF=spark.driver.memory=4g,spark.executor.cores=2``);
 ``spark_state`` is where the Spark executor writes the database for its tasks (a directory
-or a ``pyarrow.fs`` URL every Spark executor reaches; a temporary directory by default).
+or a ``pyarrow.fs`` URL every Spark executor reaches; a temporary directory by default);
+``spark_memory_values`` how many values of the dictionary the driver keeps in memory (the
+latest numbered; the others are in files of its own).
 
 Kafka client settings pass through unchanged (librdkafka names) from ``kafka_extra``: the
 file's ``[kafka]`` table, then ``DELTALOG_KAFKA__<KEY>`` variables
@@ -41,6 +43,7 @@ from dataclasses import Field, dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from workers.arrangements.spilled import SPILL_VALUES
 from workers.errors import ErrorCode, WorkersError
 from workers.executors.dispatch import SPARK_BOOTSTRAP_DATOMS, SPARK_TICK_DATOMS, AutoPolicy
 from workers.executors.threads import default_threads
@@ -86,6 +89,7 @@ class WorkerConfig:
     spark_remote: str | None = None  # a Spark Connect URL (sc://host:15002) instead of a master
     spark_conf: str = ""
     spark_state: str | None = None  # where Spark's tasks read the state (None: a temporary dir)
+    spark_memory_values: int = SPILL_VALUES  # values of the driver's dictionary in memory
     spark_tick_datoms: int = SPARK_TICK_DATOMS  # auto: ticks this large run on Spark
     spark_bootstrap_datoms: int = SPARK_BOOTSTRAP_DATOMS  # auto: bootstraps on a db this large
     group_id: str | None = None  # the workers' consumer group (default <topic_prefix>.workers)
@@ -107,7 +111,8 @@ class WorkerConfig:
         except ValueError:
             raise WorkersError(f"spark_conf must be key=value pairs separated by commas, not "
                                f"{self.spark_conf!r}", code=ErrorCode.CONFIG) from None
-        return SparkSettings(self.spark_master, self.spark_remote, conf, self.spark_state)
+        return SparkSettings(self.spark_master, self.spark_remote, conf, self.spark_state,
+                             self.spark_memory_values)
 
     def snapshot_store(self) -> str | Path:
         """Where snapshots go: ``snapshot_url`` when set, else ``snapshot_dir``."""

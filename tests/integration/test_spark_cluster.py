@@ -63,7 +63,8 @@ def test_worker_on_a_cluster_commits_the_oracle_through_a_lost_spark_worker(
         admin.add(name, query)
     worker = WorkerProcess(config, tmp_path / "snapshots", tmp_path / "worker.log",
                            env=dict(DRIVER_ENV), tick_max_tx=TICK_MAX_TX,
-                           executor="spark", spark_master=spark_cluster.master_url)
+                           executor="spark", spark_master=spark_cluster.master_url,
+                           spark_memory_values=8)
     worker.start()
     wait_supervised(config, -1, worker, max_restarts=0)  # Spark is up, the queries taken up
     assert spark_cluster.status()["coresused"] == 2, "the worker runs on both Spark workers"

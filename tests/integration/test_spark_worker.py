@@ -36,7 +36,8 @@ def test_worker_on_spark_commits_the_oracle_change_stream(kafka_bootstrap: str,
         producer.send(tx)
     producer.flush()
     worker = WorkerProcess(config, tmp_path / "snapshots", tmp_path / "worker.log",
-                           tick_max_tx=20, executor="spark", spark_master="local[1]")
+                           tick_max_tx=20, executor="spark", spark_master="local[1]",
+                           spark_memory_values=8)
     worker.start()
     try:
         wait_committed(config, ["tri", "paths"], len(stream) - 1, worker)

@@ -27,7 +27,7 @@ import numpy.typing as npt
 
 IdArray = npt.NDArray[np.int32]
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-_INT, _OBJECT = 0, 1  # per id: in the int column (payload: the int) or not (an index)
+INT_KIND, OBJECT_KIND = 0, 1  # per id: in the int column (payload: the int) or not (an index)
 _MERGE_MIN = 1024  # recent numbers kept in the dict before the first merge
 MAX_IDS = 2**31  # ids are int32 columns in the batches
 # Ints found in the column are remembered (at most this many, then forgotten at once): a
@@ -47,7 +47,7 @@ def int_key(x: Any) -> int | None:
     return x if type(x) is int and INT64_MIN <= x <= INT64_MAX else None
 
 
-def _object_key(x: Any) -> Any:
+def object_key(x: Any) -> Any:
     """The dict key of a value outside the int column: doubles and booleans tagged with
     their type, so that ``1.0``, ``True`` and a long ``1`` stay apart."""
     kind = type(x)
@@ -71,7 +71,7 @@ class ValueIds:
         self._direct_view = self._direct.data
         self._objects: dict[Any, int] = {}  # any other value -> id
         self._values: list[Any] = []  # object payloads (the dict's keys, by insertion)
-        self._kind = np.empty(16, np.int8)  # per id: _INT or _OBJECT
+        self._kind = np.empty(16, np.int8)  # per id: INT_KIND or OBJECT_KIND
         self._payload = np.empty(16, np.int64)  # per id: the number, or an index in _values
         self._kind_view, self._payload_view = self._kind.data, self._payload.data
         self.size = 0
@@ -83,7 +83,7 @@ class ValueIds:
             direct: int = self._direct_view[x]                   # when found here
             return direct if direct >= 0 else self._recent.get(x)
         if type(x) is not int or not INT64_MIN <= x <= INT64_MAX:
-            return self._objects.get(_object_key(x))
+            return self._objects.get(object_key(x))
         found = self._recent.get(x)
         if found is None:
             found = self._found.get(x)
@@ -103,7 +103,7 @@ class ValueIds:
         """The values of ``ids`` that are not longs, each distinct one once (a column of
         longs is looked at without a Python call per value)."""
         distinct = np.unique(ids)
-        chosen = distinct[self._kind[distinct] == _OBJECT]
+        chosen = distinct[self._kind[distinct] == OBJECT_KIND]
         return [self._values[i] for i in self._payload[chosen].tolist()]
 
     def intern(self, x: Any) -> int:
@@ -113,10 +113,10 @@ class ValueIds:
             return found
         key = int_key(x)
         if key is None:
-            new = self._objects[_object_key(x)] = self._append(_OBJECT, len(self._values))
+            new = self._objects[object_key(x)] = self._append(OBJECT_KIND, len(self._values))
             self._values.append(x)
             return new
-        new = self._recent[key] = self._append(_INT, key)
+        new = self._recent[key] = self._append(INT_KIND, key)
         if len(self._recent) >= max(_MERGE_MIN, len(self._keys) // 16):
             self._merge_recent()
         return new
@@ -166,7 +166,7 @@ class ValueIds:
         if start + len(fresh) > MAX_IDS:
             raise OverflowError(f"more than {MAX_IDS} distinct values: ids are int32")
         self._reserve(start + len(fresh))
-        self._kind[start:start + len(fresh)] = _INT
+        self._kind[start:start + len(fresh)] = INT_KIND
         self._payload[start:start + len(fresh)] = uniq[fresh]
         self.size += len(fresh)
         uniq_ids[fresh] = np.arange(start, self.size, dtype=np.int32)
@@ -179,13 +179,13 @@ class ValueIds:
         """The value interned under id ``i`` (the first of its equals seen: a plain and an
         interned keyword share an id)."""
         payload = self._payload_view[i]  # memoryviews: Python ints, no NumPy scalar
-        return self._values[payload] if self._kind_view[i] == _OBJECT else payload
+        return self._values[payload] if self._kind_view[i] == OBJECT_KIND else payload
 
     def values(self, ids: npt.NDArray[np.integer[Any]]) -> list[Any]:
         """:meth:`value` of every id of a column, in order: longs straight from the payload
         column (one NumPy call), the others one by one."""
         payloads = self._payload[ids]
-        objects = np.flatnonzero(self._kind[ids] == _OBJECT)
+        objects = np.flatnonzero(self._kind[ids] == OBJECT_KIND)
         if not len(objects):
             return payloads.tolist()  # type: ignore[no-any-return]
         out = payloads.astype(object)
@@ -220,15 +220,15 @@ class ValueIds:
         """The dictionary of :meth:`entries`: every value keeps its id.  Raises ValueError
         when they do not describe one (a damaged or forged snapshot)."""
         size = len(kinds)
-        is_int = kinds == _INT
-        if (len(payloads) != size or size > MAX_IDS or not np.all(is_int | (kinds == _OBJECT))
+        is_int = kinds == INT_KIND
+        if (len(payloads) != size or size > MAX_IDS or not np.all(is_int | (kinds == OBJECT_KIND))
                 or not np.array_equal(payloads[~is_int], np.arange(len(objects)))):
             raise ValueError("the value entries do not describe a dictionary")
         ids = cls()
         int_ids = np.flatnonzero(is_int).astype(np.int32)
         order = np.argsort(payloads[int_ids])
         keys = payloads[int_ids][order].astype(np.int64)
-        ids._objects = {_object_key(x): int(i) for x, i in zip(
+        ids._objects = {object_key(x): int(i) for x, i in zip(
             objects, np.flatnonzero(~is_int).tolist(), strict=True)}
         if len(ids._objects) != len(objects) or np.any(keys[1:] == keys[:-1]) or any(
                 int_key(x) is not None for x in objects):

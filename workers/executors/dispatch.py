@@ -110,8 +110,8 @@ class Dispatch:
         if mode == "spark":
             from workers.executors.spark.window import StateWindow
 
-            assert self.spark is not None
-            self.window = StateWindow(old, self.spark)
+            assert self.spark is not None and self.backend is not None
+            self.window = StateWindow(old, self.spark, self.backend.settings.memory_values)
 
     def prepare(self, plan: Body) -> Prepared:
         if isinstance(plan, RulesPlan):

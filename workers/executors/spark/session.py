@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from workers.arrangements.spilled import SPILL_VALUES
 from workers.errors import ErrorCode, WorkersError
 
 if TYPE_CHECKING:
@@ -40,12 +41,15 @@ LOOPBACK_CONF: Mapping[str, str] = {
 class SparkSettings:
     """Where Spark runs; ``conf`` entries override the defaults above; ``state``: where the
     executor writes the database for its tasks (a directory or a ``pyarrow.fs`` URL that
-    every executor reaches; None: a temporary directory per engine)."""
+    every executor reaches; None: a temporary directory per engine); ``memory_values``: the
+    values of the dictionary the driver keeps in memory, the latest numbered (the others are
+    in files: :mod:`workers.arrangements.spilled`)."""
 
     master: str = "local[*]"
     remote: str | None = None
     conf: Mapping[str, str] = field(default_factory=dict)
     state: str | None = None
+    memory_values: int = SPILL_VALUES
 
     def cores(self) -> int:
         """Cores of an embedded master (``local[N]``/``local[*]``); 2 for a cluster."""

@@ -1,7 +1,9 @@
 """The driver's database under ``executor=spark``: a window on the state Spark holds.
 
 Under ``executor=spark`` the state files (:mod:`~workers.executors.spark.state`) are the
-database, and the driver holds no datoms: it keeps the value dictionary and the schema.
+database, and the driver holds no datoms: it keeps the schema and the value dictionary —
+the values numbered lately in memory, the others in files
+(:class:`~workers.arrangements.spilled.SpilledValueIds`).
 What the driver itself reads — the datoms a tick's transactions are normalised against,
 the entities a pull shows — it first fetches in one Spark job keyed by entity
 (:func:`~workers.executors.spark.tasks.fetch`) into a small registry, which the normalisers
@@ -28,6 +30,7 @@ import numpy as np
 
 from workers.arrangements import ArrangementRegistry
 from workers.arrangements.batch import Ids, Ints
+from workers.arrangements.spilled import SpilledValueIds
 from workers.arrangements.values import ValueIds
 from workers.db.bulk import by_identity, lookup_column
 from workers.db.schema import SCHEMA_ATTRIBUTES, Schema
@@ -45,8 +48,11 @@ _NO_KEYS = {width: np.zeros((0, width), np.int64) for width in (2, 3)}
 class StateWindow:
     """Fills ``db`` (the engine's registry) with the datoms the driver is about to read."""
 
-    def __init__(self, db: ArrangementRegistry, spark: SparkExecutor) -> None:
-        self.db, self._spark = db, spark
+    def __init__(self, db: ArrangementRegistry, spark: SparkExecutor,
+                 memory_values: int) -> None:
+        """``memory_values``: the values of the dictionary kept in memory."""
+        self.db, self._spark, self._memory_values = db, spark, memory_values
+        self.values = db.ids = SpilledValueIds.of(db.ids, memory_values)
         self.datoms = len(db)  # the database's size, kept from the applied deltas
         self._version = 0  # ticks applied: the statistics' key
         self._statistics: tuple[int, dict[int, tuple[int, int]]] | None = None
@@ -90,10 +96,11 @@ class StateWindow:
         else:
             self.forget()
 
-    def forget(self, values: ValueIds | None = None) -> None:
-        """Empty the window (a tick is over: the next fetches its own); ``values``: a new
-        dictionary with it (a restored snapshot's)."""
-        self.db.load(self.db.ids if values is None else values, (_NONE, _NONE, _NONE))
+    def forget(self) -> None:
+        """Empty the window (a tick is over: the next fetches its own), and drop the pages
+        of the dictionary's files it read."""
+        self.db.load(self.values, (_NONE, _NONE, _NONE))
+        self.values.release()
 
     def applied(self, change: int) -> None:
         """A tick changed the number of datoms by ``change``."""
@@ -116,11 +123,12 @@ class StateWindow:
     def restored(self, values: ValueIds, columns: tuple[Ids, Ids, Ids]) -> None:
         """A snapshot's whole database becomes the state, written from its EAV columns as
         they are (the driver builds no arrangement of it); the driver keeps its
-        dictionary ``values``."""
+        dictionary ``values``, written out to files at once."""
         self.datoms = len(columns[0])
         self._version += 1
         self._spark.reset(*columns)
-        self.forget(values)
+        self.values = SpilledValueIds.of(values, self._memory_values)
+        self.forget()
 
     def ids_of(self, values: Iterable[Any]) -> Ints:
         """The ids of the values that have one (a value never numbered is in no datom)."""

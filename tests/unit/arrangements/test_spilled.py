@@ -1,0 +1,127 @@
+"""The spilled dictionary (the driver's under ``executor=spark``): the same ids, lookups and
+values as the in-memory one, whatever was written out, merged or hashed alike."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import pickle
+import uuid
+from typing import Any
+
+import edn_format
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from workers.arrangements import spilled as spilled_module
+from workers.arrangements.spilled import SpilledValueIds
+from workers.arrangements.values import ValueIds, object_key
+from workers.db.bulk import intern_column, lookup_column
+from workers.edn import keyword
+
+values = st.one_of(st.integers(-3, 40), st.integers(-2**63, 2**63 - 1),
+                   st.sampled_from([-1.0, 0.0, -0.0, 1.0, 2.5, True, False, 2**70, "1", "a",
+                                    keyword("a"), edn_format.Keyword("b"),
+                                    uuid.UUID(int=7), datetime.date(2026, 11, 28)]),
+                   st.text(max_size=3))
+# A step interns one value, or a column of ints, or a column of any values.
+steps = st.one_of(values, st.lists(st.integers(-5, 60), max_size=30).map(np.array),
+                  st.lists(values, max_size=12).map(tuple))
+
+
+def _intern(ids: ValueIds, step: Any) -> list[int]:
+    if isinstance(step, np.ndarray):
+        return ids.intern_ints(step.astype(np.int64)).tolist()  # type: ignore[no-any-return]
+    if isinstance(step, tuple):
+        return intern_column(ids, list(step)).tolist()  # type: ignore[no-any-return]
+    return [ids.intern(step)]
+
+
+@settings(max_examples=150)
+@given(st.lists(steps, max_size=40), st.lists(values, max_size=20), st.integers(1, 5),
+       st.integers(1, 4))
+def test_the_spilled_dictionary_answers_as_the_one_in_memory(
+        steps: list[Any], asked: list[Any], spill: int, merge_rows: int) -> None:
+    """Small spills and merges of a few rows at a time: every path through the files."""
+    memory, spilled = ValueIds(), SpilledValueIds(spill_values=spill)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(spilled_module, "MERGE_ROWS", merge_rows)
+        for step in steps:
+            assert _intern(spilled, step) == _intern(memory, step)
+    assert spilled.size == memory.size
+    everything = np.arange(memory.size)
+    assert spilled.values(everything) == memory.values(everything)
+    assert [spilled.value(i) for i in range(memory.size)] == memory.values(everything)
+    assert [type(x) for x in spilled.values(everything)] == [
+        type(x) for x in memory.values(everything)]
+    for x in asked:
+        assert spilled.lookup(x) == memory.lookup(x)
+    assert lookup_column(spilled, asked).tolist() == lookup_column(memory, asked).tolist()
+    ints = np.array([x for x in asked if type(x) is int and abs(x) < 2**63], np.int64)
+    assert spilled.lookup_ints(ints).tolist() == memory.lookup_ints(ints).tolist()
+    picked = everything[::2].astype(np.int32)
+    assert sorted(map(repr, spilled.objects(picked))) == sorted(
+        map(repr, memory.objects(picked)))
+    copied = spilled.copy()
+    assert type(copied) is ValueIds and copied.values(everything) == memory.values(everything)
+
+
+def test_hashes_that_collide_cost_a_comparison_never_a_wrong_id(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every object's key hashes alike here: each is told apart by its value in the log."""
+
+    class Colliding:
+        def __init__(self, key: Any) -> None:
+            self.key = key
+
+        def __hash__(self) -> int:
+            return 1
+
+        def __eq__(self, other: object) -> bool:
+            return isinstance(other, Colliding) and other.key == self.key
+
+    monkeypatch.setattr(spilled_module, "object_key", lambda x: Colliding(object_key(x)))
+    ids = SpilledValueIds(spill_values=2)
+    words = [f"w{i}" for i in range(9)]
+    assigned = [ids.intern(w) for w in words]
+    assert assigned == list(range(9)) and len(ids._hashes) >= 1
+    assert [ids.lookup(w) for w in reversed(words)] == assigned[::-1]
+    assert ids.lookup("w9") is None
+
+
+def test_only_the_latest_values_stay_in_memory() -> None:
+    ids = SpilledValueIds(spill_values=1000)
+    ids.intern_ints(np.arange(100_000, dtype=np.int64) * 3)
+    assert ids.size == 100_000 and ids._tier.size < 1000
+    assert ids.nbytes < 100_000  # ValueIds holds ~26 B a value
+    assert len(ids._ints) <= 2 * np.log2(100_000 / 1000)  # merged as a binary counter
+    assert ids.lookup(3 * 99_999) == 99_999 and ids.lookup(1) is None
+
+
+def test_a_snapshot_dictionary_is_spilled_at_once_with_its_ids() -> None:
+    memory = ValueIds()
+    for x in [5, "five", 5.0, keyword("five"), 7]:
+        memory.intern(x)
+    spilled = SpilledValueIds.of(memory.copy())
+    assert spilled._tier.size == 0 and spilled.size == 5
+    assert [spilled.lookup(x) for x in [7, 5.0, "five"]] == [4, 2, 1]
+    assert spilled.intern("six") == 5
+
+
+def test_every_public_method_answers_from_the_files_not_the_unset_columns() -> None:
+    """The inherited columns are left unset: a method not overridden would read them."""
+    public = {name for name in vars(ValueIds) if not name.startswith("_")} - {"from_entries"}
+    assert public <= set(vars(SpilledValueIds)), public - set(vars(SpilledValueIds))
+
+
+def test_the_files_are_the_process_own_and_go_with_the_dictionary() -> None:
+    ids = SpilledValueIds(spill_values=1)
+    ids.intern("x")
+    directory = ids._directory
+    assert os.stat(directory).st_mode & 0o077 == 0  # private
+    with pytest.raises(TypeError):
+        pickle.dumps(ids)
+    del ids
+    assert not os.path.exists(directory)

@@ -35,6 +35,7 @@ import pickle
 import shutil
 import tempfile
 import weakref
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -174,6 +175,23 @@ class SpilledValueIds(ValueIds):
             ids[rest] = np.where(local >= 0, local + self._base, -1)
         return ids
 
+    def intern_values(self, xs: Sequence[Any]) -> IdArray:
+        ids = self._search_values(xs)
+        rest = np.flatnonzero(ids < 0)
+        if len(rest):
+            self._check_room(len(rest))
+            ids[rest] = self._tier.intern_values([xs[i] for i in rest.tolist()]) + self._base
+            self._spill_when_full()
+        return ids
+
+    def lookup_values(self, xs: Sequence[Any]) -> IdArray:
+        ids = self._search_values(xs)
+        rest = np.flatnonzero(ids < 0)
+        if len(rest):
+            local = self._tier.lookup_values([xs[i] for i in rest.tolist()])
+            ids[rest] = np.where(local >= 0, local + self._base, -1)
+        return ids
+
     def value(self, i: int) -> Any:
         if i >= self._base:
             return self._tier.value(i - self._base)
@@ -181,7 +199,7 @@ class SpilledValueIds(ValueIds):
         if found is None:
             kind = int(self._log("kinds")[i])
             payload = int(self._log("payload")[i])
-            found = payload if kind == INT_KIND else self._object(payload)
+            found = payload if kind == INT_KIND else self._unpickled([payload])[0]
             if len(self._decoded) >= _MEMO:
                 self._decoded.clear()
             self._decoded[i] = found
@@ -202,7 +220,7 @@ class SpilledValueIds(ValueIds):
         distinct = np.unique(ids)
         spilled = distinct[distinct < self._base]
         objects = spilled[self._log("kinds")[spilled] == OBJECT_KIND]
-        found = [self._object(int(p)) for p in self._log("payload")[objects]]
+        found = self._unpickled(self._log("payload")[objects].tolist())
         self._maps.release()
         return found + self._tier.objects(distinct[distinct >= self._base] - self._base)
 
@@ -211,7 +229,7 @@ class SpilledValueIds(ValueIds):
         written)."""
         kinds, payloads, objects = self._tier.entries()
         payloads = np.where(kinds == OBJECT_KIND, payloads + self._spilled_objects, payloads)
-        spilled = [self._object(i) for i in range(self._spilled_objects)]
+        spilled = self._unpickled(range(self._spilled_objects))
         entries = (np.concatenate([self._log("kinds"), kinds]),
                    np.concatenate([self._log("payload"), payloads]), spilled + objects)
         self._maps.release()
@@ -265,19 +283,54 @@ class SpilledValueIds(ValueIds):
         self._maps.release()
         return found[inverse.reshape(-1)]
 
+    def _search_values(self, xs: Sequence[Any]) -> IdArray:
+        """The spilled ids of any values, -1 for the others: the ints' in one search of the
+        int runs, the objects' hashes in one search of each hash run, only the hashes found
+        checked one by one against the log."""
+        keys = [object_key(x) if int_key(x) is None else None for x in xs]
+        ints = np.array([k is None for k in keys], bool)
+        ids = np.full(len(xs), -1, np.int32)
+        if ints.any():
+            ids[ints] = self._search_ints(np.array([x for x, k in zip(xs, keys, strict=True)
+                                                    if k is None], np.int64))
+        objects = np.flatnonzero(~ints)
+        hashes = np.fromiter((hash(keys[i]) for i in objects.tolist()), np.int64, len(objects))
+        order = np.argsort(hashes, kind="stable")  # sorted needles: pages read in order
+        objects, hashes = objects[order], hashes[order]
+        asked, candidates = [], []  # (position in xs, spilled id) of every hash found
+        for run in self._hashes:
+            run_keys = self._maps.array(run.keys, np.int64)
+            lo, hi = run_keys.searchsorted(hashes, "left"), run_keys.searchsorted(hashes, "right")
+            run_ids = self._maps.array(run.ids, np.int32)
+            one = np.flatnonzero(hi - lo == 1)
+            asked.append(objects[one])
+            candidates.append(run_ids[lo[one]])
+            for at in np.flatnonzero(hi - lo > 1).tolist():  # hashes that collide: rare
+                found = run_ids[lo[at]:hi[at]]
+                asked.append(np.full(len(found), objects[at]))
+                candidates.append(found)
+        if candidates:
+            positions, found = np.concatenate(asked), np.concatenate(candidates)
+            for at, i, x in zip(positions.tolist(), found.tolist(),
+                                self._spilled_values(found.astype(np.int64)), strict=True):
+                if object_key(x) == keys[at]:
+                    ids[at] = i
+        self._maps.release()
+        return ids
+
     def _spilled_values(self, ids: npt.NDArray[np.int64]) -> npt.NDArray[Any]:
         """The values of spilled ids, as an object column."""
         out = self._log("payload")[ids].astype(object)
         objects = np.flatnonzero(self._log("kinds")[ids] == OBJECT_KIND)
-        out[objects] = [self._object(p) for p in out[objects].tolist()]
+        out[objects] = self._unpickled(out[objects].tolist())
         self._maps.release()
         return out
 
-    def _object(self, index: int) -> Any:
-        """The spilled object numbered ``index``, unpickled from the log."""
-        ends = self._log("object_ends")
-        start = int(ends[index - 1]) if index else 0
-        return pickle.loads(self._log("objects")[start:int(ends[index])].tobytes())
+    def _unpickled(self, indexes: Iterable[int]) -> list[Any]:
+        """The spilled objects numbered ``indexes``, unpickled from the log."""
+        ends, data = self._log("object_ends"), self._log("objects")
+        return [pickle.loads(data[int(ends[i - 1]) if i else 0:int(ends[i])].tobytes())
+                for i in indexes]
 
     def _log(self, name: str) -> npt.NDArray[Any]:
         return self._maps.array(self._path(name), _LOG[name])

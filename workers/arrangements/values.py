@@ -20,6 +20,7 @@ recent dict.
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -134,6 +135,15 @@ class ValueIds:
         if len(unknown):
             ids[unknown] = self._intern_unknown_ints(xs[unknown])
         return ids
+
+    def intern_values(self, xs: Sequence[Any]) -> IdArray:
+        """:meth:`intern` of each value in turn (a column's distinct objects)."""
+        return np.fromiter(map(self.intern, xs), np.int32, len(xs))
+
+    def lookup_values(self, xs: Sequence[Any]) -> IdArray:
+        """:meth:`lookup` of each value, -1 for a value with no id."""
+        found = map(self.lookup, xs)
+        return np.fromiter((-1 if i is None else i for i in found), np.int32, len(xs))
 
     def lookup_ints(self, xs: npt.NDArray[np.int64]) -> IdArray:
         """:meth:`lookup` of a column of ints, -1 for an int with no id: ``_direct`` where it

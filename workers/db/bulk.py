@@ -422,30 +422,26 @@ def intern_column(ids: ValueIds, values: Sequence[Any]) -> Ids:
     """The ids of a column of values: plain ints through NumPy, anything else per distinct
     object (ids are the same as ``ids.intern`` called on each in turn would give, up to the
     numbering of new values)."""
-    return _column_ids(values, ids.intern_ints, ids.intern)
+    return _column_ids(values, ids.intern_ints, ids.intern_values)
 
 
 def lookup_column(ids: ValueIds, values: Sequence[Any]) -> Ids:
     """:meth:`ValueIds.lookup` of a column of values, -1 for a value with no id (what the
     driver fetches under ``executor=spark`` is keyed by a tick's values: no call per op)."""
-    def one(x: Any) -> int:
-        found = ids.lookup(x)
-        return -1 if found is None else found
-
-    return _column_ids(values, ids.lookup_ints, one)
+    return _column_ids(values, ids.lookup_ints, ids.lookup_values)
 
 
 def _column_ids(values: Sequence[Any], of_ints: Callable[[Ints], Ids],
-                of_value: Callable[[Any], int]) -> Ids:
-    """The ids of a column: ``of_ints`` on a column of plain ints, else ``of_value`` on
-    each distinct object, in order of first appearance (new values are numbered so)."""
+                of_values: Callable[[Sequence[Any]], Ids]) -> Ids:
+    """The ids of a column: ``of_ints`` on a column of plain ints, else ``of_values`` on
+    its distinct objects, in order of first appearance (new values are numbered so)."""
     if values and set(map(type, values)) == {int}:
         try:
             return of_ints(np.array(values, np.int64))
         except OverflowError:  # beyond int64: one by one below
             pass
     distinct, inverse = by_identity(values)
-    return np.fromiter(map(of_value, distinct), np.int32, len(distinct))[inverse]
+    return of_values(distinct)[inverse]
 
 
 def by_identity(values: Sequence[Any]) -> tuple[list[Any], Ints]:

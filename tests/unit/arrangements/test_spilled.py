@@ -88,7 +88,9 @@ def test_hashes_that_collide_cost_a_comparison_never_a_wrong_id(
     assigned = [ids.intern(w) for w in words]
     assert assigned == list(range(9)) and len(ids._hashes) >= 1
     assert [ids.lookup(w) for w in reversed(words)] == assigned[::-1]
+    assert lookup_column(ids, [*words, "w9"]).tolist() == [*assigned, -1]  # all at once
     assert ids.lookup("w9") is None
+    assert intern_column(ids, ["w9", "w3"]).tolist() == [9, 3]
 
 
 def test_only_the_latest_values_stay_in_memory() -> None:

@@ -116,6 +116,26 @@ def test_ticks_do_not_grow_the_spark_work_per_tick(spark_settings: SparkSettings
     assert engine.result("out") == local.result("out")
 
 
+def test_a_spark_step_counts_the_work_its_tasks_did(spark_settings: SparkSettings) -> None:
+    """The tasks' work counters come back with their results (accumulators): a small tick's
+    one task steps the triangle vectorised, so it counts what the local vectorised executor
+    counts on the same tick — not one call per step."""
+    spark = Engine(executor="spark", spark=spark_settings)
+    vectorised = Engine(vector_datoms=1)  # every tick a frame at a time, as a task steps it
+    load = [[keyword("db/add"), a, TO, b] for a, b in random_edges(600, 60, seed=8)]
+    for engine in (spark, vectorised):
+        engine.transact(load)
+        engine.register("tri", TRIANGLE)
+    rnd = random.Random(9)
+    for tick in range(5):
+        tx = [[keyword("db/add"), rnd.randrange(60), TO, rnd.randrange(60)] for _ in range(3)]
+        assert spark.transact(tx) == vectorised.transact(tx), f"tick {tick}"
+        counted = spark.last_work["tri"], vectorised.last_work["tri"]
+        assert counted[0].calls > 1
+        assert [(w.calls, w.elements) for w in counted] == [(counted[1].calls,
+                                                              counted[1].elements)] * 2
+
+
 def test_a_small_tick_is_two_spark_jobs_of_at_most_three_stages(
         spark_settings: SparkSettings) -> None:
     """A tick of a few datoms on a triangle, a two-path and the edges: one job reads what it

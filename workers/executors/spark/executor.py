@@ -113,8 +113,11 @@ class SparkExecutor:
                                              *map(column, range(tick.width)))
                 table = by_row.mapInArrow(partial(tasks.distinguish, tick),
                                           schema(tick.width, tagged=True)).toArrow()
-        return [_counted(tasks.to_rows(part, len(plan.find)), work) for part, plan, work in
-                zip(tasks.by_query(table, len(plans)), plans, works, strict=True)]
+        changes = [tasks.to_rows(part, len(plan.find))
+                   for part, plan in zip(tasks.by_query(table, len(plans)), plans, strict=True)]
+        for query, (rows, work) in enumerate(zip(changes, works, strict=True)):
+            tick.counted(query, len(rows), work)
+        return changes
 
     def evaluate(self, prepared: SparkPlan, work: Work) -> dict[Row, int]:
         """The full result over the current state: one job, one stage."""
@@ -127,7 +130,8 @@ class SparkExecutor:
             table = self._shares(shares).mapInArrow(partial(tasks.evaluate, tick),
                                                     schema(width)).toArrow()
         rows = tasks.to_rows(table, width)
-        return _counted(dict.fromkeys(rows, 1), work)
+        tick.counted(0, len(rows), work)
+        return dict.fromkeys(rows, 1)
 
     def run_rows(self, program: JoinProgram, rows: Mapping[Row, int], delta: MemoryArrangement,
                  derived: Relations, work: Work) -> dict[Row, int]:
@@ -195,7 +199,8 @@ class SparkExecutor:
                      for b, n in sorted(zip(buckets, sizes, strict=True)))
 
     def _tick(self, plans: tuple[Plan, ...], delta: DatomColumns, shares: int) -> Tick:
-        return Tick(self.manifest(), plans, tasks.constants(plans, self.db.ids), delta, shares)
+        return Tick(self.manifest(), plans, tasks.constants(plans, self.db.ids), delta, shares,
+                    self.jobs.counters(2 * len(plans)))
 
     def _shares(self, count: int) -> DataFrame:
         """One row per share, each in a partition of its own."""

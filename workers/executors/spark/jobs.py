@@ -5,7 +5,8 @@ of the group's tasks are done every ``interval_s`` (to the log by default), and 
 jobs and stages each action took (:class:`JobCount`) — what the lineage test compares and
 what metrics export — and their running ``total`` (a tick is several actions: the read of
 what it normalises against, then its steps).  Spark Connect has no status tracker: there,
-actions run unreported.
+actions run unreported.  An action's tasks also add up the work they did in
+:meth:`JobGroups.counters` (accumulators, which Connect has not either).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import count
 from typing import TYPE_CHECKING
+
+from pyspark.accumulators import Accumulator, AccumulatorParam
 
 if TYPE_CHECKING:
     from pyspark import SparkContext, StatusTracker
@@ -46,6 +49,12 @@ class JobGroups:
         self.progress, self.interval_s = progress, interval_s
         self.last = JobCount()
         self.total = JobCount()
+
+    def counters(self, size: int) -> Accumulator[list[int]] | None:
+        """``size`` counts that the tasks of the next action add to (their work, sent back
+        with each task's result); None under Spark Connect."""
+        return None if self._context is None else self._context.accumulator([0] * size,
+                                                                            _Sums())
 
     @contextmanager
     def action(self, what: str) -> Iterator[None]:
@@ -84,6 +93,16 @@ class JobGroups:
                         finished += stage_info.numCompletedTasks
                         total += stage_info.numTasks
             self.progress(f"{what}: {finished}/{total} Spark tasks done")
+
+
+class _Sums(AccumulatorParam[list[int]]):
+    """Lists of counts, added up place by place."""
+
+    def zero(self, value: list[int]) -> list[int]:
+        return [0] * len(value)
+
+    def addInPlace(self, value1: list[int], value2: list[int]) -> list[int]:
+        return [a + b for a, b in zip(value1, value2, strict=True)]
 
 
 def _count(tracker: StatusTracker, group: str) -> JobCount:

@@ -31,7 +31,7 @@ import dataclasses
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -59,6 +59,9 @@ from workers.executors.vectorised import (
 from workers.executors.work import Work
 from workers.plan.ir import JoinProgram, Plan, Step, StepKind
 
+if TYPE_CHECKING:
+    from pyspark.accumulators import Accumulator
+
 WEIGHT = "w"
 QUERY = "q"  # a step's rows: which of the tick's plans each belongs to
 _NO_ROWS = np.zeros(0, np.int64)
@@ -85,11 +88,28 @@ class Tick:
     constants: dict[Any, int]
     delta: DatomColumns
     shares: int
+    counters: Accumulator[list[int]] | None  # per plan its calls and elements (JobGroups)
 
     @property
     def width(self) -> int:
         """The columns of the step's rows: the widest query's (the others padded)."""
         return max(len(plan.find) for plan in self.plans)
+
+    def count(self, query: int, work: Work) -> None:
+        """Add a task's ``work`` for plan number ``query`` to the step's counters."""
+        if self.counters is not None:
+            counts = [0] * (2 * len(self.plans))
+            counts[2 * query:2 * query + 2] = work.calls, work.elements
+            self.counters.add(counts)
+
+    def counted(self, query: int, rows: int, work: Work) -> None:
+        """Add the step's work for plan number ``query`` to ``work`` (on the driver, after
+        the job): its tasks' counts, or one call and its ``rows`` without counters."""
+        if self.counters is None:
+            work.calls, work.elements = work.calls + 1, work.elements + rows
+        else:
+            calls, elements = self.counters.value[2 * query:2 * query + 2]
+            work.calls, work.elements = work.calls + calls, work.elements + elements
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,11 +223,13 @@ def _derived(bound: Bound, tick: Tick, batches: Iterable[pa.RecordBatch]
     for share in _shares(batches, tick.shares):
         for query, plan in enumerate(tick.plans):
             vector, local = bound.plan(plan)
+            work = Work()
             if local is not None:
-                rows = _from_rows(derivation_change(local.terms, Work(), share), len(plan.find))
+                rows = _from_rows(derivation_change(local.terms, work, share), len(plan.find))
             else:
                 assert vector is not None
-                rows = _from_frame(bound.vector.derivations(vector, Work(), share))
+                rows = _from_frame(bound.vector.derivations(vector, work, share))
+            tick.count(query, work)
             yield _tagged(rows, query, tick.width)
 
 
@@ -232,19 +254,23 @@ def _set_changes(bound: Bound, tick: Tick, table: pa.Table) -> Iterator[pa.Recor
     for query, (plan, part) in enumerate(zip(tick.plans, by_query(table, len(tick.plans)),
                                              strict=True)):
         if part.num_rows:
-            yield _tagged(_query_set_changes(bound, plan, part), query, tick.width)
+            work = Work()
+            changes = _query_set_changes(bound, plan, part, work)
+            tick.count(query, work)
+            yield _tagged(changes, query, tick.width)
 
 
-def _query_set_changes(bound: Bound, plan: Plan, table: pa.Table) -> pa.RecordBatch:
+def _query_set_changes(bound: Bound, plan: Plan, table: pa.Table, work: Work
+                       ) -> pa.RecordBatch:
     width = len(plan.find)
     vector, local = bound.plan(plan)
     if local is not None:
         rows = to_rows(table, width)
-        return _from_rows(set_changes(local.support, rows, Work()), width)
+        return _from_rows(set_changes(local.support, rows, work), width)
     assert vector is not None
     columns = [table.column(column(i)).to_numpy() for i in range(width)]
     derivations = consolidated(columns, table.column(WEIGHT).to_numpy())
-    return _from_frame(distinct(vector, derivations, Work()))
+    return _from_frame(distinct(vector, derivations, work))
 
 
 def evaluate(tick: Tick, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -255,13 +281,15 @@ def evaluate(tick: Tick, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Recor
     full = None if vector is None else vector.full
     local = bound.local(plan) if full is None else None
     with bound.db.state.scan():  # the scan's bands are freed, not kept in the worker's cache
+        work = Work()
         for share in _shares(batches, tick.shares):
             if local is not None:  # over a set, every derivation counts +1
-                rows = run(local.full, {(): 1}, Work(), share)
+                rows = run(local.full, {(): 1}, work, share)
                 yield _from_rows(dict.fromkeys(rows, 1), len(plan.full.output))
             else:
                 assert full is not None
-                yield _from_frame(bound.vector.evaluation(full, Work(), share))
+                yield _from_frame(bound.vector.evaluation(full, work, share))
+        tick.count(0, work)
 
 
 def join(task: Rows, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

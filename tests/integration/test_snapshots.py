@@ -76,6 +76,9 @@ def test_a_fresh_worker_replays_only_the_log_after_the_shared_snapshot(
     wait_committed(config, list(QUERIES), -1, first)
     send_stream(config, history, batch=20_000)
     wait_committed(config, list(QUERIES), len(history) - 1, first)
+    # A snapshot at most every second, after a tick or once idle: wait for one past the
+    # history's half (it may commit the second half within a second), not hope for it.
+    _wait_snapshot(shared, HISTORY_TX // 2, first)
     first.stop()
     send_stream(config, gap, batch=GAP_TX)
     snapshot_tx = SnapshotStore.at(shared).newest()
@@ -109,6 +112,15 @@ def _wait_position(port: int, tx: int, worker: WorkerProcess) -> str:
             return metrics
         assert worker.alive(), f"worker died: {worker.tail()}"
         assert time.monotonic() < deadline, f"not at tx {tx}: {worker.tail()}"
+        time.sleep(0.2)
+
+
+def _wait_snapshot(store: Path, past_tx: int, worker: WorkerProcess) -> None:
+    """Until the store's newest snapshot is past transaction ``past_tx``."""
+    deadline = time.monotonic() + WAIT_S
+    while (newest := SnapshotStore.at(store).newest()) is None or newest <= past_tx:
+        assert worker.alive(), f"worker died: {worker.tail()}"
+        assert time.monotonic() < deadline, f"no snapshot past tx {past_tx}: {worker.tail()}"
         time.sleep(0.2)
 
 

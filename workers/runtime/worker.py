@@ -249,6 +249,8 @@ class Worker(Closing):
                 or output.dead_letters or output.refused or letters):
             self._taken_up_s = None  # queries taken up with nothing to write are live as is
             self.engine.idle()
+            if self.committed >= 0:  # a catch-up's last ticks may have come in one interval
+                self._maybe_snapshot()
             return False
         tx_last = batch[-1].offset if batch else self.committed
         opened = time.perf_counter()

@@ -52,6 +52,9 @@ ARRANGEMENT_DATOMS = Gauge("deltalog_arrangement_datoms", "Datoms in each shared
                            ["index"])
 ARRANGEMENT_BYTES = Gauge("deltalog_arrangement_bytes",
                           "Estimated memory of each shared index.", ["index"])
+DICTIONARY_VALUES = Gauge("deltalog_dictionary_values",
+                          "Distinct values the value dictionary has numbered, by where it keeps "
+                          "them: memory, or files (the driver's under executor=spark).", ["kept"])
 SNAPSHOT_SECONDS = Histogram("deltalog_snapshot_duration_seconds", "Time to write a snapshot.")
 SNAPSHOT_AGE = Gauge("deltalog_snapshot_age_seconds",
                      "Time since this worker wrote a snapshot, or saw a newer one in the store "

@@ -251,6 +251,9 @@ def test_every_dashboard_and_alert_metric_is_exported_by_a_live_worker(
     for index in ("EAV", "AEV", "AVE", "VAE"):  # bytes: sized at the first tick, then 30 s on
         assert value["deltalog_arrangement_datoms", (("index", index),)] == 3  # 1→2 3→4 1→3
         assert value["deltalog_arrangement_bytes", (("index", index),)] > 0
+    # the local dictionary keeps every value in memory: the entities and the attribute
+    assert value["deltalog_dictionary_values", (("kept", "memory"),)] >= 5
+    assert value["deltalog_dictionary_values", (("kept", "files"),)] == 0
 
 
 @pytest.mark.kafka

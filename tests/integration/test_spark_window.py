@@ -102,6 +102,9 @@ def test_the_driver_holds_only_what_a_tick_reads_while_it_runs(
     assert spark.datoms == local.datoms == 2000 - 10 + 1
     assert window_sizes == [1]  # entity 7's ten edges fetched, then the tick applied
     assert len(spark.db) == 0
+    # nor every value: as many numbered as locally, the latest few in memory
+    # (spark_memory_values), the others in the dictionary's files
+    assert spark.db.ids.size == local.db.ids.size and spark.db.ids.resident <= 8
     assert _datoms(spark) == _datoms(local)
     assert spark.result("out") == local.result("out")
 
@@ -162,6 +165,7 @@ def test_a_restored_snapshot_becomes_the_state_not_the_drivers(
     restored.restore(state)
     local.restore(local.state())
     assert len(restored.db) == 0 and restored.datoms == local.datoms == 90
+    assert restored.db.ids.resident == 0  # the snapshot's dictionary written out at once
     assert restored.result("tri") == local.result("tri")
     tick = [[ADD, 3, TO, 0], [RETRACT, 5, TO, 6]]
     assert restored.transact(tick) == local.transact(tick)

@@ -131,6 +131,11 @@ class SpilledValueIds(ValueIds):
         return self._base + self._tier.size
 
     @property
+    def resident(self) -> int:
+        """The values numbered since the last write out: the others are in the files."""
+        return self._tier.size
+
+    @property
     def nbytes(self) -> int:
         """The tier's bytes in memory (the files' pages are not the process's)."""
         return self._tier.nbytes

@@ -270,6 +270,11 @@ class ValueIds:
         self._direct_view = self._direct.data
 
     @property
+    def resident(self) -> int:
+        """How many of the values are held in memory (all of them here)."""
+        return self.size
+
+    @property
     def nbytes(self) -> int:
         """The NumPy columns' bytes in use (the dicts of recent and non-numeric values not
         counted)."""

@@ -48,7 +48,8 @@ def forget_query(query: str) -> None:
 
 
 class StateGauges:
-    """The index sizes: datoms every tick (counted as they are applied), bytes every
+    """The index sizes and the dictionary's: datoms and values every tick (counted as they
+    are applied), the indexes' bytes every
     ``SIZES_EVERY_S`` — or less often on a database so large that the walk would take more
     than 1 % of the time."""
 
@@ -60,6 +61,8 @@ class StateGauges:
         driver's registry is a window on Spark's state, and its bytes the driver's)."""
         for order in INDEX_ORDERS:
             metrics.ARRANGEMENT_DATOMS.labels(order.name).set(datoms)
+        metrics.DICTIONARY_VALUES.labels("memory").set(db.ids.resident)
+        metrics.DICTIONARY_VALUES.labels("files").set(db.ids.size - db.ids.resident)
         started = time.monotonic()
         if started < self._next:
             return

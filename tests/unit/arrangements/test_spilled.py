@@ -96,7 +96,7 @@ def test_hashes_that_collide_cost_a_comparison_never_a_wrong_id(
 def test_only_the_latest_values_stay_in_memory() -> None:
     ids = SpilledValueIds(spill_values=1000)
     ids.intern_ints(np.arange(100_000, dtype=np.int64) * 3)
-    assert ids.size == 100_000 and ids._tier.size < 1000
+    assert ids.size == 100_000 and ids.resident == ids._tier.size < 1000
     assert ids.nbytes < 100_000  # ValueIds holds ~26 B a value
     assert len(ids._ints) <= 2 * np.log2(100_000 / 1000)  # merged as a binary counter
     assert ids.lookup(3 * 99_999) == 99_999 and ids.lookup(1) is None

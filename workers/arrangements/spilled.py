@@ -35,7 +35,7 @@ import pickle
 import shutil
 import tempfile
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -164,38 +164,20 @@ class SpilledValueIds(ValueIds):
         return found
 
     def intern_ints(self, xs: npt.NDArray[np.int64]) -> IdArray:
-        ids = self._search_ints(xs)
-        rest = np.flatnonzero(ids < 0)
-        if len(rest):
-            self._check_room(len(rest))
-            ids[rest] = self._tier.intern_ints(xs[rest]) + self._base
-            self._spill_when_full()
-        return ids
+        return self._completed(self._search_ints(xs),
+                               lambda rest: self._tier.intern_ints(xs[rest]), interning=True)
 
     def lookup_ints(self, xs: npt.NDArray[np.int64]) -> IdArray:
-        ids = self._search_ints(xs)
-        rest = np.flatnonzero(ids < 0)
-        if len(rest):
-            local = self._tier.lookup_ints(xs[rest])
-            ids[rest] = np.where(local >= 0, local + self._base, -1)
-        return ids
+        return self._completed(self._search_ints(xs),
+                               lambda rest: self._tier.lookup_ints(xs[rest]), interning=False)
 
     def intern_values(self, xs: Sequence[Any]) -> IdArray:
-        ids = self._search_values(xs)
-        rest = np.flatnonzero(ids < 0)
-        if len(rest):
-            self._check_room(len(rest))
-            ids[rest] = self._tier.intern_values([xs[i] for i in rest.tolist()]) + self._base
-            self._spill_when_full()
-        return ids
+        return self._completed(self._search_values(xs), lambda rest: self._tier.intern_values(
+            [xs[i] for i in rest.tolist()]), interning=True)
 
     def lookup_values(self, xs: Sequence[Any]) -> IdArray:
-        ids = self._search_values(xs)
-        rest = np.flatnonzero(ids < 0)
-        if len(rest):
-            local = self._tier.lookup_values([xs[i] for i in rest.tolist()])
-            ids[rest] = np.where(local >= 0, local + self._base, -1)
-        return ids
+        return self._completed(self._search_values(xs), lambda rest: self._tier.lookup_values(
+            [xs[i] for i in rest.tolist()]), interning=False)
 
     def value(self, i: int) -> Any:
         if i >= self._base:
@@ -250,6 +232,21 @@ class SpilledValueIds(ValueIds):
 
     def __getstate__(self) -> dict[str, Any]:
         raise TypeError("a spilled dictionary is the driver's own: its files are not shipped")
+
+    def _completed(self, ids: IdArray, of_tier: Callable[[npt.NDArray[np.intp]], IdArray],
+                   interning: bool) -> IdArray:
+        """``ids`` found in the files (-1 elsewhere) completed by the tier: ``of_tier(rest)``
+        gives its ids (-1: none) of the values at the positions ``rest`` — numbering new
+        ones when ``interning``, and writing the tier out if that filled it."""
+        rest = np.flatnonzero(ids < 0)
+        if len(rest):
+            if interning:
+                self._check_room(len(rest))
+            local = of_tier(rest)
+            ids[rest] = np.where(local >= 0, local + self._base, -1)
+            if interning:
+                self._spill_when_full()
+        return ids
 
     def _check_room(self, new: int) -> None:
         if self.size + new > MAX_IDS:

@@ -113,11 +113,9 @@ class SparkExecutor:
                                              *map(column, range(tick.width)))
                 table = by_row.mapInArrow(partial(tasks.distinguish, tick),
                                           schema(tick.width, tagged=True)).toArrow()
-        changes = [tasks.to_rows(part, len(plan.find))
-                   for part, plan in zip(tasks.by_query(table, len(plans)), plans, strict=True)]
-        for query, (rows, work) in enumerate(zip(changes, works, strict=True)):
-            tick.counted(query, len(rows), work)
-        return changes
+        return [_counted(tasks.to_rows(part, len(plan.find)), work, tick.counted(query))
+                for query, (part, plan, work) in enumerate(zip(
+                    tasks.by_query(table, len(plans)), plans, works, strict=True))]
 
     def evaluate(self, prepared: SparkPlan, work: Work) -> dict[Row, int]:
         """The full result over the current state: one job, one stage."""
@@ -129,9 +127,7 @@ class SparkExecutor:
         with self.jobs.action(f"evaluation of {plan.find}"):
             table = self._shares(shares).mapInArrow(partial(tasks.evaluate, tick),
                                                     schema(width)).toArrow()
-        rows = tasks.to_rows(table, width)
-        tick.counted(0, len(rows), work)
-        return dict.fromkeys(rows, 1)
+        return _counted(dict.fromkeys(tasks.to_rows(table, width), 1), work, tick.counted(0))
 
     def run_rows(self, program: JoinProgram, rows: Mapping[Row, int], delta: MemoryArrangement,
                  derived: Relations, work: Work) -> dict[Row, int]:
@@ -211,7 +207,9 @@ def _columns(delta: MemoryArrangement) -> DatomColumns:
     return DatomColumns.of(dict(delta.datoms()))
 
 
-def _counted(rows: dict[Row, int], work: Work) -> dict[Row, int]:
-    work.calls += 1
-    work.elements += len(rows)
+def _counted(rows: dict[Row, int], work: Work, tasks_work: Work | None = None
+             ) -> dict[Row, int]:
+    """``rows``, with the work that made them added to ``work``: what the tasks counted, or
+    (no counters) one call and the rows."""
+    work.add(Work(1, len(rows)) if tasks_work is None else tasks_work)
     return rows

@@ -102,14 +102,13 @@ class Tick:
             counts[2 * query:2 * query + 2] = work.calls, work.elements
             self.counters.add(counts)
 
-    def counted(self, query: int, rows: int, work: Work) -> None:
-        """Add the step's work for plan number ``query`` to ``work`` (on the driver, after
-        the job): its tasks' counts, or one call and its ``rows`` without counters."""
+    def counted(self, query: int) -> Work | None:
+        """The work the tasks counted for plan number ``query`` (on the driver, after the
+        job); None without counters."""
         if self.counters is None:
-            work.calls, work.elements = work.calls + 1, work.elements + rows
-        else:
-            calls, elements = self.counters.value[2 * query:2 * query + 2]
-            work.calls, work.elements = work.calls + calls, work.elements + elements
+            return None
+        calls, elements = self.counters.value[2 * query:2 * query + 2]
+        return Work(calls, elements)
 
 
 @dataclass(frozen=True, slots=True)

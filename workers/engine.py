@@ -57,6 +57,7 @@ from workers.executors.dispatch import (
 from workers.executors.threads import Threads, default_threads
 from workers.executors.vectorised import Frame
 from workers.plan import STRATEGIES, QueryPlan, explain, query_plan
+from workers.plan.ir import Plan
 from workers.pull import Pulling, PullReader
 from workers.zset.aggregate import Aggregation, Projection, result_of
 
@@ -165,7 +166,7 @@ class Engine:
                 delta = self._normalise_big(forms)
             return self._tick(delta)
         ops = parse_tx(forms)
-        self._read(ops)
+        self._read(BatchOps.of(ops))
         return self._tick(self._normalise(ops))
 
     def _normalise(self, ops: TxOps) -> IdDelta:
@@ -182,7 +183,7 @@ class Engine:
         parsed = parse_batch([forms])
         if parsed.refused:
             raise parsed.refused[0][1]  # the grammar's error, as parse_tx raised it
-        self._read(parsed.ops)
+        self._read(parsed)
         bulk = normalise_bulk(parsed, self.db, self.schema)
         if bulk is None or bulk.refused:
             return self._normalise(parsed.transaction(0))
@@ -265,7 +266,7 @@ class Engine:
                           ) -> tuple[IdDelta, list[tuple[int, TransactionError]]]:
         """Step 1 of a parsed batch: at once when it can be, else transaction after
         transaction."""
-        self._read(parsed.ops)
+        self._read(parsed)
         bulk = None
         if len(parsed.ops.adds) + len(parsed.ops.retracts) >= self.bulk_datoms:
             bulk = normalise_bulk(parsed, self.db, self.schema)
@@ -293,10 +294,16 @@ class Engine:
             pending.update(normalised.delta)
         return self.db.encode(dict(pending.datoms())), refused
 
-    def _read(self, ops: TxOps) -> None:
-        """Under ``executor=spark``: fetch the datoms normalising ``ops`` reads."""
+    def _read(self, batch: BatchOps) -> None:
+        """Under ``executor=spark``: fetch the datoms normalising ``batch`` reads (and step
+        the queries it may change with them, when the window can)."""
         if self.window is not None:
-            self.window.read_transactions(ops, self.schema)
+            self.window.read_transactions(batch, self.schema, self._spark_plans)
+
+    def _spark_plans(self, attributes: set[Any]) -> tuple[Plan, ...]:
+        """The plans a tick changing ``attributes`` steps on Spark."""
+        return self.dispatch.spark_plans([self._queries[name].prepared
+                                          for name in self._affected(attributes)])
 
     def _tick(self, delta: IdDelta) -> Changes:
         """Steps 2-6 of a tick whose effective delta is ``delta`` (value ids)."""

@@ -4,7 +4,7 @@
 before (a :class:`~workers.arrangements.PendingReader`): a few dict reads and set
 operations per datom, 13-14 µs a transaction of the catch-up stream, ~5-9 here
 (``python -m bench catchup``, docs/fleet.md "Catch-up").  Here the batch's
-additions, retractions and entity retractions are columns (``_Events``), and since the
+additions, retractions and entity retractions are columns (:class:`Events`), and since the
 database is a set, the batch's summed delta is, per datom, its presence after the batch
 against its presence before: the *last event* that touches the datom decides
 
@@ -67,7 +67,7 @@ class BulkNormalised:
 
 
 @dataclass(frozen=True, slots=True)
-class _Events:
+class Events:
     """What a batch's transactions do, as columns of value ids: the datoms they add and
     retract with their transaction's position in the batch, and the entities they retract
     with theirs."""
@@ -81,10 +81,10 @@ class _Events:
     entities: Ids
     entity_position: Ints
 
-    def where(self, rows: Mask | Ints, entities: Mask | Ints) -> _Events:
+    def where(self, rows: Mask | Ints, entities: Mask | Ints) -> Events:
         """The events of ``rows`` and of ``entities`` (the entity retractions kept), as
         flags or row numbers."""
-        return _Events(self.e[rows], self.a[rows], self.v[rows], self.position[rows],
+        return Events(self.e[rows], self.a[rows], self.v[rows], self.position[rows],
                        self.added[rows], self.one[rows], self.entities[entities],
                        self.entity_position[entities])
 
@@ -98,7 +98,7 @@ def normalise_bulk(batch: BatchOps, db: ArrangementRegistry,
     ops = batch.ops
     if ops.retract_attributes or (ops.retract_entities and schema.ref_attributes()):
         return None
-    events = _events(db.ids, schema, batch)
+    events = batch_events(db.ids, schema, batch)
     stored = _stored(db, events)
     if _holds_schema(db.ids, np.concatenate([events.a, stored[1]])) or not _kinds_apart(
             db.ids.objects(np.concatenate([events.v, stored[2]]))):
@@ -128,7 +128,7 @@ def normalise_bulk(batch: BatchOps, db: ArrangementRegistry,
     return BulkNormalised(delta, sorted(refused, key=itemgetter(0)))
 
 
-def _events(ids: ValueIds, schema: Schema, batch: BatchOps) -> _Events:
+def batch_events(ids: ValueIds, schema: Schema, batch: BatchOps) -> Events:
     """The batch's operations as columns, its added datoms first (in ``batch.ops.adds``'
     order)."""
     ops = batch.ops
@@ -138,12 +138,20 @@ def _events(ids: ValueIds, schema: Schema, batch: BatchOps) -> _Events:
                                           axis=0, prepend=0).T
     position = np.concatenate([np.repeat(positions, adds), np.repeat(positions, retracts)])
     added = np.arange(len(e)) < len(ops.adds)
-    return _Events(e, a, v, position, added, added & np.isin(a, _cardinality_one_ids(
+    return Events(e, a, v, position, added, added & np.isin(a, _cardinality_one_ids(
         ids, schema, a)), intern_column(ids, ops.retract_entities),
                    np.repeat(positions, entities))
 
 
-def _stored(db: ArrangementRegistry, events: _Events) -> tuple[Ids, Ids, Ids]:
+def assumed_delta(db: ArrangementRegistry, events: Events) -> DatomColumns:
+    """The summed delta of the batch of ``events`` as if each of its transactions were
+    accepted and the per-transaction path were not needed: what normalising gives in the
+    usual case, computed where the database is (a Spark task, ``executor=spark``) before
+    the driver has normalised; the driver uses it only when its own delta is the same."""
+    return _delta(db, events, _stored(db, events))
+
+
+def _stored(db: ArrangementRegistry, events: Events) -> tuple[Ids, Ids, Ids]:
     """The datoms in the database that ``events`` may retract without naming them: those of
     the entities they retract and of the cardinality-one attributes they add to."""
     entities = np.unique(events.entities)
@@ -171,7 +179,7 @@ def _kinds_apart(values: list[Any]) -> bool:
         x.is_integer() or x != x for x in values if type(x) is float))
 
 
-def _at_risk(events: _Events) -> Mask:
+def _at_risk(events: Events) -> Mask:
     """The added datoms whose entity their own transaction retracts: that transaction is
     refused if one of them was present before it (both added and retracted), which only
     the transactions before it decide."""
@@ -181,7 +189,7 @@ def _at_risk(events: _Events) -> Mask:
     return events.added & np.isin((events.position << 32) | events.e, retracted)
 
 
-def _suspects(events: _Events, size: int, ids: ValueIds, schema: Schema) -> Mask:
+def _suspects(events: Events, size: int, ids: ValueIds, schema: Schema) -> Mask:
     """The transactions (a flag per position) one of :func:`check_plain`'s checks may
     refuse: those adding and retracting one datom, adding two values to an entity's
     cardinality-one attribute, or a value not of its attribute's type."""
@@ -229,7 +237,7 @@ class _ByEntity:
     retracted: Ids
 
     @staticmethod
-    def of(events: _Events) -> _ByEntity:
+    def of(events: Events) -> _ByEntity:
         ops, retractions = (np.argsort(e, kind="stable") for e in (events.e, events.entities))
         return _ByEntity(ops, events.e[ops], retractions, events.entities[retractions])
 
@@ -246,7 +254,7 @@ def _slices(order: Ints, keys: Ids, wanted: Ids) -> Ints:
                                                           strict=True)] or [order[:0]])
 
 
-def _present_before(db: ArrangementRegistry, events: _Events, by_entity: _ByEntity,
+def _present_before(db: ArrangementRegistry, events: Events, by_entity: _ByEntity,
                     rows: Ints, accepted: Mask, position: int) -> Mask:
     """Whether each datom of ``rows`` is present before the transaction at ``position``:
     after the accepted ones before it (their events on the datoms' entities)."""
@@ -265,7 +273,7 @@ def _in_state(db: ArrangementRegistry, e: Ids, a: Ids, v: Ids) -> Mask:
     return db.state.weights(EAV, np.stack([e, a, v], axis=1).astype(np.int64)) > 0
 
 
-def _present_after(events: _Events, e: Ids, a: Ids, v: Ids, before: Mask) -> Mask:
+def _present_after(events: Events, e: Ids, a: Ids, v: Ids, before: Mask) -> Mask:
     """Whether each datom is present after ``events``, given whether it was ``before``.
 
     The database is a set, so the last event that touches a datom decides: its addition or
@@ -288,7 +296,7 @@ def _present_after(events: _Events, e: Ids, a: Ids, v: Ids, before: Mask) -> Mas
     return np.where(latest < 0, before, (latest == op_time) & (op & 1 == 1))
 
 
-def _entity_retracted(events: _Events, e: Ids) -> Ints:
+def _entity_retracted(events: Events, e: Ids) -> Ints:
     """The time each entity was last retracted, -1 for never."""
     groups, count = _group_ids(np.concatenate([e, events.entities]))
     last = np.full(count, -1, np.int64)
@@ -296,7 +304,7 @@ def _entity_retracted(events: _Events, e: Ids) -> Ints:
     return last[groups[:len(e)]]
 
 
-def _other_value_added(events: _Events, e: Ids, a: Ids, v: Ids) -> Ints:
+def _other_value_added(events: Events, e: Ids, a: Ids, v: Ids) -> Ints:
     """The time another value than ``v`` was last added to each datom's cardinality-one
     attribute, -1 for never: the group's last addition, unless its value is ``v``; then
     the last addition of another value than that."""
@@ -327,7 +335,7 @@ def _group_ids(*columns: np.ndarray) -> tuple[Ints, int]:
     return groups, len(first)
 
 
-def _delta(db: ArrangementRegistry, events: _Events,
+def _delta(db: ArrangementRegistry, events: Events,
            stored: tuple[Ids, Ids, Ids]) -> DatomColumns:
     """The batch's effective delta: of the datoms it may change (those it names and
     ``stored``), those present after it and not before, or the reverse."""
@@ -385,7 +393,7 @@ def normalise_columns(e: Any, a: Any, v: Any, added: Any, db: ArrangementRegistr
     if len(_unique_rows(e_ids[single], a_ids[single])) != len(single):
         return None  # two values of an entity's cardinality-one attribute
     none = np.zeros(0, np.int32)
-    events = _Events(e_ids, a_ids, v_ids, np.zeros(len(e_ids), np.int64), is_add,
+    events = Events(e_ids, a_ids, v_ids, np.zeros(len(e_ids), np.int64), is_add,
                      is_add & np.isin(a_ids, one), none, none.astype(np.int64))
     if fetch is not None:
         fetch(np.stack([e_ids[single], a_ids[single]], axis=1).astype(np.int64),

@@ -58,6 +58,12 @@ class BatchOps:
     ends: list[int] = field(default_factory=list)
     refused: list[tuple[int, TransactionError]] = field(default_factory=list)
 
+    @staticmethod
+    def of(ops: TxOps) -> BatchOps:
+        """A batch of the one transaction ``ops``."""
+        return BatchOps(ops, [len(ops.adds), len(ops.retracts), len(ops.retract_attributes),
+                              len(ops.retract_entities)])
+
     def __len__(self) -> int:
         return len(self.ends) // 4
 

@@ -14,7 +14,7 @@ When Spark starts and what a failed Spark job does (fail, or redo the step local
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -150,7 +150,8 @@ class Dispatch:
             if rows is not None:
                 seconds = (time.perf_counter() - started) / len(on_spark)
                 for name, changes in zip(on_spark, rows, strict=True):
-                    works[name].executor, works[name].seconds = "spark", seconds
+                    works[name].executor = "spark"
+                    works[name].seconds += seconds  # and a share of a job done before
                     stepped[name] = changes
         for name, prepared in queries.items():
             if name not in stepped:
@@ -158,6 +159,10 @@ class Dispatch:
                 stepped[name] = self._step_here(prepared, delta_datoms, works[name])
                 works[name].seconds = time.perf_counter() - started
         return stepped
+
+    def spark_plans(self, queries: Iterable[Prepared]) -> tuple[Plan, ...]:
+        """The plans of ``queries`` that :meth:`steps` sends to Spark under ``spark``."""
+        return tuple(_plain(prepared) for prepared in queries if not prepared.local_only)
 
     def _step_here(self, prepared: Prepared, delta_datoms: int, work: Work) -> IdRows:
         """One query's step in this process: a frame at a time from ``vector_datoms``."""

@@ -29,6 +29,7 @@ entities), run from the store's background thread: the driver never sums the dat
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -37,13 +38,22 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from workers.arrangements import ArrangementRegistry, MemoryArrangement
-from workers.arrangements.batch import Ids, Ints, set_weights
+from workers.arrangements.batch import Ids, Ints, set_weights, sort_order
 from workers.arrangements.delta import DatomColumns, TickDelta
+from workers.db.bulk import Events
 from workers.executors.extenders import Relations, Row
 from workers.executors.spark import tasks
 from workers.executors.spark.jobs import JobGroups
 from workers.executors.spark.state import Manifest, Part, StateStore
-from workers.executors.spark.tasks import Compaction, Fetch, Rows, Tick, column, schema
+from workers.executors.spark.tasks import (
+    Compaction,
+    Fetch,
+    Rows,
+    Speculation,
+    Tick,
+    column,
+    schema,
+)
 from workers.executors.work import Work
 from workers.plan.ir import JoinProgram, Plan
 
@@ -56,6 +66,29 @@ SPLIT_DATOMS = 10_000
 # A compaction writes a bucket of the base per this many datoms (at least one per share): a
 # task sums its bucket in memory.
 BUCKET_DATOMS = 4_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class Speculated:
+    """A tick's step done with its read (:meth:`SparkExecutor.read_and_step`), kept until
+    the tick's steps: the state's version it read, the plans, the delta it assumed, each
+    plan's set changes and work, and the job's seconds."""
+
+    version: tuple[str, int]
+    plans: tuple[Plan, ...]
+    delta: DatomColumns
+    rows: list[dict[Row, int]]
+    works: list[Work | None]
+    seconds: float
+
+    def holds(self, version: tuple[str, int], plans: Sequence[Plan],
+              delta: DatomColumns) -> list[int] | None:
+        """The positions of ``plans`` among the speculated ones, when this step is theirs at
+        ``version`` by ``delta``; else None."""
+        positions = {id(plan): i for i, plan in enumerate(self.plans)}
+        if version != self.version or any(id(plan) not in positions for plan in plans):
+            return None
+        return [positions[id(plan)] for plan in plans] if _same(delta, self.delta) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +114,7 @@ class SparkExecutor:
         self.store = StateStore(location, compactor=self._compact)
         self.shares = shares or int(session.conf.get("spark.sql.shuffle.partitions") or 1)
         self.split_datoms = SPLIT_DATOMS
+        self._speculated: Speculated | None = None  # the tick's step, done with its read
 
     def prepare(self, plan: Plan, old: ArrangementRegistry, delta: TickDelta) -> SparkPlan:
         if old is not self.db:
@@ -98,6 +132,16 @@ class SparkExecutor:
         share, then distinct by query and row)."""
         plans = tuple(each.plan for each in prepared)
         delta = prepared[0].delta.columns()
+        speculated, self._speculated = self._speculated, None
+        manifest = self.manifest()
+        positions = None if speculated is None else speculated.holds(
+            (manifest.epoch, manifest.version), plans, delta)
+        if positions is not None:
+            assert speculated is not None
+            for work in works:
+                work.seconds += speculated.seconds / len(works)
+            return [_counted(speculated.rows[i], work, speculated.works[i])
+                    for i, work in zip(positions, works, strict=True)]
         what = f"step of {len(plans)} queries" if len(plans) > 1 else f"step of {plans[0].find}"
         if len(delta) < self.split_datoms:
             tick = self._tick(plans, delta, 1)
@@ -141,8 +185,8 @@ class SparkExecutor:
                                                          schema(width)).toArrow()
         return _counted(tasks.to_rows(table, width), work)
 
-    def fetch(self, forward: Ints, backward: Ints, hops: int, pairs: Ints,
-              triples: Ints) -> tuple[Ids, Ids, Ids]:
+    def fetch(self, forward: Ints, backward: Ints, pairs: Ints, triples: Ints,
+              hops: int = 0) -> tuple[Ids, Ids, Ids]:
         """The datoms of the entities ``forward`` and those pointing at the ids ``backward``
         (then ``hops`` more steps along what they hold), those under the ``(e, a)`` rows of
         ``pairs`` and the present ones of the ``(e, a, v)`` rows of ``triples``, in no
@@ -156,10 +200,39 @@ class SparkExecutor:
         e, a, v = (table.column(column(i)).to_numpy().astype(np.int32) for i in range(3))
         return e, a, v
 
+    def read_and_step(self, read: tuple[Ints, Ints, Ints, Ints], events: Events,
+                      plans: tuple[Plan, ...]) -> tuple[Ids, Ids, Ids]:
+        """:meth:`fetch` of ``read`` (``forward, backward, pairs, triples``, no hops), in
+        one task that also steps ``plans`` by the delta it assumes from ``events``
+        (:func:`~workers.db.bulk.assumed_delta`): a small tick's only job when the driver's
+        normalisation then finds that delta — :meth:`steps` uses the rows kept here."""
+        tick = self._tick(plans, _columns(MemoryArrangement()), 1, least_width=3)
+        forward, backward, pairs, triples = read
+        request = Speculation(tick, Fetch(tick.manifest, forward, backward, 0, 1, pairs,
+                                          triples), events)
+        started = time.perf_counter()
+        with self.jobs.action(f"read and step of {len(plans)} queries"):
+            table = self._shares(1).mapInArrow(partial(tasks.speculate, request),
+                                               schema(tick.width, tagged=True)).toArrow()
+        *parts, datoms, assumed = tasks.by_query(table, len(plans) + 2)
+        e, a, v, w = (columns.column(name).to_numpy() for columns in [assumed]
+                      for name in (*map(column, range(3)), tasks.WEIGHT))
+        self._speculated = Speculated(
+            (tick.manifest.epoch, tick.manifest.version), plans,
+            DatomColumns(e.astype(np.int32), a.astype(np.int32), v.astype(np.int32), w),
+            [tasks.to_rows(part, len(plan.find)) for part, plan in zip(parts, plans, strict=True)],
+            [tick.counted(query) for query in range(len(plans))],
+            time.perf_counter() - started)
+        e, a, v = (datoms.column(column(i)).to_numpy().astype(np.int32) for i in range(3))
+        return e, a, v
+
     def statistics(self) -> dict[int, tuple[int, int]]:
-        """Per attribute id, its distinct entities and distinct values (the planner's)."""
+        """Per attribute id, its distinct entities and distinct values (the planner's): one
+        task per share, so that the evaluation a plan is made for finds the state open in
+        every Python worker (each would otherwise open its own copy there, one after the
+        other: 1.2 s at 10^7 datoms)."""
         with self.jobs.action("attribute statistics"):
-            table = self._shares(1).mapInArrow(partial(tasks.statistics, self.manifest()),
+            table = self._shares(self.shares).mapInArrow(partial(tasks.statistics, self.manifest()),
                                                schema(3)).toArrow()
         a, entities, values = (table.column(column(i)).to_pylist() for i in range(3))
         return {x: (n, m) for x, n, m in zip(a, entities, values, strict=True)}
@@ -194,9 +267,10 @@ class SparkExecutor:
         return tuple(Part(request.name(b), manifest.version, n)
                      for b, n in sorted(zip(buckets, sizes, strict=True)))
 
-    def _tick(self, plans: tuple[Plan, ...], delta: DatomColumns, shares: int) -> Tick:
+    def _tick(self, plans: tuple[Plan, ...], delta: DatomColumns, shares: int,
+              least_width: int = 0) -> Tick:
         return Tick(self.manifest(), plans, tasks.constants(plans, self.db.ids), delta, shares,
-                    self.jobs.counters(2 * len(plans)))
+                    self.jobs.counters(2 * len(plans)), least_width)
 
     def _shares(self, count: int) -> DataFrame:
         """One row per share, each in a partition of its own."""
@@ -205,6 +279,15 @@ class SparkExecutor:
 
 def _columns(delta: MemoryArrangement) -> DatomColumns:
     return DatomColumns.of(dict(delta.datoms()))
+
+
+def _same(one: DatomColumns, other: DatomColumns) -> bool:
+    """Whether two deltas are one Z-set (each consolidated, in any order)."""
+    if len(one) != len(other):
+        return False
+    ordered = [(c.e[o], c.a[o], c.v[o], c.w[o]) for c in (one, other)
+               for o in [sort_order(c.e, c.a, c.v)]]
+    return all(np.array_equal(x, y) for x, y in zip(*ordered, strict=True))
 
 
 def _counted(rows: dict[Row, int], work: Work, tasks_work: Work | None = None

@@ -12,13 +12,16 @@ when it takes the plan, else row at a time — for its :class:`Share`:
 - :func:`distinguish` (a step's second stage, after a shuffle by row): all the derivation
   changes of its rows, summed, then ``distinct`` against the same old state;
 - :func:`step` (a small tick's one stage, one task): both of the above;
+- :func:`speculate` (``executor=spark``, a small tick's only job): :func:`fetch` and
+  :func:`step` at once, by the delta the task assumes (:class:`Speculation`);
 - :func:`evaluate` (a bootstrap, one stage): the result's rows of its share of the first
   variable's values;
 - :func:`join` (a join program of derived relations, one stage): its share of the rows
   handed in, through the program's levels;
 - :func:`fetch` (what the driver reads of the database, :mod:`window`): the datoms of its
   share of the entities asked for;
-- :func:`statistics` (for the planner): each attribute's distinct entities and values;
+- :func:`statistics` (for the planner): each attribute's distinct entities and values,
+  counted by one task while every task opens the state;
 - :func:`compact` (the state's compaction, :mod:`state`): its bucket of the state summed
   and written as a file of the new base.
 
@@ -41,11 +44,12 @@ from workers.arrangements.batch import Ids, Ints, consolidate, sort_order
 from workers.arrangements.delta import DatomColumns, TickDelta
 from workers.arrangements.relation import RelationArrangement
 from workers.arrangements.values import ValueIds
+from workers.db.bulk import Events, assumed_delta
 from workers.executors.distinct import set_changes
 from workers.executors.extenders import Relations, Row
 from workers.executors.generic_join import compile_program, run
 from workers.executors.local import LocalExecutor, PreparedPlan
-from workers.executors.share import Share
+from workers.executors.share import WHOLE, Share
 from workers.executors.spark.cache import PlanIds, open_state
 from workers.executors.spark.state import Manifest, summed, write_part
 from workers.executors.terms import derivation_change
@@ -89,11 +93,12 @@ class Tick:
     delta: DatomColumns
     shares: int
     counters: Accumulator[list[int]] | None  # per plan its calls and elements (JobGroups)
+    least_width: int = 0  # rows of other kinds in the same job (:class:`Speculation`)
 
     @property
     def width(self) -> int:
         """The columns of the step's rows: the widest query's (the others padded)."""
-        return max(len(plan.find) for plan in self.plans)
+        return max(self.least_width, *(len(plan.find) for plan in self.plans))
 
     def count(self, query: int, work: Work) -> None:
         """Add a task's ``work`` for plan number ``query`` to the step's counters."""
@@ -140,6 +145,17 @@ class Fetch:
     shares: int
     pairs: Ints
     triples: Ints
+
+
+@dataclass(frozen=True, slots=True)
+class Speculation:
+    """A small tick's read and step in one task (:func:`speculate`): the datoms the driver
+    normalises against (``read``), and the step of ``tick``'s queries by the delta the task
+    assumes from the batch's ``events`` and the state (:func:`assumed_delta`)."""
+
+    tick: Tick
+    read: Fetch
+    events: Events
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,12 +230,12 @@ class Bound:
 
 def derive(tick: Tick, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Every query's derivation change of this task's shares, tagged with its number."""
-    yield from _derived(Bound(tick.manifest, tick.constants, tick.delta), tick, batches)
+    yield from _derived(Bound(tick.manifest, tick.constants, tick.delta), tick,
+                        _shares(batches, tick.shares))
 
 
-def _derived(bound: Bound, tick: Tick, batches: Iterable[pa.RecordBatch]
-             ) -> Iterator[pa.RecordBatch]:
-    for share in _shares(batches, tick.shares):
+def _derived(bound: Bound, tick: Tick, shares: Iterable[Share]) -> Iterator[pa.RecordBatch]:
+    for share in shares:
         for query, plan in enumerate(tick.plans):
             vector, local = bound.plan(plan)
             work = Work()
@@ -241,11 +257,33 @@ def distinguish(tick: Tick, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Re
 def step(tick: Tick, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """A whole step in one task (a small tick): :func:`derive` then :func:`distinguish`,
     over one binding of the state and the plans."""
+    yield from _stepped(tick, _shares(batches, tick.shares))
+
+
+def _stepped(tick: Tick, shares: Iterable[Share]) -> Iterator[pa.RecordBatch]:
     bound = Bound(tick.manifest, tick.constants, tick.delta)
-    derived = pa.Table.from_batches(list(_derived(bound, tick, batches)),
+    derived = pa.Table.from_batches(list(_derived(bound, tick, shares)),
                                     schema=_arrow_schema(tick.width, tagged=True))
     if derived.num_rows:
         yield from _set_changes(bound, tick, derived)
+
+
+def speculate(request: Speculation, batches: Iterable[pa.RecordBatch]
+              ) -> Iterator[pa.RecordBatch]:
+    """:func:`fetch` and :func:`step` in one task, the step's delta assumed: the queries'
+    set changes tagged with their numbers, the datoms read tagged ``len(plans)``, the
+    assumed delta ``len(plans) + 1``."""
+    list(batches)  # one share: the whole tick
+    tick = request.tick
+    db = open_state(tick.manifest)
+    read = _fetched(db, request.read, WHOLE)
+    delta = assumed_delta(db, request.events)
+    queries = len(tick.plans)
+    yield _tagged(_from_columns(read, np.ones(len(read[0]), np.int64)), queries, tick.width)
+    yield _tagged(_from_columns((delta.e, delta.a, delta.v), delta.w), queries + 1,
+                  tick.width)
+    if len(delta):
+        yield from _stepped(dataclasses.replace(tick, delta=delta), [WHOLE])
 
 
 def _set_changes(bound: Bound, tick: Tick, table: pa.Table) -> Iterator[pa.RecordBatch]:
@@ -303,26 +341,32 @@ def fetch(request: Fetch, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Reco
     id: ``id % shares``), each once, as rows ``(e, a, v)`` of weight 1."""
     db = open_state(request.manifest)
     for share in _shares(batches, request.shares):
-        forward = request.forward[share.keys(request.forward)]
-        backward = request.backward[share.keys(request.backward)]
-        pairs = request.pairs[share.keys(request.pairs[:, 0])]
-        triples = request.triples[share.keys(request.triples[:, 0])]
-        found: list[tuple[Ids | Ints, ...]] = [
-            _datoms_of(db, forward, backward), _under(db, pairs), _present(db, triples)]
-        e, a, v = (np.concatenate([columns[i].astype(np.int64) for columns in found])
-                   for i in range(3))
-        seen = np.union1d(forward, backward)
-        for _ in range(request.hops):
-            frontier = np.setdiff1d(np.union1d(e, v), seen)
-            if not len(frontier):
-                break
-            seen = np.union1d(seen, frontier)
-            more = _datoms_of(db, frontier, frontier)
-            e, a, v = (np.concatenate([old, new]) for old, new in zip((e, a, v), more,
-                                                                      strict=True))
-        order = sort_order(e, a, v)
-        (e, a, v), _ = consolidate((e[order], a[order], v[order]), None)
-        yield _from_columns([e, a, v], np.ones(len(e), np.int64))
+        datoms = _fetched(db, request, share)
+        yield _from_columns(datoms, np.ones(len(datoms[0]), np.int64))
+
+
+def _fetched(db: ArrangementRegistry, request: Fetch, share: Share) -> tuple[Ints, Ints, Ints]:
+    """:func:`fetch`'s datoms of one share, in EAV order."""
+    forward = request.forward[share.keys(request.forward)]
+    backward = request.backward[share.keys(request.backward)]
+    pairs = request.pairs[share.keys(request.pairs[:, 0])]
+    triples = request.triples[share.keys(request.triples[:, 0])]
+    found: list[tuple[Ids | Ints, ...]] = [
+        _datoms_of(db, forward, backward), _under(db, pairs), _present(db, triples)]
+    e, a, v = (np.concatenate([columns[i].astype(np.int64) for columns in found])
+               for i in range(3))
+    seen = np.union1d(forward, backward)
+    for _ in range(request.hops):
+        frontier = np.setdiff1d(np.union1d(e, v), seen)
+        if not len(frontier):
+            break
+        seen = np.union1d(seen, frontier)
+        more = _datoms_of(db, frontier, frontier)
+        e, a, v = (np.concatenate([old, new]) for old, new in zip((e, a, v), more,
+                                                                  strict=True))
+    order = sort_order(e, a, v)
+    (e, a, v), _ = consolidate((e[order], a[order], v[order]), None)
+    return e, a, v
 
 
 def _datoms_of(db: ArrangementRegistry, forward: Ints, backward: Ints) -> tuple[Ids, Ids, Ids]:
@@ -351,12 +395,16 @@ def _present(db: ArrangementRegistry, triples: Ints) -> tuple[Ints, Ints, Ints]:
 
 def statistics(manifest: Manifest, batches: Iterable[pa.RecordBatch]
                ) -> Iterator[pa.RecordBatch]:
-    """Per attribute id: how many distinct entities and distinct values it has (one task),
-    counted in the AEV and AVE indexes as the local registry counts them — not by sorting
-    the database's columns (~10 s at 10^7 datoms)."""
-    list(batches)
+    """Per attribute id: how many distinct entities and distinct values it has, counted
+    in the AEV and AVE indexes as the local registry counts them — not by sorting the
+    database's columns (~10 s at 10^7 datoms).  Every task opens the state and merges it
+    into one batch, as the evaluation that follows will (so each Python worker starts it
+    warm, all at once); the first share counts."""
+    shares = [share.index for share in _shares(batches, 1)]
     state = open_state(manifest).state
-    state.compact_for_scan()  # counted on one batch; the evaluation that follows reads it
+    state.compact_for_scan()
+    if 0 not in shares:
+        return
     attributes = sorted(state.propose(IndexOrder.AEV, ()))
     yield _from_columns([np.array(attributes, np.int64),
                          np.array([state.count(IndexOrder.AEV, (a,)) for a in attributes],

@@ -23,7 +23,7 @@ The window holds what one tick reads while the tick runs; it is emptied after it
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -32,9 +32,10 @@ from workers.arrangements import ArrangementRegistry
 from workers.arrangements.batch import Ids, Ints
 from workers.arrangements.spilled import SpilledValueIds
 from workers.arrangements.values import ValueIds
-from workers.db.bulk import by_identity, lookup_column
+from workers.db.bulk import batch_events, by_identity, lookup_column
 from workers.db.schema import SCHEMA_ATTRIBUTES, Schema
-from workers.db.tx import TxOps
+from workers.db.tx import BatchOps
+from workers.plan.ir import Plan
 
 if TYPE_CHECKING:
     from workers.executors.spark.executor import SparkExecutor
@@ -58,9 +59,16 @@ class StateWindow:
         self._statistics: tuple[int, dict[int, tuple[int, int]]] | None = None
         spark.manifest()  # the state exists from the start: every tick appends to it
 
-    def read_transactions(self, ops: TxOps, schema: Schema) -> None:
-        """The datoms normalising ``ops`` against ``schema`` reads (the module's list), their
-        keys found a column at a time (a catch-up tick names 10^5 datoms)."""
+    def read_transactions(self, batch: BatchOps, schema: Schema,
+                          steps: Callable[[set[Any]], tuple[Plan, ...]]) -> None:
+        """The datoms normalising ``batch`` against ``schema`` reads (the module's list),
+        their keys found a column at a time (a catch-up tick names 10^5 datoms).
+
+        A small batch of plain datoms is read in the job that also steps the plans of the
+        queries its attributes may change (``steps``) by the delta the task assumes from
+        the batch and the state (:meth:`SparkExecutor.read_and_step`): when normalising
+        here gives that delta — the usual case — the tick is one Spark job, not two."""
+        ops = batch.ops
         backward = self.ids_of(ops.retract_entities if schema.ref_attributes() else ())
         datoms = ops.adds + ops.retracts
         attributes, of_datom = by_identity([datom[1] for datom in datoms])
@@ -75,8 +83,16 @@ class StateWindow:
         pairs = np.concatenate([np.stack([e[one], a[one]], axis=1),
                                 self._keys(ops.retract_attributes, 2)])
         triples = np.stack([e[~one], a[~one], v[~one]], axis=1)
-        self.read(self.ids_of(ops.retract_entities), backward, pairs=_known(pairs),
-                  triples=_known(triples))
+        forward, pairs, triples = self.ids_of(ops.retract_entities), _known(pairs), _known(
+            triples)
+        plain = not (len(backward) or ops.retract_attributes)
+        plans = steps(set(attributes)) if plain and len(datoms) < self._spark.split_datoms else ()
+        if plans:
+            events = batch_events(self.db.ids, schema, batch)
+            self.db.load(self.db.ids, self._spark.read_and_step(
+                _distinct(forward, _NO_IDS, pairs, triples), events, plans))
+        else:
+            self.read(forward, backward, pairs=pairs, triples=triples)
 
     def read_datoms(self, pairs: Ints, triples: Ints) -> None:
         """The datoms under the ``(e, a)`` rows of ``pairs`` (ids), and those of the
@@ -91,8 +107,7 @@ class StateWindow:
         present — replacing what the window held."""
         if len(forward) or len(backward) or len(pairs) or len(triples):
             self.db.load(self.db.ids, self._spark.fetch(
-                np.unique(forward), np.unique(backward), hops, np.unique(pairs, axis=0),
-                np.unique(triples, axis=0)))
+                *_distinct(forward, backward, pairs, triples), hops=hops))
         else:
             self.forget()
 
@@ -141,6 +156,13 @@ class StateWindow:
             return _NO_KEYS[width]
         return np.stack([lookup_column(self.db.ids, [key[i] for key in keys])
                          for i in range(width)], axis=1).astype(np.int64)
+
+
+def _distinct(forward: Ints, backward: Ints, pairs: Ints, triples: Ints
+              ) -> tuple[Ints, Ints, Ints, Ints]:
+    """A read's ids and rows, each once."""
+    return (np.unique(forward), np.unique(backward), np.unique(pairs, axis=0),
+            np.unique(triples, axis=0))
 
 
 def _known(rows: Ints) -> Ints:

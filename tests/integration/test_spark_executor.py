@@ -136,6 +136,27 @@ def test_a_spark_step_counts_the_work_its_tasks_did(spark_settings: SparkSetting
                                                               counted[1].elements)] * 2
 
 
+def test_a_rules_join_on_spark_counts_the_work_its_tasks_did(
+        spark_settings: SparkSettings) -> None:
+    """A recursive rule's join programs run on Spark under ``executor=spark``; their tasks
+    send their work back too, so a tick counts what the local engine counts on it."""
+    spark, local = Engine(executor="spark", spark=spark_settings), Engine()
+    rules = "[[(reach ?a ?b) [?a :g/to ?b]] [(reach ?a ?b) [?a :g/to ?c] (reach ?c ?b)]]"
+    rnd = random.Random(3)
+    load = [[keyword("db/add"), rnd.randrange(30), TO, rnd.randrange(30)] for _ in range(40)]
+    for engine in (spark, local):
+        engine.transact(load)
+        engine.register("reach", "[:find ?a ?b :in $ % :where (reach ?a ?b)]", [rules])
+    counted = []
+    for tick in range(6):
+        tx = [[keyword("db/add"), rnd.randrange(30), TO, rnd.randrange(30)]]
+        assert spark.transact(tx) == local.transact(tx), f"tick {tick}"
+        counted.append([(engine.last_work["reach"].calls, engine.last_work["reach"].elements)
+                        for engine in (spark, local)])
+    assert all(ours == theirs for ours, theirs in counted)
+    assert max(calls for (calls, _), _ in counted) > 4  # joins of many calls among them
+
+
 def _three_queries(spark_settings: SparkSettings) -> tuple[Engine, Engine, SparkExecutor]:
     """A Spark engine and a local one over one graph, a triangle, a two-path and the edges
     registered on each."""

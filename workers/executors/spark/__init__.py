@@ -5,8 +5,11 @@
 - ``state``: the database as immutable files under a state location (base + a batch per
   tick, a manifest per version, compacted in the background);
 - ``cache``: the state as a task opens it, cached per Python worker and caught up;
-- ``tasks``: the ``mapInArrow`` bodies (derive, distinct, evaluate, join a share);
-- ``executor``: a step as one job of two stages, an evaluation as one stage;
+- ``window``: the driver's database under ``executor=spark``, what a tick reads of the
+  state;
+- ``tasks``: the ``mapInArrow`` bodies (derive, distinct, evaluate, join a share, read);
+- ``executor``: a step as one job of two stages (a small tick's: one stage, with its
+  read), an evaluation as one stage;
 - ``rules``: derived relations' join programs, their levels as Spark jobs;
 - ``jobs``: job groups — progress of long actions, jobs and stages per action;
 - ``standalone``: a standalone cluster (master and workers) on 127.0.0.1 from the pip

@@ -14,7 +14,10 @@ steps at once — a job's floor per tick, not per query:
 4. one ``toArrow`` collects the set changes (value ids, decoded by the engine).
 
 A tick smaller than ``split_datoms`` skips the split: one task does both stages' work, so
-a small tick is one stage of one task — the floor of a Spark job.
+a small tick is one stage of one task — the floor of a Spark job.  Under ``executor=spark``
+that task is the one that reads what the driver normalises the tick against
+(:meth:`read_and_step`): it steps by the delta it assumes, and :meth:`steps` uses its rows
+when the driver's delta is that one — a small tick is then one job in all.
 
 An evaluation (a bootstrap) is one stage: each task derives the result's rows of its share
 of the first variable's values; the driver takes their union.  A join program of derived
@@ -157,7 +160,7 @@ class SparkExecutor:
                                              *map(column, range(tick.width)))
                 table = by_row.mapInArrow(partial(tasks.distinguish, tick),
                                           schema(tick.width, tagged=True)).toArrow()
-        return [_counted(tasks.to_rows(part, len(plan.find)), work, tick.counted(query))
+        return [_counted(tasks.to_rows(part, len(plan.find)), work, tick.counters.of(query))
                 for query, (part, plan, work) in enumerate(zip(
                     tasks.by_query(table, len(plans)), plans, works, strict=True))]
 
@@ -171,19 +174,20 @@ class SparkExecutor:
         with self.jobs.action(f"evaluation of {plan.find}"):
             table = self._shares(shares).mapInArrow(partial(tasks.evaluate, tick),
                                                     schema(width)).toArrow()
-        return _counted(dict.fromkeys(tasks.to_rows(table, width), 1), work, tick.counted(0))
+        return _counted(dict.fromkeys(tasks.to_rows(table, width), 1), work, tick.counters.of(0))
 
     def run_rows(self, program: JoinProgram, rows: Mapping[Row, int], delta: MemoryArrangement,
                  derived: Relations, work: Work) -> dict[Row, int]:
         """Rows over the program's seed variables through its checks and levels (GenericJoin
         levels only: the caller runs the other ops), reading derived relations too."""
         task = Rows(self.manifest(), program, tasks.constants(program, self.db.ids),
-                    _columns(delta), self.shares, dict(rows), tasks.tuples(derived))
+                    _columns(delta), self.shares, dict(rows), tasks.tuples(derived),
+                    self.jobs.counters(1))
         width = len(program.output)
         with self.jobs.action(f"join from {program.seed_vars}"):
             table = self._shares(task.shares).mapInArrow(partial(tasks.join, task),
                                                          schema(width)).toArrow()
-        return _counted(tasks.to_rows(table, width), work)
+        return _counted(tasks.to_rows(table, width), work, task.counters.of(0))
 
     def fetch(self, forward: Ints, backward: Ints, pairs: Ints, triples: Ints,
               hops: int = 0) -> tuple[Ids, Ids, Ids]:
@@ -221,7 +225,7 @@ class SparkExecutor:
             (tick.manifest.epoch, tick.manifest.version), plans,
             DatomColumns(e.astype(np.int32), a.astype(np.int32), v.astype(np.int32), w),
             [tasks.to_rows(part, len(plan.find)) for part, plan in zip(parts, plans, strict=True)],
-            [tick.counted(query) for query in range(len(plans))],
+            [tick.counters.of(query) for query in range(len(plans))],
             time.perf_counter() - started)
         e, a, v = (datoms.column(column(i)).to_numpy().astype(np.int32) for i in range(3))
         return e, a, v
@@ -270,7 +274,7 @@ class SparkExecutor:
     def _tick(self, plans: tuple[Plan, ...], delta: DatomColumns, shares: int,
               least_width: int = 0) -> Tick:
         return Tick(self.manifest(), plans, tasks.constants(plans, self.db.ids), delta, shares,
-                    self.jobs.counters(2 * len(plans)), least_width)
+                    self.jobs.counters(len(plans)), least_width)
 
     def _shares(self, count: int) -> DataFrame:
         """One row per share, each in a partition of its own."""
@@ -290,8 +294,7 @@ def _same(one: DatomColumns, other: DatomColumns) -> bool:
     return all(np.array_equal(x, y) for x, y in zip(*ordered, strict=True))
 
 
-def _counted(rows: dict[Row, int], work: Work, tasks_work: Work | None = None
-             ) -> dict[Row, int]:
+def _counted(rows: dict[Row, int], work: Work, tasks_work: Work | None) -> dict[Row, int]:
     """``rows``, with the work that made them added to ``work``: what the tasks counted, or
     (no counters) one call and the rows."""
     work.add(Work(1, len(rows)) if tasks_work is None else tasks_work)

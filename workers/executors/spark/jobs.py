@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING
 
 from pyspark.accumulators import Accumulator, AccumulatorParam
 
+from workers.executors.work import Work
+
 if TYPE_CHECKING:
     from pyspark import SparkContext, StatusTracker
     from pyspark.sql import SparkSession
@@ -39,6 +41,31 @@ class JobCount:
     stages: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class WorkCounts:
+    """The work the tasks of one action did for each of its ``plans`` (calls and elements),
+    sent back with each task's result; ``sums`` is None under Spark Connect (nothing is
+    counted: no accumulators there)."""
+
+    plans: int
+    sums: Accumulator[list[int]] | None
+
+    def add(self, plan: int, work: Work) -> None:
+        """A task's ``work`` for plan number ``plan``."""
+        if self.sums is not None:
+            counts = [0] * (2 * self.plans)
+            counts[2 * plan:2 * plan + 2] = work.calls, work.elements
+            self.sums.add(counts)
+
+    def of(self, plan: int) -> Work | None:
+        """The tasks' work for plan number ``plan`` (on the driver, after the action); None
+        when nothing is counted."""
+        if self.sums is None:
+            return None
+        calls, elements = self.sums.value[2 * plan:2 * plan + 2]
+        return Work(calls, elements)
+
+
 class JobGroups:
     """Runs actions in numbered job groups of one session."""
 
@@ -50,11 +77,10 @@ class JobGroups:
         self.last = JobCount()
         self.total = JobCount()
 
-    def counters(self, size: int) -> Accumulator[list[int]] | None:
-        """``size`` counts that the tasks of the next action add to (their work, sent back
-        with each task's result); None under Spark Connect."""
-        return None if self._context is None else self._context.accumulator([0] * size,
-                                                                            _Sums())
+    def counters(self, plans: int) -> WorkCounts:
+        """What the tasks of the next action add their work to, for each of its ``plans``."""
+        return WorkCounts(plans, None if self._context is None else
+                          self._context.accumulator([0] * (2 * plans), _Sums()))
 
     @contextmanager
     def action(self, what: str) -> Iterator[None]:

@@ -34,7 +34,7 @@ import dataclasses
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -51,6 +51,7 @@ from workers.executors.generic_join import compile_program, run
 from workers.executors.local import LocalExecutor, PreparedPlan
 from workers.executors.share import WHOLE, Share
 from workers.executors.spark.cache import PlanIds, open_state
+from workers.executors.spark.jobs import WorkCounts
 from workers.executors.spark.state import Manifest, summed, write_part
 from workers.executors.terms import derivation_change
 from workers.executors.vectorised import (
@@ -62,9 +63,6 @@ from workers.executors.vectorised import (
 )
 from workers.executors.work import Work
 from workers.plan.ir import JoinProgram, Plan, Step, StepKind
-
-if TYPE_CHECKING:
-    from pyspark.accumulators import Accumulator
 
 WEIGHT = "w"
 QUERY = "q"  # a step's rows: which of the tick's plans each belongs to
@@ -92,28 +90,13 @@ class Tick:
     constants: dict[Any, int]
     delta: DatomColumns
     shares: int
-    counters: Accumulator[list[int]] | None  # per plan its calls and elements (JobGroups)
+    counters: WorkCounts  # what the tasks did for each plan
     least_width: int = 0  # rows of other kinds in the same job (:class:`Speculation`)
 
     @property
     def width(self) -> int:
         """The columns of the step's rows: the widest query's (the others padded)."""
         return max(self.least_width, *(len(plan.find) for plan in self.plans))
-
-    def count(self, query: int, work: Work) -> None:
-        """Add a task's ``work`` for plan number ``query`` to the step's counters."""
-        if self.counters is not None:
-            counts = [0] * (2 * len(self.plans))
-            counts[2 * query:2 * query + 2] = work.calls, work.elements
-            self.counters.add(counts)
-
-    def counted(self, query: int) -> Work | None:
-        """The work the tasks counted for plan number ``query`` (on the driver, after the
-        job); None without counters."""
-        if self.counters is None:
-            return None
-        calls, elements = self.counters.value[2 * query:2 * query + 2]
-        return Work(calls, elements)
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +111,7 @@ class Rows:
     shares: int
     rows: dict[Row, int]
     relations: dict[str, tuple[RelationArrangement, RelationArrangement]]
+    counters: WorkCounts  # of one plan: the program
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,7 +228,7 @@ def _derived(bound: Bound, tick: Tick, shares: Iterable[Share]) -> Iterator[pa.R
             else:
                 assert vector is not None
                 rows = _from_frame(bound.vector.derivations(vector, work, share))
-            tick.count(query, work)
+            tick.counters.add(query, work)
             yield _tagged(rows, query, tick.width)
 
 
@@ -293,7 +277,7 @@ def _set_changes(bound: Bound, tick: Tick, table: pa.Table) -> Iterator[pa.Recor
         if part.num_rows:
             work = Work()
             changes = _query_set_changes(bound, plan, part, work)
-            tick.count(query, work)
+            tick.counters.add(query, work)
             yield _tagged(changes, query, tick.width)
 
 
@@ -326,14 +310,16 @@ def evaluate(tick: Tick, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Recor
             else:
                 assert full is not None
                 yield _from_frame(bound.vector.evaluation(full, work, share))
-        tick.count(0, work)
+        tick.counters.add(0, work)
 
 
 def join(task: Rows, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     bound = Bound(task.manifest, task.constants, task.delta)
     program = compile_program(task.program, bound.db, bound.delta.arranged(), task.relations)
+    work = Work()
     for share in _shares(batches, task.shares):
-        yield _from_rows(run(program, share.rows(task.rows), Work()), len(task.program.output))
+        yield _from_rows(run(program, share.rows(task.rows), work), len(task.program.output))
+    task.counters.add(0, work)
 
 
 def fetch(request: Fetch, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

@@ -500,6 +500,15 @@ class Engine:
         return EngineState(self.db.ids if shared else self.db.ids.copy(), columns, self.schema,
                            self.tx)
 
+    def dictionary(self, kinds: npt.NDArray[np.int8], payloads: npt.NDArray[np.int64],
+                   objects: list[Any]) -> ValueIds:
+        """A snapshot's dictionary (its entries) as this engine keeps it: in memory, or
+        under ``executor=spark`` in files, written as it is read (a worker's restore, which
+        then adopts it: :meth:`restore`)."""
+        if self.window is None:
+            return ValueIds.from_entries(kinds, payloads, objects)
+        return self.window.dictionary(kinds, payloads, objects)
+
     def restore(self, state: EngineState, adopt: bool = False) -> None:
         """Take a snapshot's database; registered queries are bound to it anew (their
         constants are numbered in the snapshot's dictionary).  The dictionary is copied (the

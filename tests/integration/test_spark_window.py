@@ -9,6 +9,7 @@ retracted attributes, pulls re-read when the schema changes."""
 from __future__ import annotations
 
 from itertools import pairwise
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -31,9 +32,11 @@ from tests.property.test_batches import MAINTAINED, one_at_a_time
 from tests.property.test_columns import TYPED_TX, as_columns, outcome
 from tests.property.test_columns import transactions as column_transactions
 from tests.property.test_incremental_matches_recompute import QUERIES
+from workers.arrangements.spilled import SpilledValueIds
 from workers.edn import keyword
 from workers.engine import Engine
 from workers.executors.spark import SparkSettings
+from workers.runtime.checkpoint import SnapshotStore
 
 pytestmark = pytest.mark.spark
 ADD, FRIEND = keyword("db/add"), keyword("friend")
@@ -168,6 +171,29 @@ def test_a_restored_snapshot_becomes_the_state_not_the_drivers(
     assert restored.db.ids.resident == 0  # the snapshot's dictionary written out at once
     assert restored.result("tri") == local.result("tri")
     tick = [[ADD, 3, TO, 0], [RETRACT, 5, TO, 6]]
+    assert restored.transact(tick) == local.transact(tick)
+    assert _datoms(restored) == _datoms(local)
+
+
+def test_a_worker_restore_reads_the_dictionary_into_files_and_keeps_it(
+        spark_settings: SparkSettings, tmp_path: Path) -> None:
+    """As a worker restores (a snapshot file read with the engine's ``dictionary``, then
+    adopted): the dictionary is written to files as it is read, and that one is kept."""
+    spark, local = Engine(executor="spark", spark=spark_settings), Engine()
+    for engine in (spark, local):
+        engine.transact([[ADD, a, TO, b] for a in range(30) for b in range(a + 1, a + 4)])
+        engine.transact([[ADD, a, NAME, f"n{a}"] for a in range(0, 30, 3)])
+    store = SnapshotStore.at(str(tmp_path))
+    store.save(spark.state(shared=True))
+    restored = Engine(executor="spark", spark=spark_settings)
+    for engine in (restored, local):
+        engine.register("tri", QUERIES[0])
+    state = store.latest(at_most=spark.tx, dictionary=restored.dictionary)
+    assert state is not None and isinstance(state.values, SpilledValueIds)
+    restored.restore(state, adopt=True)
+    assert restored.db.ids is state.values and restored.db.ids.resident == 0
+    assert restored.result("tri") == local.result("tri")
+    tick = [[ADD, 3, TO, 0], [RETRACT, 5, TO, 6], [ADD, 6, NAME, "n6"]]
     assert restored.transact(tick) == local.transact(tick)
     assert _datoms(restored) == _datoms(local)
 

@@ -119,6 +119,37 @@ class SpilledValueIds(ValueIds):
         self._decoded: dict[int, Any] = {}  # spilled id -> its value
 
     @classmethod
+    def from_entries(cls, kinds: npt.NDArray[np.int8], payloads: npt.NDArray[np.int64],
+                     objects: Sequence[Any], spill_values: int = SPILL_VALUES
+                     ) -> SpilledValueIds:
+        """The dictionary of :meth:`ValueIds.entries` (a snapshot's, its columns perhaps
+        mapped from its file) written to the files ``MERGE_ROWS`` ids at a time — never
+        held whole in memory, as :meth:`ValueIds.from_entries` holds it — with the same
+        checks (ValueError: a damaged or forged snapshot)."""
+        if len(payloads) != len(kinds) or len(kinds) > MAX_IDS:
+            raise ValueError("the value entries do not describe a dictionary")
+        spilled = cls(spill_values)
+        first = 0  # the piece's first object
+        for start in range(0, len(kinds), MERGE_ROWS):
+            piece_kinds = np.asarray(kinds[start:start + MERGE_ROWS])
+            piece_payloads = np.asarray(payloads[start:start + MERGE_ROWS], np.int64)
+            is_int = piece_kinds == INT_KIND
+            count = len(is_int) - int(is_int.sum())
+            if not np.all(is_int | (piece_kinds == OBJECT_KIND)) or not np.array_equal(
+                    piece_payloads[~is_int], np.arange(first, first + count)):
+                raise ValueError("the value entries do not describe a dictionary")
+            piece_objects = objects[first:first + count]
+            if any(int_key(x) is not None for x in piece_objects):
+                raise ValueError("a value appears twice in the dictionary")
+            spilled._write(piece_kinds, np.where(is_int, piece_payloads, piece_payloads - first),
+                           piece_objects)
+            first += count
+        if first != len(objects):
+            raise ValueError("the value entries do not describe a dictionary")
+        spilled._check_distinct()
+        return spilled
+
+    @classmethod
     def of(cls, values: ValueIds, spill_values: int = SPILL_VALUES) -> SpilledValueIds:
         """``values`` (a restored snapshot's dictionary, handed over) spilled at once."""
         spilled = cls(spill_values)
@@ -212,15 +243,13 @@ class SpilledValueIds(ValueIds):
         return found + self._tier.objects(distinct[distinct >= self._base] - self._base)
 
     def entries(self) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.int64], list[Any]]:
-        """Read from the files (a snapshot's: the whole dictionary, for as long as it is
-        written)."""
-        kinds, payloads, objects = self._tier.entries()
-        payloads = np.where(kinds == OBJECT_KIND, payloads + self._spilled_objects, payloads)
-        spilled = self._unpickled(range(self._spilled_objects))
-        entries = (np.concatenate([self._log("kinds"), kinds]),
-                   np.concatenate([self._log("payload"), payloads]), spilled + objects)
-        self._maps.release()
-        return entries
+        """The value log's columns mapped from its files, once the tier is written out (a
+        snapshot's: read as it is written, not copied), and the objects unpickled.  Their
+        pages go with the next :meth:`release`."""
+        if self._tier.size:
+            self._write_out()
+        return (self._log("kinds"), self._log("payload"),
+                self._unpickled(range(self._spilled_objects)))
 
     def copy(self) -> ValueIds:
         """An independent copy, in memory (a snapshot's)."""
@@ -346,7 +375,13 @@ class SpilledValueIds(ValueIds):
 
     def _write_out(self) -> None:
         """The tier's values appended to the log and written as runs; a fresh tier."""
-        kinds, payloads, objects = self._tier.entries()
+        self._write(*self._tier.entries())
+        self._tier = ValueIds()
+
+    def _write(self, kinds: npt.NDArray[np.int8], payloads: npt.NDArray[np.int64],
+               objects: Sequence[Any]) -> None:
+        """Entries numbered from ``_base`` (``payloads``: ints, or indexes in ``objects``)
+        appended to the log and written as runs."""
         is_int = kinds == INT_KIND
         ids = np.arange(self._base, self._base + len(kinds), dtype=np.int32)
         blobs = [pickle.dumps(x, pickle.HIGHEST_PROTOCOL) for x in objects]
@@ -363,7 +398,27 @@ class SpilledValueIds(ValueIds):
         self._base += len(kinds)
         self._spilled_objects += len(objects)
         self._object_bytes = int(ends[-1]) if len(ends) else self._object_bytes
-        self._tier = ValueIds()
+
+    def _check_distinct(self) -> None:
+        """ValueError when a value has two ids: the runs merged into one of ints and one of
+        hashes, and their equal neighbours looked at (objects of one hash compared)."""
+        for runs in (self._ints, self._hashes):
+            while len(runs) >= 2:
+                runs[-2:] = [self._merged(runs[-2], runs[-1])]
+        colliding: list[int] = []  # ids of objects whose hash another has
+        for run, objects in [(run, False) for run in self._ints] + [
+                (run, True) for run in self._hashes]:
+            keys, ids = self._maps.array(run.keys, np.int64), self._maps.array(run.ids, np.int32)
+            for start in range(0, run.size - 1, MERGE_ROWS):
+                piece = keys[start:start + MERGE_ROWS + 1]
+                equal = np.flatnonzero(piece[1:] == piece[:-1]) + start
+                if len(equal) and not objects:
+                    raise ValueError("a value appears twice in the dictionary")
+                colliding += ids[np.concatenate([equal, equal + 1])].tolist()
+        found = self._spilled_values(np.unique(np.array(colliding, np.int64)))
+        if len({object_key(x) for x in found}) != len(found):
+            raise ValueError("a value appears twice in the dictionary")
+        self._maps.release()
 
     def _pushed(self, runs: list[_Run], keys: npt.NDArray[np.int64],
                 ids: IdArray) -> list[_Run]:

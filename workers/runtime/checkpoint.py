@@ -36,6 +36,7 @@ from pathlib import Path
 
 import pyarrow.fs as pafs
 
+from workers.arrangements.values import ValueIds
 from workers.config import mask_url
 from workers.engine import EngineState
 from workers.errors import ErrorCode, WorkersError
@@ -90,16 +91,18 @@ class SnapshotStore:
         self._prune()  # Step 3
         return target
 
-    def latest(self, at_most: int) -> EngineState | None:
-        """The newest readable snapshot whose transaction is at most ``at_most``."""
+    def latest(self, at_most: int, dictionary: snapshot_format.Dictionary = ValueIds.from_entries
+               ) -> EngineState | None:
+        """The newest readable snapshot whose transaction is at most ``at_most``, its
+        dictionary made by ``dictionary`` (:func:`snapshot_format.read`)."""
         for tx, path in reversed(self._snapshots(SUFFIX)):
             if tx > at_most:
                 continue
             try:
                 if isinstance(self.filesystem, pafs.LocalFileSystem):  # columns mapped
-                    return snapshot_format.read(Path(path))
+                    return snapshot_format.read(Path(path), dictionary)
                 with self.filesystem.open_input_file(path) as source:  # seekable
-                    return snapshot_format.read(source)
+                    return snapshot_format.read(source, dictionary)
             except FileNotFoundError:  # another worker pruned it
                 continue
             except (OSError, snapshot_format.SnapshotFormatError) as error:
@@ -165,11 +168,12 @@ class Snapshots:
         self._due = self._fresh + interval_s
         self._seen: int | None = None  # the newest snapshot this worker knows of
 
-    def load(self, at_most: int) -> EngineState | None:
+    def load(self, at_most: int, dictionary: snapshot_format.Dictionary = ValueIds.from_entries
+             ) -> EngineState | None:
         """The newest readable snapshot at or below ``at_most`` (see :meth:`SnapshotStore.
         latest`)."""
         self._seen = self.store.newest()
-        return self.store.latest(at_most)
+        return self.store.latest(at_most, dictionary)
 
     def age_s(self) -> float:
         """Time since this worker wrote a snapshot or saw a newer one (or started)."""

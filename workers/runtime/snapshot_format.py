@@ -47,6 +47,11 @@ from workers.engine import EngineState
 FORMAT, VERSION = "deltalog-snapshot", 1
 HEADER = "header.json"
 COLUMNS = ("e", "a", "v")
+MAPPED = (*COLUMNS, "kinds", "payload")  # a local file's members mapped, not read
+# Makes the dictionary of a snapshot's entries (kinds, payloads, objects): ValueError when
+# they do not describe one.  ``ValueIds.from_entries`` in memory; a driver under Spark
+# writes them to files (``SpilledValueIds.from_entries``).
+Dictionary = Callable[[npt.NDArray[np.int8], npt.NDArray[np.int64], list[Any]], ValueIds]
 
 
 class SnapshotFormatError(ValueError):
@@ -95,11 +100,13 @@ def write(state: EngineState, stream: IO[bytes]) -> None:
                                           allow_pickle=False)
 
 
-def read(data: bytes | IO[bytes] | Path) -> EngineState:
+def read(data: bytes | IO[bytes] | Path,
+         dictionary: Dictionary = ValueIds.from_entries) -> EngineState:
     """The state in a snapshot's bytes, in a seekable file of them (read member by member:
-    the file is never held whole), or in a local file whose datom columns are then
-    memory-mapped (their pages are the file's, not the heap's: a restore under
-    ``executor=spark`` writes them to Spark's state as they are);
+    the file is never held whole), or in a local file whose datom columns and value
+    entries are then memory-mapped (their pages are the file's, not the heap's: a restore
+    under ``executor=spark`` writes them to Spark's state and to the driver's dictionary
+    files as they are), its dictionary made by ``dictionary``;
     :class:`SnapshotFormatError` when they are not one this version reads, naming why."""
     local = data if isinstance(data, Path) else None
     try:
@@ -113,7 +120,7 @@ def read(data: bytes | IO[bytes] | Path) -> EngineState:
                                           f"{FORMAT!r} version {VERSION}")
             arrays = {name.removesuffix(".npy"): _array(archive, name, local)
                       for name in archive.namelist() if name.endswith(".npy")}
-        return _state(header, arrays)
+        return _state(header, arrays, dictionary)
     except SnapshotFormatError:
         raise
     except (zipfile.BadZipFile, KeyError, ValueError, TypeError, IndexError, OSError,
@@ -126,11 +133,11 @@ CRC_PIECE = 1 << 24  # bytes of a mapped member checked at once
 
 
 def _array(archive: zipfile.ZipFile, name: str, local: Path | None) -> npt.NDArray[Any]:
-    """A member's array: a datom column of a local file mapped from it when stored
-    uncompressed (its CRC-32 checked first, reading the file a piece at a time, as reading
-    the member would), any other member read."""
+    """A member's array: a datom column or value entries of a local file mapped from it
+    when stored uncompressed (its CRC-32 checked first, reading the file a piece at a time,
+    as reading the member would), any other member read."""
     info = archive.getinfo(name)
-    if (local is None or name.removesuffix(".npy") not in COLUMNS
+    if (local is None or name.removesuffix(".npy") not in MAPPED
             or info.compress_type != zipfile.ZIP_STORED or info.file_size < MAPPED_MIN_BYTES):
         return np.lib.format.read_array(archive.open(name), allow_pickle=False)
     with archive.open(name) as member:
@@ -160,11 +167,12 @@ def _array(archive: zipfile.ZipFile, name: str, local: Path | None) -> npt.NDArr
 _LOCAL_HEADER = struct.Struct("<4s22sHH")
 
 
-def _state(header: dict[str, Any], arrays: dict[str, npt.NDArray[Any]]) -> EngineState:
+def _state(header: dict[str, Any], arrays: dict[str, npt.NDArray[Any]],
+           dictionary: Dictionary) -> EngineState:
     tags = arrays["object_tags"].tobytes().decode("ascii")
     strings = _texts(arrays["object_offsets"], arrays["object_text"], len(tags))
     objects = [_DECODE[tag](item) for tag, item in zip(tags, strings, strict=True)]
-    values = ValueIds.from_entries(arrays["kinds"], arrays["payload"], objects)
+    values = dictionary(arrays["kinds"], arrays["payload"], objects)
     columns = tuple(arrays[name].astype(np.int32, copy=False) for name in COLUMNS)
     _check_datoms(columns, values.size)
     schema = Schema({_decode(tag, text): Attribute(

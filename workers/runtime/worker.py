@@ -195,7 +195,8 @@ class Worker(Closing):
         # by one taking its queries up: then a new producer sweeps before the first commit.
         self._unswept = self._sink.worker_topics()
         self._sweep()
-        state = self.snapshots.load(at_most=_snapshot_bound(self._progress()))  # Step 3
+        state = self.snapshots.load(at_most=_snapshot_bound(self._progress()),  # Step 3
+                                    dictionary=self.engine.dictionary)
         if state is not None:
             self.engine.restore(state, adopt=True)  # read for this engine alone
             log.info("loaded snapshot at tx %d", state.tx)

@@ -112,6 +112,63 @@ def test_a_snapshot_dictionary_is_spilled_at_once_with_its_ids() -> None:
     assert spilled.intern("six") == 5
 
 
+@settings(max_examples=100)
+@given(st.lists(steps, max_size=30), st.lists(steps, max_size=10), st.integers(1, 5),
+       st.integers(1, 4))
+def test_a_snapshot_dictionary_written_a_piece_at_a_time_answers_as_the_one_in_memory(
+        before: list[Any], after: list[Any], spill: int, merge_rows: int) -> None:
+    """A snapshot's entries written to the files ``merge_rows`` ids at a time (a restore
+    under Spark), then numbering goes on in both: the same ids, values and lookups."""
+    memory = ValueIds()
+    for step in before:
+        _intern(memory, step)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(spilled_module, "MERGE_ROWS", merge_rows)
+        spilled = SpilledValueIds.from_entries(*memory.entries(), spill_values=spill)
+        assert spilled.resident == 0 and spilled.size == memory.size
+        for step in after:
+            assert _intern(spilled, step) == _intern(memory, step)
+    everything = np.arange(memory.size)
+    assert spilled.values(everything) == memory.values(everything)
+    asked = [x for step in before + after for x in (
+        step.tolist() if isinstance(step, np.ndarray) else step if isinstance(step, tuple)
+        else [step])]
+    assert lookup_column(spilled, asked).tolist() == lookup_column(memory, asked).tolist()
+    kinds, payloads, objects = spilled.entries()  # the files' own columns, as a save reads
+    assert spilled.resident == 0
+    assert [kinds.tolist(), payloads.tolist(), list(map(repr, objects))] == [
+        part.tolist() if isinstance(part, np.ndarray) else list(map(repr, part))
+        for part in memory.entries()]
+
+
+@pytest.mark.parametrize("entries", [
+    ([0, 0], [5, 5], []),  # an int twice
+    ([1, 1], [0, 1], ["x", "x"]),  # an object twice
+    ([0, 1], [5, 0], [5]),  # an int as an object
+    ([2], [0], []),  # no such kind
+    ([1], [3], ["x"]),  # an object's index out of place
+    ([0], [1, 2], []),  # columns of different lengths
+])
+def test_entries_that_do_not_describe_a_dictionary_are_refused_as_in_memory(
+        entries: tuple[list[int], list[int], list[Any]]) -> None:
+    kinds, payloads, objects = np.array(entries[0], np.int8), np.array(entries[1]), entries[2]
+    with pytest.raises(ValueError) as in_memory:
+        ValueIds.from_entries(kinds, payloads, objects)
+    with pytest.raises(ValueError) as in_files:
+        SpilledValueIds.from_entries(kinds, payloads, objects, spill_values=1)
+    assert str(in_files.value) == str(in_memory.value)
+
+
+def test_objects_of_one_hash_are_told_apart_by_value_when_entries_are_checked(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Distinct objects whose hashes collide are a dictionary; one object twice is not."""
+    monkeypatch.setattr(spilled_module, "hash", lambda _: 1, raising=False)
+    kinds = np.ones(3, np.int8)
+    assert SpilledValueIds.from_entries(kinds, np.arange(3), ["a", "b", "c"]).lookup("c") == 2
+    with pytest.raises(ValueError, match="twice"):
+        SpilledValueIds.from_entries(kinds, np.arange(3), ["a", "b", "a"])
+
+
 def test_every_public_method_answers_from_the_files_not_the_unset_columns() -> None:
     """The inherited columns are left unset: a method not overridden would read them."""
     public = {name for name in vars(ValueIds) if not name.startswith("_")} - {"from_entries"}

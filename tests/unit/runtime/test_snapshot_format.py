@@ -8,10 +8,13 @@ import json
 import struct
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
+from workers.arrangements.spilled import SpilledValueIds
+from workers.arrangements.values import ValueIds
 from workers.edn import keyword
 from workers.engine import Engine, EngineState
 from workers.runtime import snapshot_format
@@ -141,6 +144,42 @@ def test_a_local_files_datom_columns_are_mapped_and_read_the_same(
     restored = Engine()
     restored.restore(mapped, adopt=True)
     assert sorted(map(repr, restored.db.datoms())) == sorted(map(repr, _engine().db.datoms()))
+
+
+def test_a_dictionary_read_into_files_holds_what_the_one_in_memory_holds(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A restore under ``executor=spark`` makes the snapshot's dictionary in files from its
+    value entries, mapped from a local file (never whole on the heap)."""
+    monkeypatch.setattr(snapshot_format, "MAPPED_MIN_BYTES", 0)
+    path = tmp_path / "snapshot.zip"
+    path.write_bytes(_bytes(_engine().state()))
+    given: list[type] = []
+
+    def in_files(kinds: np.ndarray, payloads: np.ndarray, objects: list[Any]) -> ValueIds:
+        given.extend([type(kinds), type(payloads)])
+        return SpilledValueIds.from_entries(kinds, payloads, objects, spill_values=2)
+
+    state, in_memory = snapshot_format.read(path, in_files), snapshot_format.read(path)
+    assert given == [np.memmap, np.memmap] and isinstance(state.values, SpilledValueIds)
+    everything = np.arange(in_memory.values.size)
+    assert state.values.values(everything) == in_memory.values.values(everything)
+    assert [type(x) for x in state.values.values(everything)] == [
+        type(x) for x in in_memory.values.values(everything)]
+
+
+def test_a_dictionary_numbering_a_value_twice_is_refused_in_files_too() -> None:
+    state = _engine().state()
+    kinds, payloads, objects = state.values.entries()
+    ints = np.flatnonzero(kinds == 0)
+    payloads = payloads.copy()
+    payloads[ints[1]] = payloads[ints[0]]
+    forged = EngineState(ValueIds(), state.columns, state.schema, state.tx)
+    data = io.BytesIO()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ValueIds, "entries", lambda _: (kinds, payloads, objects))
+        snapshot_format.write(forged, data)
+    with pytest.raises(SnapshotFormatError, match="twice"):
+        snapshot_format.read(data.getvalue(), SpilledValueIds.from_entries)
 
 
 def test_a_damaged_mapped_column_is_refused(tmp_path: Path,

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from workers.arrangements import ArrangementRegistry
 from workers.arrangements.batch import Ids, Ints
@@ -135,14 +136,21 @@ class StateWindow:
         state a range at a time into files they map (:meth:`StateStore.columns`)."""
         return self._spark.store.columns()
 
+    def dictionary(self, kinds: npt.NDArray[np.int8], payloads: npt.NDArray[np.int64],
+                   objects: list[Any]) -> SpilledValueIds:
+        """A snapshot's dictionary as this driver keeps it: written to files as it is read
+        (:meth:`SpilledValueIds.from_entries`), never whole in memory."""
+        return SpilledValueIds.from_entries(kinds, payloads, objects, self._memory_values)
+
     def restored(self, values: ValueIds, columns: tuple[Ids, Ids, Ids]) -> None:
         """A snapshot's whole database becomes the state, written from its EAV columns as
         they are (the driver builds no arrangement of it); the driver keeps its
-        dictionary ``values``, written out to files at once."""
+        dictionary ``values``, written out to files at once unless it is (:meth:`dictionary`)."""
         self.datoms = len(columns[0])
         self._version += 1
         self._spark.reset(*columns)
-        self.values = SpilledValueIds.of(values, self._memory_values)
+        self.values = values if isinstance(values, SpilledValueIds) else SpilledValueIds.of(
+            values, self._memory_values)
         self.forget()
 
     def ids_of(self, values: Iterable[Any]) -> Ints:

@@ -64,6 +64,7 @@ class FailingSpark:
 
     def __init__(self) -> None:
         self.restored_count = 0
+        self.split_datoms = 10_000
 
     def prepare(self, plan: object, old: object, delta: object) -> object:
         return plan
@@ -83,12 +84,16 @@ class FailingSpark:
     def manifest(self) -> None:
         """Under ``executor=spark`` the state is written at the start: nothing to write."""
 
-    def fetch(self, forward: object, backward: object, hops: int = 0, pairs: object = None,
-              triples: object = None) -> tuple[Ids, Ids, Ids]:
+    def fetch(self, forward: object, backward: object, pairs: object, triples: object,
+              hops: int = 0) -> tuple[Ids, Ids, Ids]:
         """The datoms a tick normalises against: none (the database is empty), so that the
         step is the job that fails."""
         none = np.zeros(0, np.int32)
         return none, none, none
+
+    def read_and_step(self, read: object, events: object, plans: object) -> tuple[Ids, Ids, Ids]:
+        """A small tick's read and step in one job: the job that fails."""
+        raise RuntimeError("Py4JJavaError: Job aborted")
 
     def statistics(self) -> dict[int, tuple[int, int]]:
         return {}

@@ -43,6 +43,7 @@ from workers.arrangements.batch import (
     SUMMED_ROWS,
     Ids,
     set_weights,
+    sort_order,
     sorted_sum,
     summed_by_entity,
 )
@@ -165,9 +166,8 @@ def summed_in_ranges(manifest: Manifest, rows: int = SUMMED_ROWS) -> Iterator[Da
     (about ``rows`` datoms each), each range sliced out of every part: no more than a range
     is ever summed in memory.  A local location's parts are memory-mapped; a remote one's
     are read whole (``read_part``), so there the parts themselves are held."""
-    parts = [read_part(manifest.location, p) for p in manifest.parts()]
-    parts = [p if _sorted_by_entity(p) else p.take(np.argsort(p.e, kind="stable"))
-             for p in parts if len(p)]  # the bases are sorted; a batch is a tick's delta
+    parts = [part for p in manifest.parts() if len(part := read_part(manifest.location, p))]
+    assert all(_sorted_by_entity(p) for p in parts), "every part is written sorted by entity"
     for summed_range in summed_by_entity([(p.e, p.a, p.v, p.w) for p in parts], rows):
         yield DatomColumns(*summed_range)
 
@@ -220,13 +220,15 @@ class StateStore:
             self.manifest = None
 
     def append(self, delta: DatomColumns) -> None:
-        """The tick's effective delta as the next version's batch."""
+        """The tick's effective delta as the next version's batch, sorted by entity (as a
+        base is: a snapshot sums every part a range of entities at a time, never sorting
+        one whole)."""
         manifest = self.manifest
         assert manifest is not None, "append after reset"
         self._collect()
         version = manifest.version + 1
-        part = write_part(self.location, f"batch-{manifest.epoch}-{version}.arrow", delta,
-                          version)
+        part = write_part(self.location, f"batch-{manifest.epoch}-{version}.arrow",
+                          delta.take(sort_order(delta.e, delta.a, delta.v)), version)
         with self._lock:
             current = self.manifest
             assert current is not None

@@ -29,9 +29,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import shutil
+import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pyarrow.fs as pafs
@@ -48,6 +50,7 @@ PREFIX, SUFFIX, TEMPORARY = "snapshot-", ".zip", ".tmp"
 LEGACY = ".pickle"  # written by deltalog before this format: never read (pickles run code)
 TX_DIGITS = 20  # names sort as numbers do
 LISTING_ATTEMPTS = 10  # listings retried when a file vanishes while the directory is read
+DOWNLOAD_PIECE = 1 << 24  # bytes of a remote snapshot copied at once
 
 
 class SnapshotStore:
@@ -101,8 +104,8 @@ class SnapshotStore:
             try:
                 if isinstance(self.filesystem, pafs.LocalFileSystem):  # columns mapped
                     return snapshot_format.read(Path(path), dictionary)
-                with self.filesystem.open_input_file(path) as source:  # seekable
-                    return snapshot_format.read(source, dictionary)
+                with self._downloaded(path) as local:
+                    return snapshot_format.read(local, dictionary)
             except FileNotFoundError:  # another worker pruned it
                 continue
             except (OSError, snapshot_format.SnapshotFormatError) as error:
@@ -112,6 +115,17 @@ class SnapshotStore:
                         "and loading a pickle runs code; delete it once every worker is "
                         "upgraded", path)
         return None
+
+    @contextlib.contextmanager
+    def _downloaded(self, path: str) -> Iterator[Path]:
+        """A remote snapshot copied to a local temporary file a piece at a time, so that it
+        is read as a local one is — its columns and value entries mapped, never held on
+        the heap.  The file goes when the read is done (what maps it keeps its pages)."""
+        with tempfile.NamedTemporaryFile(prefix="deltalog-snapshot-", suffix=SUFFIX) as local, \
+                self.filesystem.open_input_stream(path) as source:
+            shutil.copyfileobj(source, local, DOWNLOAD_PIECE)
+            local.flush()
+            yield Path(local.name)
 
     def newest(self) -> int | None:
         """The transaction of the newest snapshot in the store (None: none yet)."""

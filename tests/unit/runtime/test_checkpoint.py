@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+import tempfile
 import threading
 from pathlib import Path
 
@@ -178,6 +179,24 @@ def test_an_in_memory_store_by_url() -> None:
     assert loaded is not None and loaded.values.size == _engine().state().values.size
     selector = pafs.FileSelector(store.directory)
     assert len(store.filesystem.get_file_info(selector)) == KEEP
+
+
+def test_a_remote_snapshot_is_read_as_a_local_file_then_let_go(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bucket's snapshot is copied to a local temporary file and read from it as a local
+    one is (its columns mapped, not on the heap); the file does not outlive the read."""
+    monkeypatch.setattr(snapshot_format, "MAPPED_MIN_BYTES", 0)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    store = SnapshotStore.at("mock:///fleet/snapshots")
+    expected = _engine().state()
+    store.save(expected)
+    loaded = store.latest(at_most=expected.tx)
+    assert loaded is not None and all(isinstance(c, np.memmap) for c in loaded.columns)
+    assert all(np.array_equal(c, e) for c, e in zip(loaded.columns, expected.columns,
+                                                    strict=True))
+    assert loaded.values.values(np.arange(expected.values.size)) == expected.values.values(
+        np.arange(expected.values.size))
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize("filesystem", ["local", "memory"])

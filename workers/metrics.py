@@ -43,6 +43,10 @@ SPARK_JOB_SECONDS = Histogram("deltalog_spark_job_duration_seconds",
                               "Time of one query's step on Spark (a tick steps its queries "
                               "in one job, its time shared equally among them).",
                               buckets=LATENCY_BUCKETS)
+SPARK_ASSUMED_STEPS = Counter(
+    "deltalog_spark_assumed_steps_total",
+    "Small ticks under executor=spark stepped in their read's job by an assumed delta: "
+    "used (the tick is one job), or stepped again by the driver's own (two jobs).", ["outcome"])
 RESULT_ROWS = Counter("deltalog_result_rows_total", "Result change rows written.", ["sign"])
 QUERIES = Gauge("deltalog_queries", "Queries this worker maintains.")
 LAST_TX = Gauge("deltalog_last_committed_tx", "Offset of the last transaction committed.")

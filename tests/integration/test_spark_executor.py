@@ -10,6 +10,7 @@ import sys
 import time
 
 import pytest
+from prometheus_client import REGISTRY
 
 from workers.arrangements import ArrangementRegistry, MemoryArrangement
 from workers.arrangements.delta import TickDelta
@@ -179,12 +180,14 @@ def test_a_small_tick_is_one_spark_job_of_one_stage(spark_settings: SparkSetting
     tick is that one job — its stages counted by the job groups."""
     engine, local, spark = _three_queries(spark_settings)
     edges = sorted(random_edges(5, 200, seed=7))
+    used = _assumed("used")
     for a, b in edges:
         tick = [[keyword("db/add"), a, TO, b], [keyword("db/add"), b, TO, a + 1]]
         before = spark.jobs.total
         assert engine.transact(tick) == local.transact(tick)
         assert spark.jobs.total.jobs - before.jobs == 1
         assert spark.jobs.total.stages - before.stages == 1
+    assert _assumed("used") - used == len(edges)  # what the metric tells an operator
     for a, b in edges[:2]:  # retractions too; and nothing to change: still one job
         tick = [[keyword("db/retract"), a, TO, b], [keyword("db/retract"), a, TO, b + 1000]]
         before = spark.jobs.total
@@ -204,13 +207,20 @@ def test_a_tick_whose_delta_is_not_the_assumed_one_steps_again(
     a, b = sorted(random_edges(1, 200, seed=11))[0]
     good = [[keyword("db/add"), a, TO, b], [keyword("db/add"), b, TO, a]]
     bad = [[keyword("db/add"), b, TO, 7], [keyword("db/retract"), b, TO, 7]]
-    before = spark.jobs.total
+    before, stepped_again = spark.jobs.total, _assumed("stepped_again")
     changes, refused = engine.transact_many([(good, 1), (bad, 2)])
     assert changes == local.transact_many([(good, 1), (bad, 2)])[0]
     assert [refusal.tx_id for refusal in refused] == [2]
     assert spark.jobs.total.jobs - before.jobs == 2
+    assert _assumed("stepped_again") - stepped_again == 1
     assert {name: engine.result(name) for name in ("tri", "path", "edge")} == {
         name: local.result(name) for name in ("tri", "path", "edge")}
+
+
+def _assumed(outcome: str) -> float:
+    """``deltalog_spark_assumed_steps_total`` of ``outcome``, as Prometheus scrapes it."""
+    return REGISTRY.get_sample_value("deltalog_spark_assumed_steps_total",
+                                     {"outcome": outcome}) or 0.0
 
 
 def test_steps_release_what_they_materialise(spark_settings: SparkSettings) -> None:

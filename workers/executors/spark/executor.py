@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from workers import metrics
 from workers.arrangements import ArrangementRegistry, MemoryArrangement
 from workers.arrangements.batch import Ids, Ints, set_weights, sort_order
 from workers.arrangements.delta import DatomColumns, TickDelta
@@ -66,6 +67,8 @@ if TYPE_CHECKING:
 # A tick of fewer datoms is stepped by one task in one stage: splitting it would add a stage
 # (a shuffle) that costs more than the work it shares out (docs/spark.md).
 SPLIT_DATOMS = 10_000
+_ASSUMED = {outcome: metrics.SPARK_ASSUMED_STEPS.labels(outcome)
+            for outcome in ("used", "stepped_again")}
 # A compaction writes a bucket of the base per this many datoms (at least one per share): a
 # task sums its bucket in memory.
 BUCKET_DATOMS = 4_000_000
@@ -139,6 +142,8 @@ class SparkExecutor:
         manifest = self.manifest()
         positions = None if speculated is None else speculated.holds(
             (manifest.epoch, manifest.version), plans, delta)
+        if speculated is not None:
+            _ASSUMED["stepped_again" if positions is None else "used"].inc()
         if positions is not None:
             assert speculated is not None
             for work in works:
@@ -189,12 +194,18 @@ class SparkExecutor:
                                                          schema(width)).toArrow()
         return _counted(tasks.to_rows(table, width), work, task.counters.of(0))
 
+    def forget_step(self) -> None:
+        """Drop a step done ahead by :meth:`read_and_step` and not used: the tick it was
+        for is over (or reads anew)."""
+        self._speculated = None
+
     def fetch(self, forward: Ints, backward: Ints, pairs: Ints, triples: Ints,
               hops: int = 0) -> tuple[Ids, Ids, Ids]:
         """The datoms of the entities ``forward`` and those pointing at the ids ``backward``
         (then ``hops`` more steps along what they hold), those under the ``(e, a)`` rows of
         ``pairs`` and the present ones of the ``(e, a, v)`` rows of ``triples``, in no
         order: one job, keyed by entity over the shares when the request is large."""
+        self.forget_step()
         size = len(forward) + len(backward) + len(pairs) + len(triples)
         shares = self.shares if hops == 0 and size >= self.split_datoms else 1
         request = Fetch(self.manifest(), forward, backward, hops, shares, pairs, triples)

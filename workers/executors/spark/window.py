@@ -113,10 +113,11 @@ class StateWindow:
             self.forget()
 
     def forget(self) -> None:
-        """Empty the window (a tick is over: the next fetches its own), and drop the pages
-        of the dictionary's files it read."""
+        """Empty the window (a tick is over: the next fetches its own), drop the pages of
+        the dictionary's files it read and any step done ahead."""
         self.db.load(self.values, (_NONE, _NONE, _NONE))
         self.values.release()
+        self._spark.forget_step()
 
     def applied(self, change: int) -> None:
         """A tick changed the number of datoms by ``change``."""

@@ -151,10 +151,9 @@ class SpilledValueIds(ValueIds):
 
     @classmethod
     def of(cls, values: ValueIds, spill_values: int = SPILL_VALUES) -> SpilledValueIds:
-        """``values`` (a restored snapshot's dictionary, handed over) spilled at once."""
+        """``values`` (an engine's dictionary in memory, handed over) spilled at once."""
         spilled = cls(spill_values)
-        spilled._tier = values.copy() if isinstance(values, SpilledValueIds) else values
-        spilled._write_out()
+        spilled._write(*values.entries())
         return spilled
 
     @property  # ValueIds's is a slot its own numbering keeps

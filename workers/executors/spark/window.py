@@ -78,22 +78,23 @@ class StateWindow:
             entities += [e for e, _ in ops.retract_attributes]
             self.read(self.ids_of(entities + ops.retract_entities), backward)
             return
+        plain = not (len(backward) or ops.retract_attributes)
+        plans = steps(set(attributes)) if plain and len(datoms) < self._spark.split_datoms else ()
+        if plans:  # the batch's values numbered once, for the read and the assumed delta
+            events = batch_events(self.db.ids, schema, batch)
+            columns = np.stack([events.e, events.a, events.v], axis=1).astype(np.int64)
+            read = _distinct(events.entities.astype(np.int64), _NO_IDS,
+                             columns[events.one, :2], columns[~events.one])
+            self.db.load(self.db.ids, self._spark.read_and_step(read, events, plans))
+            return
         one = np.array([schema[a].cardinality_one for a in attributes], bool)[of_datom]
         one[len(ops.adds):] = False  # a retraction reads its own datom only
         e, a, v = (lookup_column(self.db.ids, [datom[i] for datom in datoms]) for i in range(3))
         pairs = np.concatenate([np.stack([e[one], a[one]], axis=1),
                                 self._keys(ops.retract_attributes, 2)])
         triples = np.stack([e[~one], a[~one], v[~one]], axis=1)
-        forward, pairs, triples = self.ids_of(ops.retract_entities), _known(pairs), _known(
-            triples)
-        plain = not (len(backward) or ops.retract_attributes)
-        plans = steps(set(attributes)) if plain and len(datoms) < self._spark.split_datoms else ()
-        if plans:
-            events = batch_events(self.db.ids, schema, batch)
-            self.db.load(self.db.ids, self._spark.read_and_step(
-                _distinct(forward, _NO_IDS, pairs, triples), events, plans))
-        else:
-            self.read(forward, backward, pairs=pairs, triples=triples)
+        self.read(self.ids_of(ops.retract_entities), backward, pairs=_known(pairs),
+                  triples=_known(triples))
 
     def read_datoms(self, pairs: Ints, triples: Ints) -> None:
         """The datoms under the ``(e, a)`` rows of ``pairs`` (ids), and those of the

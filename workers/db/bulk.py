@@ -85,8 +85,8 @@ class Events:
         """The events of ``rows`` and of ``entities`` (the entity retractions kept), as
         flags or row numbers."""
         return Events(self.e[rows], self.a[rows], self.v[rows], self.position[rows],
-                       self.added[rows], self.one[rows], self.entities[entities],
-                       self.entity_position[entities])
+                      self.added[rows], self.one[rows], self.entities[entities],
+                      self.entity_position[entities])
 
 
 def normalise_bulk(batch: BatchOps, db: ArrangementRegistry,
@@ -140,7 +140,7 @@ def batch_events(ids: ValueIds, schema: Schema, batch: BatchOps) -> Events:
     added = np.arange(len(e)) < len(ops.adds)
     return Events(e, a, v, position, added, added & np.isin(a, _cardinality_one_ids(
         ids, schema, a)), intern_column(ids, ops.retract_entities),
-                   np.repeat(positions, entities))
+                  np.repeat(positions, entities))
 
 
 def assumed_delta(db: ArrangementRegistry, events: Events) -> DatomColumns:
@@ -394,7 +394,7 @@ def normalise_columns(e: Any, a: Any, v: Any, added: Any, db: ArrangementRegistr
         return None  # two values of an entity's cardinality-one attribute
     none = np.zeros(0, np.int32)
     events = Events(e_ids, a_ids, v_ids, np.zeros(len(e_ids), np.int64), is_add,
-                     is_add & np.isin(a_ids, one), none, none.astype(np.int64))
+                    is_add & np.isin(a_ids, one), none, none.astype(np.int64))
     if fetch is not None:
         fetch(np.stack([e_ids[single], a_ids[single]], axis=1).astype(np.int64),
               np.stack([e_ids, a_ids, v_ids], axis=1).astype(np.int64))

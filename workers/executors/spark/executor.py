@@ -62,16 +62,17 @@ from workers.executors.work import Work
 from workers.plan.ir import JoinProgram, Plan
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
 # A tick of fewer datoms is stepped by one task in one stage: splitting it would add a stage
 # (a shuffle) that costs more than the work it shares out (docs/spark.md).
 SPLIT_DATOMS = 10_000
-_ASSUMED = {outcome: metrics.SPARK_ASSUMED_STEPS.labels(outcome)
-            for outcome in ("used", "stepped_again")}
 # A compaction writes a bucket of the base per this many datoms (at least one per share): a
 # task sums its bucket in memory.
 BUCKET_DATOMS = 4_000_000
+_ASSUMED = {outcome: metrics.SPARK_ASSUMED_STEPS.labels(outcome)
+            for outcome in ("used", "stepped_again")}
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,8 +213,7 @@ class SparkExecutor:
         with self.jobs.action(f"read of {size} entities"):
             table = self._shares(shares).mapInArrow(partial(tasks.fetch, request),
                                                     schema(3)).toArrow()
-        e, a, v = (table.column(column(i)).to_numpy().astype(np.int32) for i in range(3))
-        return e, a, v
+        return _datoms(table)
 
     def read_and_step(self, read: tuple[Ints, Ints, Ints, Ints], events: Events,
                       plans: tuple[Plan, ...]) -> tuple[Ids, Ids, Ids]:
@@ -229,26 +229,23 @@ class SparkExecutor:
         with self.jobs.action(f"read and step of {len(plans)} queries"):
             table = self._shares(1).mapInArrow(partial(tasks.speculate, request),
                                                schema(tick.width, tagged=True)).toArrow()
-        *parts, datoms, assumed = tasks.by_query(table, len(plans) + 2)
-        e, a, v, w = (columns.column(name).to_numpy() for columns in [assumed]
-                      for name in (*map(column, range(3)), tasks.WEIGHT))
+        *parts, read, assumed = tasks.by_query(table, len(plans) + 2)
         self._speculated = Speculated(
             (tick.manifest.epoch, tick.manifest.version), plans,
-            DatomColumns(e.astype(np.int32), a.astype(np.int32), v.astype(np.int32), w),
+            DatomColumns(*_datoms(assumed), assumed.column(tasks.WEIGHT).to_numpy()),
             [tasks.to_rows(part, len(plan.find)) for part, plan in zip(parts, plans, strict=True)],
             [tick.counters.of(query) for query in range(len(plans))],
             time.perf_counter() - started)
-        e, a, v = (datoms.column(column(i)).to_numpy().astype(np.int32) for i in range(3))
-        return e, a, v
+        return _datoms(read)
 
     def statistics(self) -> dict[int, tuple[int, int]]:
         """Per attribute id, its distinct entities and distinct values (the planner's): one
         task per share, so that the evaluation a plan is made for finds the state open in
-        every Python worker (each would otherwise open its own copy there, one after the
-        other: 1.2 s at 10^7 datoms)."""
+        every Python worker (a worker would otherwise open its copy in the evaluation, on
+        the bootstrap's critical path: 1.2 s at 10^7 datoms)."""
         with self.jobs.action("attribute statistics"):
-            table = self._shares(self.shares).mapInArrow(partial(tasks.statistics, self.manifest()),
-                                               schema(3)).toArrow()
+            table = self._shares(self.shares).mapInArrow(
+                partial(tasks.statistics, self.manifest()), schema(3)).toArrow()
         a, entities, values = (table.column(column(i)).to_pylist() for i in range(3))
         return {x: (n, m) for x, n, m in zip(a, entities, values, strict=True)}
 
@@ -294,6 +291,12 @@ class SparkExecutor:
 
 def _columns(delta: MemoryArrangement) -> DatomColumns:
     return DatomColumns.of(dict(delta.datoms()))
+
+
+def _datoms(table: pa.Table) -> tuple[Ids, Ids, Ids]:
+    """The first three columns of collected rows: datoms' ids."""
+    e, a, v = (table.column(column(i)).to_numpy().astype(np.int32) for i in range(3))
+    return e, a, v
 
 
 def _same(one: DatomColumns, other: DatomColumns) -> bool:

@@ -3,10 +3,10 @@
 A bootstrap over a large database can run for minutes; :class:`JobGroups` reports how many
 of the group's tasks are done every ``interval_s`` (to the log by default), and records the
 jobs and stages each action took (:class:`JobCount`) — what the lineage test compares and
-what metrics export — and their running ``total`` (a tick is several actions: the read of
-what it normalises against, then its steps).  Spark Connect has no status tracker: there,
-actions run unreported.  An action's tasks also add up the work they did in
-:meth:`JobGroups.counters` (accumulators, which Connect has not either).
+what metrics export — and their running ``total`` (a tick may be several actions: the read
+of what it normalises against, then its steps, when they are not one).  Spark Connect has
+no status tracker: there, actions run unreported.  An action's tasks also add up the work
+they did in :meth:`JobGroups.counters` (accumulators, which Connect has not either).
 """
 
 from __future__ import annotations

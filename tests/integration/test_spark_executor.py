@@ -87,20 +87,24 @@ def test_auto_sends_bootstraps_and_large_ticks_to_spark(spark_settings: SparkSet
     assert auto.dispatch.last == "spark"
 
 
-def test_ticks_do_not_grow_the_spark_work_per_tick(spark_settings: SparkSettings) -> None:
+@pytest.mark.parametrize("indexed", [False, True], ids=["parts", "indexed"])
+def test_ticks_do_not_grow_the_spark_work_per_tick(spark_settings: SparkSettings,
+                                                   indexed: bool) -> None:
     """A tick appends one batch file to the state; its tasks catch up on the batches since
     their last step and compaction folds them into a base in the background.  So no tick of
     the last 20, across two compactions, runs more jobs or stages than the most a tick of
     the first 20 ran.  Compacting every 40 batches instead of every 100 keeps it short: the
-    schedule is a parameter, the job's shape does not depend on it."""
+    schedule is a parameter, the job's shape does not depend on it.  ``indexed``: each
+    compaction also indexes the base (a job of its own), which the tasks then map."""
     engine, local = Engine(executor="spark", spark=spark_settings), Engine()
+    spark = engine.dispatch.spark
+    assert spark is not None
+    spark.store.compact_batches = 40
+    spark.store.index_datoms = 1 if indexed else 10**9
     load = [[keyword("db/add"), a, TO, b] for a, b in random_edges(500, 100, seed=3)]
     for each in (engine, local):
         each.transact(load)
         each.register("out", "[:find ?a :where [?a :g/to ?b]]")
-    spark = engine.dispatch.spark
-    assert spark is not None
-    spark.store.compact_batches = 40
     rnd = random.Random(4)
     counts = []
     for tick in range(81):
@@ -111,6 +115,7 @@ def test_ticks_do_not_grow_the_spark_work_per_tick(spark_settings: SparkSettings
         counts.append((spark.jobs.last.jobs, spark.jobs.last.stages))
         spark.store.settle()  # each compaction done before the next tick: counted exactly
     assert spark.store.compactions == 2
+    assert (spark.store.manifest.index is not None) == indexed  # type: ignore[union-attr]
     first, last = counts[:20], counts[-20:]
     assert max(j for j, _ in last) <= max(j for j, _ in first)
     assert max(s for _, s in last) <= max(s for _, s in first)

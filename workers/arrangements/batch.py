@@ -24,7 +24,7 @@ bytes per datom per order, a fifth of a graph's spine).
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from itertools import pairwise
 from typing import Any, TypeVar
 
@@ -159,27 +159,53 @@ class Batch:
         """From triples already sorted and consolidated (see :func:`consolidate`)."""
         pairs = starts(c0, c1)
         self._upper_levels(c0[pairs], c1[pairs])
-        self.bounds1 = offsets(pairs, len(c2))
-        self.keys2, self.weights = c2, weights
+        self._leaves(offsets(pairs, len(c2)), c2, weights)
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, npt.NDArray[Any]]) -> Batch:
+        """The batch :meth:`arrays` gave, without sorting anything (they may be mapped)."""
+        batch = cls.__new__(cls)
+        batch._levels(arrays.get("keys0"), arrays["bounds0"], arrays["keys1"],
+                      int(arrays["width0"][0]))
+        batch._leaves(arrays["bounds1"], arrays["keys2"], arrays.get("weights"))
+        return batch
+
+    def arrays(self) -> dict[str, npt.NDArray[Any]]:
+        """The batch's arrays by name, what :meth:`from_arrays` takes (a file of them is a
+        built index: :mod:`workers.executors.spark.state`)."""
+        return {**self._level_arrays(), "bounds1": self.bounds1, "keys2": self.keys2,
+                **({} if self.weights is None else {"weights": self.weights})}
+
+    def _level_arrays(self) -> dict[str, npt.NDArray[Any]]:
+        return {**({} if self.keys0 is None else {"keys0": self.keys0}),
+                "bounds0": self.bounds0, "keys1": self.keys1,
+                "width0": np.array([self.width0], np.int64)}
+
+    def _leaves(self, bounds1: Offsets, keys2: Ids, weights: Ints | None) -> None:
+        self.bounds1 = bounds1
+        self.keys2, self.weights = keys2, weights
         self.positive = weights is None or bool((weights > 0).all())
-        self._b1, self._k2 = self.bounds1.data, c2.data
+        self._b1, self._k2 = self.bounds1.data, keys2.data
         self._w = None if weights is None else weights.data
 
     def _upper_levels(self, p0: Ids, p1: Ids) -> None:
         """Levels 0 and 1 from the sorted distinct ``(k0, k1)`` pairs: one level-1 *entry*
         per pair."""
         firsts = starts(p0)
-        keys0 = p0[firsts]
+        keys0: Ids | None = p0[firsts]
         bounds0 = offsets(firsts, len(p0))
-        self.width0 = len(firsts)
-        self.keys0: Ids | None = keys0
-        if self.width0 and int(keys0[-1]) + 2 <= 2 * self.width0 + 1:  # dense is smaller
+        width0 = len(firsts)
+        assert keys0 is not None
+        if width0 and int(keys0[-1]) + 2 <= 2 * width0 + 1:  # dense is smaller
             bounds0 = bounds0[np.searchsorted(keys0, np.arange(int(keys0[-1]) + 2))]
-            self.keys0 = None
-        self.bounds0, self.keys1 = bounds0, p1
+            keys0 = None
+        self._levels(keys0, bounds0, p1, width0)
+
+    def _levels(self, keys0: Ids | None, bounds0: Offsets, keys1: Ids, width0: int) -> None:
+        self.keys0, self.bounds0, self.keys1, self.width0 = keys0, bounds0, keys1, width0
         # memoryviews: item reads and bisect on them return Python ints (no NumPy scalars)
-        self._k0 = None if self.keys0 is None else self.keys0.data
-        self._k1, self._b0 = self.keys1.data, self.bounds0.data
+        self._k0 = None if keys0 is None else keys0.data
+        self._k1, self._b0 = keys1.data, bounds0.data
         self._bands: dict[int, Ints] | None = None  # kept during a scan (a dict), else not
 
     def bands(self, depth: int) -> Ints:
@@ -436,7 +462,22 @@ class PairBatch(Batch):
         keys0 = major.entry_keys0()
         perm = sort_order(major.keys1, keys0)
         self._upper_levels(major.keys1[perm], keys0[perm])
-        self.pair, self.major = perm.astype(np.int32), major
+        self._pair(perm.astype(np.int32), major)
+
+    @classmethod
+    def over(cls, major: Batch, arrays: Mapping[str, npt.NDArray[Any]]) -> PairBatch:
+        """The pair batch :meth:`arrays` gave, reading its leaves from ``major``."""
+        batch = cls.__new__(cls)
+        batch._levels(arrays.get("keys0"), arrays["bounds0"], arrays["keys1"],
+                      int(arrays["width0"][0]))
+        batch._pair(arrays["pair"], major)
+        return batch
+
+    def arrays(self) -> dict[str, npt.NDArray[Any]]:
+        return {**self._level_arrays(), "pair": self.pair}
+
+    def _pair(self, pair: Ids, major: Batch) -> None:
+        self.pair, self.major = pair, major
         self.keys2, self.weights, self.positive = major.keys2, major.weights, major.positive
         self._k2, self._w = major._k2, major._w
 

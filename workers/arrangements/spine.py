@@ -66,9 +66,27 @@ class DatomBatch:
 
     __slots__ = ("orders",)
 
-    def __init__(self, eav: Batch, vae: Batch) -> None:
+    def __init__(self, eav: Batch, vae: Batch, aev: PairBatch | None = None,
+                 ave: PairBatch | None = None) -> None:
+        """From the leaf orders; the pair orders are sorted from them unless given."""
         self.orders: dict[IndexOrder, Batch] = {
-            EAV: eav, AEV: PairBatch(eav), AVE: PairBatch(vae), VAE: vae}
+            EAV: eav, AEV: aev or PairBatch(eav), AVE: ave or PairBatch(vae), VAE: vae}
+
+    def arrays(self) -> dict[str, npt.NDArray[Any]]:
+        """Every order's arrays, named ``ORDER.array``: what :meth:`from_arrays` takes."""
+        return {f"{order.name}.{name}": array for order, batch in self.orders.items()
+                for name, array in batch.arrays().items()}
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, npt.NDArray[Any]]) -> DatomBatch:
+        """The batch :meth:`arrays` gave, nothing sorted: a mapped file of them is a batch
+        read in place (a built index of Spark's state)."""
+        by_order: dict[IndexOrder, dict[str, npt.NDArray[Any]]] = {o: {} for o in INDEX_ORDERS}
+        for key, array in arrays.items():
+            order, name = key.split(".")
+            by_order[IndexOrder[order]][name] = array
+        eav, vae = Batch.from_arrays(by_order[EAV]), Batch.from_arrays(by_order[VAE])
+        return cls(eav, vae, PairBatch.over(eav, by_order[AEV]), PairBatch.over(vae, by_order[AVE]))
 
     @classmethod
     def build(cls, e: Ids, a: Ids, v: Ids, w: Ints | None = None) -> DatomBatch | None:
@@ -106,7 +124,8 @@ class DatomBatch:
             if not len(c0):
                 return None
             merged.append(Batch(c0, c1, c2, weights))
-        return DatomBatch(*merged)
+        eav, vae = merged
+        return DatomBatch(eav, vae)
 
 
 @dataclass(frozen=True, slots=True)

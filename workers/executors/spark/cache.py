@@ -5,10 +5,16 @@ on by default), so a module-level cache lives as long as the process.  A task as
 state at its step's version (:class:`~workers.executors.spark.state.Manifest`); the cache
 answers with an :class:`ArrangementRegistry` holding exactly that version:
 
-- same epoch, cached version ``c`` and the manifest still lists every batch after ``c``:
-  read just those batch files and apply them (one spine update each) — a tick's cost;
+- same epoch, cached version ``c`` and the manifest's batches continue from ``c`` (each
+  of its versions after ``c`` is listed, none folded with ``c`` or an older one): read
+  just those batch files and apply them (one spine update per version) — a tick's cost;
 - otherwise (first use, a restored state, or a compaction folded batches the cache never
-  read into the base): read the base and every batch again.
+  read into the base or into one batch with some it did): read the base and every batch
+  again;
+- and whenever the manifest's base has an index the cache was not opened from (a
+  compaction built one): open that index — a file mapped, nothing sorted, its pages shared
+  with every other Python worker that maps it — and read the batches after it, instead of
+  keeping a copy this process built and merged itself.
 
 A task only ever asks for the newest version its driver wrote, so the cache only goes
 forward.  The registry's value dictionary stays empty: tasks read ids, and a plan's
@@ -23,7 +29,7 @@ from typing import Any
 from workers.arrangements import ArrangementRegistry
 from workers.arrangements.delta import DatomColumns
 from workers.arrangements.values import ValueIds
-from workers.executors.spark.state import Manifest, Part, read_part
+from workers.executors.spark.state import Manifest, Part, read_index, read_part
 
 
 @dataclass(slots=True)
@@ -31,6 +37,7 @@ class OpenState:
     epoch: str
     version: int
     db: ArrangementRegistry
+    index: str | None = None  # the index it was opened from (None: built from the parts)
 
 
 _OPEN: dict[str, OpenState] = {}  # by location: this process's copy of each state
@@ -39,25 +46,34 @@ _OPEN: dict[str, OpenState] = {}  # by location: this process's copy of each sta
 def open_state(manifest: Manifest) -> ArrangementRegistry:
     """The registry at ``manifest``'s version, from this process's cache when it can."""
     found = _OPEN.get(manifest.location)
-    if found is None or not _can_catch_up(found, manifest):
-        found = OpenState(manifest.epoch, -1, ArrangementRegistry())
+    if (found is None or not _can_catch_up(found, manifest)
+            or manifest.index not in (None, found.index)):
+        found = OpenState(manifest.epoch, -1, ArrangementRegistry(), manifest.index)
         _OPEN[manifest.location] = found
-        _apply(found, manifest, manifest.base)
-    for part in manifest.batches:
-        if part.version > found.version:
-            _apply(found, manifest, (part,))
+        if manifest.index is None:
+            _apply(found, manifest, manifest.base)
+        else:
+            found.db.apply_batch(read_index(manifest.location, manifest.index),
+                                 manifest.base_rows)
+            found.version = manifest.base_version
+    for version in sorted({p.version for p in manifest.batches if p.version > found.version}):
+        _apply(found, manifest, tuple(p for p in manifest.batches if p.version == version))
     return found.db
 
 
 def _can_catch_up(found: OpenState, manifest: Manifest) -> bool:
-    if found.epoch != manifest.epoch or found.version > manifest.version:
+    """Whether the cache holds a version the manifest's batches continue from: the first
+    batch it lacks starts right after it (not inside a folded batch)."""
+    if (found.epoch != manifest.epoch or found.version > manifest.version
+            or found.version < manifest.base_version):
         return False
-    first = manifest.batches[0].version if manifest.batches else manifest.version + 1
-    return found.version >= manifest.base_version and found.version + 1 >= first
+    newer = [p for p in manifest.batches if p.version > found.version]
+    return not newer or newer[0].first == found.version + 1
 
 
 def _apply(found: OpenState, manifest: Manifest, parts: tuple[Part, ...]) -> None:
-    """Parts of one version (a batch, or the base's buckets) as one update."""
+    """Parts of one version (a batch, a folded batch's or the base's buckets) as one
+    update."""
     if not parts:
         return
     columns = DatomColumns.concatenate([read_part(manifest.location, p) for p in parts])

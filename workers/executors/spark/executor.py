@@ -118,7 +118,7 @@ class SparkExecutor:
         self.session, self.db = session, db
         self.jobs = jobs or JobGroups(session)
         self._compaction_jobs = JobGroups(session)  # apart: they run beside the steps
-        self.store = StateStore(location, compactor=self._compact)
+        self.store = StateStore(location, compactor=self._compact, indexer=self._index)
         self.shares = shares or int(session.conf.get("spark.sql.shuffle.partitions") or 1)
         self.split_datoms = SPLIT_DATOMS
         self._speculated: Speculated | None = None  # the tick's step, done with its read
@@ -278,6 +278,12 @@ class SparkExecutor:
         buckets, sizes = table.column(column(0)).to_pylist(), table.column("w").to_pylist()
         return tuple(Part(request.name(b), manifest.version, n)
                      for b, n in sorted(zip(buckets, sizes, strict=True)))
+
+    def _index(self, manifest: Manifest, name: str) -> None:
+        """The store's indexer: one Spark job of one task."""
+        with self._compaction_jobs.action(f"index of version {manifest.base_version}"):
+            self._shares(1).mapInArrow(partial(tasks.index, manifest, name),
+                                       schema(1)).toArrow()
 
     def _tick(self, plans: tuple[Plan, ...], delta: DatomColumns, shares: int,
               least_width: int = 0) -> Tick:

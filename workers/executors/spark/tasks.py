@@ -52,7 +52,7 @@ from workers.executors.local import LocalExecutor, PreparedPlan
 from workers.executors.share import WHOLE, Share
 from workers.executors.spark.cache import PlanIds, open_state
 from workers.executors.spark.jobs import WorkCounts
-from workers.executors.spark.state import Manifest, summed, write_part
+from workers.executors.spark.state import Manifest, index_here, summed, write_part
 from workers.executors.terms import derivation_change
 from workers.executors.vectorised import (
     Frame,
@@ -409,6 +409,15 @@ def compact(request: Compaction, batches: Iterable[pa.RecordBatch]
         part = write_part(manifest.location, request.name(share.index), columns,
                           manifest.version)
         yield _from_columns([np.array([share.index])], np.array([part.rows]))
+
+
+def index(manifest: Manifest, name: str, batches: Iterable[pa.RecordBatch]
+          ) -> Iterator[pa.RecordBatch]:
+    """The base of ``manifest`` built into its four orders and written as the file ``name``
+    (:func:`~workers.executors.spark.state.index_here`, in one task); a row ``(0, rows)``."""
+    for _ in batches:
+        index_here(manifest, name)
+    yield _from_columns([np.array([0])], np.array([manifest.base_rows]))
 
 
 def _shares(batches: Iterable[pa.RecordBatch], count: int) -> Iterator[Share]:

@@ -41,6 +41,7 @@ from workers.arrangements.batch import (
     consolidate,
     set_weights,
     sort_order,
+    sorted_triples,
     starts,
     summed_by_entity,
 )
@@ -91,13 +92,11 @@ class DatomBatch:
     @classmethod
     def build(cls, e: Ids, a: Ids, v: Ids, w: Ints | None = None) -> DatomBatch | None:
         """Sort and consolidate; None when nothing is left."""
-        perm = sort_order(e, a, v)
-        (e, a, v), w = consolidate((e[perm], a[perm], v[perm]), None if w is None else w[perm])
+        (e, a, v), w = consolidate(*sorted_triples(e, a, v, w))
         if not len(e):
             return None
-        perm = sort_order(v, a, e)
-        return cls(Batch(e, a, v, w), Batch(v[perm], a[perm], e[perm],
-                                            None if w is None else w[perm]))
+        (v_, a_, e_), w_ = sorted_triples(v, a, e, w)
+        return cls(Batch(e, a, v, w), Batch(v_, a_, e_, w_))
 
     def __len__(self) -> int:
         return len(self.orders[EAV])

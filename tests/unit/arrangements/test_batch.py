@@ -16,6 +16,7 @@ from workers.arrangements.batch import (
     search,
     segment_search,
     sort_order,
+    sorted_triples,
 )
 
 TRIPLES = [(0, 1, 5), (0, 1, 7), (0, 2, 5), (1, 1, 7), (3, 2, 2)]
@@ -129,6 +130,25 @@ def test_sort_order_packs_small_ids_and_sorts_large_ones_lexicographically() -> 
         perm = sort_order(*columns)
         rows = list(zip(*(c[perm].tolist() for c in columns), strict=True))
         assert rows == sorted(zip(*(c.tolist() for c in columns), strict=True))
+
+
+@pytest.mark.parametrize("high", [1, 3, 2**20, 2**31 - 1])  # the last: lexicographic
+@pytest.mark.parametrize("weighted", [False, True])
+def test_sorted_triples_are_the_triples_in_order_each_with_its_weight(
+        high: int, weighted: bool) -> None:
+    rng = np.random.default_rng(high)
+    c0, c1, c2 = (rng.integers(0, high, 500).astype(np.int32) for _ in range(3))
+    w = rng.integers(1, 9, 500) if weighted else None
+    (s0, s1, s2), sw = sorted_triples(c0, c1, c2, w)
+    assert all(s.dtype == np.int32 for s in (s0, s1, s2))
+    rows = list(zip(c0.tolist(), c1.tolist(), c2.tolist(),
+                    [1] * 500 if w is None else w.tolist(), strict=True))
+    got = list(zip(s0.tolist(), s1.tolist(), s2.tolist(),
+                   [1] * 500 if sw is None else sw.tolist(), strict=True))
+    assert [r[:3] for r in got] == sorted(r[:3] for r in rows)
+    assert sorted(got) == sorted(rows)  # each triple kept its weight
+    empty = np.zeros(0, np.int32)
+    assert [len(c) for c in sorted_triples(empty, empty, empty, None)[0]] == [0, 0, 0]
 
 
 def test_a_search_of_many_needles_finds_what_searchsorted_finds() -> None:

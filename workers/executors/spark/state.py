@@ -65,7 +65,7 @@ COMPACT_DATOMS = 50_000
 COMPACT_BATCHES = 100
 # A base of this many datoms or more is indexed: built into its four orders once, by the
 # compaction, in a file every task maps, instead of sorted by each Python worker that opens
-# it (~3 s a worker at 10^7 datoms).
+# it (0.65 s at 10^7 datoms) into a copy on its own heap.
 INDEX_DATOMS = 1_000_000
 INDEX_ALIGN = 64
 INDEX_HEADER = struct.Struct("<Q")  # the JSON header's length
@@ -399,8 +399,9 @@ class StateStore:
             compacted = replace(manifest, base=base, batches=(),
                                 index=None if manifest.batches else manifest.index)
             if self._indexed(compacted):
-                compacted = replace(compacted, index=f"base-{stem}.index")
-                self.indexer(compacted, f"base-{stem}.index")
+                index = f"base-{stem}.index"
+                self.indexer(compacted, index)
+                compacted = replace(compacted, index=index)
         before, after = set(manifest.files()), set(compacted.files())
         with self._lock:
             current = self.manifest

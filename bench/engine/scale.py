@@ -18,10 +18,11 @@ after it, the live queries' result sizes, then the mean, percentiles and maximum
 single-edge ticks (half retract a loaded edge, half put it back) and of ticks of each
 `--tick-sizes` changed edges (the same edges retracted in one tick, put back in the next),
 as changed edges per second of wall time and, for a shared machine, per second of the
-tick's thread CPU time (median).  Queries named in `--bootstrap` are registered only after the load (and
-the idle compaction), their bootstrap timed, then ticked with the others: a query whose
-maintenance through the whole load would cost more than one evaluation of it at the end
-(the 4-cycle: every new edge's 3-paths, four delta terms, against one pass over them).
+tick's thread CPU time (median).  Queries named in `--bootstrap` are registered only
+after the load (and the idle compaction), their bootstrap timed, then ticked with the
+others: a query whose maintenance through the whole load would cost more than one
+evaluation of it at the end (the 4-cycle: every new edge's 3-paths, four delta terms,
+against one pass over them).
 With ``--executor spark`` the queries step on an embedded Spark (``local[*]``), the
 database is Spark's state, and the RSS is the driver's Python process alone, from after
 Spark started (issue 16).

@@ -59,6 +59,7 @@ from workers.executors.vectorised import Frame
 from workers.plan import STRATEGIES, QueryPlan, explain, query_plan
 from workers.plan.ir import Plan
 from workers.pull import Pulling, PullReader
+from workers.pull.maintain import PullReads
 from workers.zset.aggregate import Aggregation, Projection, result_of
 
 if TYPE_CHECKING:
@@ -300,10 +301,22 @@ class Engine:
         if self.window is not None:
             self.window.read_transactions(batch, self.schema, self._spark_plans)
 
-    def _spark_plans(self, attributes: set[Any]) -> tuple[Plan, ...]:
-        """The plans a tick changing ``attributes`` steps on Spark."""
-        return self.dispatch.spark_plans([self._queries[name].prepared
-                                          for name in self._affected(attributes)])
+    def _spark_plans(self, attributes: set[Any]) -> tuple[tuple[Plan, ...], PullReads | None]:
+        """The plans a tick changing ``attributes`` steps on Spark, and what their queries'
+        pulls read after it (as :meth:`_read_pulled` asks; None when a pulling query's
+        input is not its plan's rows: aggregated, or stepped here)."""
+        queries = [self._queries[name] for name in self._affected(attributes)]
+        plans = self.dispatch.spark_plans([query.prepared for query in queries])
+        position = {id(plan): i for i, plan in enumerate(plans)}
+        pulling = [(position.get(id(query.prepared.plan)), query) for query in queries
+                   if query.pulling is not None]
+        if not pulling or any(i is None or query.aggregation is not None
+                              for i, query in pulling):
+            return plans, None
+        columns = tuple((i, tuple(column.source for column in query.pulling.pulls))
+                        for i, query in pulling if i is not None and query.pulling is not None)
+        return plans, PullReads(columns, 2 * max(query.pulling.depth for _, query in pulling
+                                             if query.pulling is not None))
 
     def _tick(self, delta: IdDelta) -> Changes:
         """Steps 2-6 of a tick whose effective delta is ``delta`` (value ids)."""

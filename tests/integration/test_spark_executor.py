@@ -202,6 +202,42 @@ def test_a_small_tick_is_one_spark_job_of_one_stage(spark_settings: SparkSetting
         name: local.result(name) for name in ("tri", "path", "edge")}
 
 
+def test_a_small_tick_of_pull_queries_is_one_spark_job(spark_settings: SparkSettings) -> None:
+    """Pulled maps are read again after a tick, from the entities its rows and its datoms
+    name, as many references on as the patterns reach and back: the task that steps the
+    tick reads that too, in the state after the delta it assumes, so the tick stays one
+    job.  An aggregated pull's input is not its plan's rows: its ticks read after the step
+    (two jobs).  Every change equal to the local engine's."""
+    name = keyword("name")
+    engine, local = Engine(executor="spark", spark=spark_settings), Engine()
+    load = [[keyword("db/add"), a, TO, b] for a, b in random_edges(300, 60, seed=5)]
+    load += [[keyword("db/add"), n, name, f"n{n}"] for n in range(0, 60, 3)]
+    queries = {"pulled": "[:find ?a (pull ?b [:name {:g/to [:name]} :g/_to]) "
+                         ":where [?a :g/to ?b] [?b :name]]",
+               "counted": "[:find (pull ?a [:name]) (count ?b) :where [?a :g/to ?b]]"}
+    for each in (engine, local):
+        each.transact(load)
+        each.register("pulled", queries["pulled"])
+    spark = engine.dispatch.spark
+    assert spark is not None
+    rnd = random.Random(12)
+    ticks = [[[keyword("db/add"), rnd.randrange(60), TO, rnd.randrange(60)],
+              [keyword("db/add"), rnd.randrange(60), name, f"m{i}"]] for i in range(4)]
+    ticks += [[[keyword("db/retract"), a, TO, b]] for a, b in sorted(
+        random_edges(300, 60, seed=5))[:3]]
+    for tick in ticks:
+        before = spark.jobs.total
+        assert engine.transact(tick) == local.transact(tick), tick
+        assert spark.jobs.total.jobs - before.jobs == 1, tick
+    for each in (engine, local):
+        each.register("counted", queries["counted"])
+    for tick in [[[keyword("db/add"), a, TO, a + 100]] for a in (1, 2)]:
+        before = spark.jobs.total
+        assert engine.transact(tick) == local.transact(tick), tick
+        assert spark.jobs.total.jobs - before.jobs == 2, tick
+    assert {q: engine.result(q) for q in queries} == {q: local.result(q) for q in queries}
+
+
 def test_a_tick_whose_delta_is_not_the_assumed_one_steps_again(
         spark_settings: SparkSettings) -> None:
     """The task assumes every transaction of the tick accepted; the driver refuses one that

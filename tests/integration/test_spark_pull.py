@@ -18,7 +18,9 @@ from workers.executors.spark import SparkSettings
 from workers.zset import add_into
 
 pytestmark = pytest.mark.spark
-CASES = [pytest.param(query, inputs, id=name) for name, query, inputs in QUERIES[::3]]
+# Every pull query: a small tick reads what its pulls read in its step's job (one job),
+# unless the pull's input is aggregated or projected (then after the step).
+CASES = [pytest.param(query, inputs, id=name) for name, query, inputs in QUERIES]
 
 
 @pytest.mark.parametrize(("query", "inputs"), CASES)
@@ -27,10 +29,12 @@ def test_spark_keeps_pulled_rows_like_the_local_executor(
     local = Engine()
     spark = Engine(executor="spark", spark=spark_settings)
     reference = reference_db()
-    view: dict[Any, int] = {}
     for engine in (local, spark):
         engine.transact(SCHEMA_TX)
-        engine.register("q", query, inputs)
+    # The view starts from the registration's result: entities given as inputs are pulled
+    # before any datom names them.
+    view: dict[Any, int] = spark.register("q", query, inputs)
+    assert local.register("q", query, inputs) == view
     for tick, tx in enumerate(random_stream(len(query), transactions=6, ops=4)):
         reference.transact(tx)
         changes = []

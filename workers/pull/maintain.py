@@ -21,11 +21,14 @@ the entities entering it, against the database after the tick.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from workers.arrangements.delta import IdDelta
+import numpy as np
+
+from workers.arrangements.batch import Ints
+from workers.arrangements.delta import DatomColumns, IdDelta
 from workers.datalog.pull import PullPattern
 from workers.plan.ir import Find
 from workers.pull.read import PullReader, attributes_read, depth
@@ -165,3 +168,20 @@ class Pulling:
             key = (i, row[column.source])
             out[column.output] = previous[key] if key in previous else self.maps[key]
         return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class PullReads:
+    """What the pulls of a tick's queries read after it (``Engine._read_pulled``): the
+    datoms of the ids in ``columns`` of each query's set changes (``(position among the
+    tick's plans, its pulled columns)``) and of the ids in the tick's delta, then ``hops``
+    steps on, in the state after the tick."""
+
+    columns: tuple[tuple[int, tuple[int, ...]], ...]
+    hops: int
+
+    def seeds(self, rows: Callable[[int, int], Ints], delta: DatomColumns) -> Ints:
+        """The ids read from: ``rows(query, column)`` gives a query's ids in a column."""
+        return np.unique(np.concatenate(
+            [rows(query, c) for query, columns in self.columns for c in columns]
+            + [delta.e.astype(np.int64), delta.v.astype(np.int64)]))

@@ -60,6 +60,7 @@ from workers.executors.spark.tasks import (
 )
 from workers.executors.work import Work
 from workers.plan.ir import JoinProgram, Plan
+from workers.pull.maintain import PullReads
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -75,6 +76,7 @@ _ASSUMED = {outcome: metrics.SPARK_ASSUMED_STEPS.labels(outcome)
             for outcome in ("used", "stepped_again")}
 
 
+
 @dataclass(frozen=True, slots=True)
 class Speculated:
     """A tick's step done with its read (:meth:`SparkExecutor.read_and_step`), kept until
@@ -87,6 +89,7 @@ class Speculated:
     rows: list[dict[Row, int]]
     works: list[Work | None]
     seconds: float
+    pulled: PulledAhead | None  # what the plans' pulls read after the tick
 
     def holds(self, version: tuple[str, int], plans: Sequence[Plan],
               delta: DatomColumns) -> list[int] | None:
@@ -96,6 +99,26 @@ class Speculated:
         if version != self.version or any(id(plan) not in positions for plan in plans):
             return None
         return [positions[id(plan)] for plan in plans] if _same(delta, self.delta) else None
+
+
+@dataclass(frozen=True, slots=True)
+class PulledAhead:
+    """What pulling reads after a tick, read by :meth:`SparkExecutor.read_and_step` in the
+    state after its assumed delta (``version``, once the tick is appended): the datoms of
+    the ids ``seeds``, ``hops`` steps on."""
+
+    version: tuple[str, int]
+    seeds: Ints
+    hops: int
+    datoms: tuple[Ids, Ids, Ids]
+
+    def answers(self, version: tuple[str, int], forward: Ints, backward: Ints, pairs: Ints,
+                triples: Ints, hops: int) -> bool:
+        """Whether this read holds what :meth:`SparkExecutor.fetch` is asked at ``version``
+        (a superset of it is as good: the readers walk from what they want)."""
+        return (version == self.version and not len(pairs) and not len(triples)
+                and hops <= self.hops and bool(np.isin(forward, self.seeds).all())
+                and bool(np.isin(backward, self.seeds).all()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +145,7 @@ class SparkExecutor:
         self.shares = shares or int(session.conf.get("spark.sql.shuffle.partitions") or 1)
         self.split_datoms = SPLIT_DATOMS
         self._speculated: Speculated | None = None  # the tick's step, done with its read
+        self._pulled: PulledAhead | None = None  # the used step's read for the tick's pulls
 
     def prepare(self, plan: Plan, old: ArrangementRegistry, delta: TickDelta) -> SparkPlan:
         if old is not self.db:
@@ -147,6 +171,7 @@ class SparkExecutor:
             _ASSUMED["stepped_again" if positions is None else "used"].inc()
         if positions is not None:
             assert speculated is not None
+            self._pulled = speculated.pulled  # the tick's pulls read what was read ahead
             for work in works:
                 work.seconds += speculated.seconds / len(works)
             return [_counted(speculated.rows[i], work, speculated.works[i])
@@ -196,46 +221,58 @@ class SparkExecutor:
         return _counted(tasks.to_rows(table, width), work, task.counters.of(0))
 
     def forget_step(self) -> None:
-        """Drop a step done ahead by :meth:`read_and_step` and not used: the tick it was
-        for is over (or reads anew)."""
-        self._speculated = None
+        """Drop a step done ahead by :meth:`read_and_step` and not used, and what its pulls
+        read: the tick it was for is over (or reads anew)."""
+        self._speculated = self._pulled = None
 
     def fetch(self, forward: Ints, backward: Ints, pairs: Ints, triples: Ints,
               hops: int = 0) -> tuple[Ids, Ids, Ids]:
         """The datoms of the entities ``forward`` and those pointing at the ids ``backward``
         (then ``hops`` more steps along what they hold), those under the ``(e, a)`` rows of
         ``pairs`` and the present ones of the ``(e, a, v)`` rows of ``triples``, in no
-        order: one job, keyed by entity over the shares when the request is large."""
+        order: one job, keyed by entity over the shares when the request is large — or
+        none, when the tick's step was done ahead and read it already (pulls)."""
+        pulled, manifest = self._pulled, self.manifest()
         self.forget_step()
+        if pulled is not None and pulled.answers((manifest.epoch, manifest.version), forward,
+                                                 backward, pairs, triples, hops):
+            return pulled.datoms
         size = len(forward) + len(backward) + len(pairs) + len(triples)
         shares = self.shares if hops == 0 and size >= self.split_datoms else 1
-        request = Fetch(self.manifest(), forward, backward, hops, shares, pairs, triples)
+        request = Fetch(manifest, forward, backward, hops, shares, pairs, triples)
         with self.jobs.action(f"read of {size} entities"):
             table = self._shares(shares).mapInArrow(partial(tasks.fetch, request),
                                                     schema(3)).toArrow()
         return _datoms(table)
 
     def read_and_step(self, read: tuple[Ints, Ints, Ints, Ints], events: Events,
-                      plans: tuple[Plan, ...]) -> tuple[Ids, Ids, Ids]:
+                      plans: tuple[Plan, ...], pulls: PullReads | None = None
+                      ) -> tuple[Ids, Ids, Ids]:
         """:meth:`fetch` of ``read`` (``forward, backward, pairs, triples``, no hops), in
         one task that also steps ``plans`` by the delta it assumes from ``events``
-        (:func:`~workers.db.bulk.assumed_delta`): a small tick's only job when the driver's
-        normalisation then finds that delta — :meth:`steps` uses the rows kept here."""
+        (:func:`~workers.db.bulk.assumed_delta`) and reads what their ``pulls`` will read
+        after it: a small tick's only job when the driver's normalisation then finds that
+        delta — :meth:`steps` uses the rows kept here, :meth:`fetch` the pulls' read."""
         tick = self._tick(plans, _columns(MemoryArrangement()), 1, least_width=3)
         forward, backward, pairs, triples = read
         request = Speculation(tick, Fetch(tick.manifest, forward, backward, 0, 1, pairs,
-                                          triples), events)
+                                          triples), events, pulls)
         started = time.perf_counter()
         with self.jobs.action(f"read and step of {len(plans)} queries"):
             table = self._shares(1).mapInArrow(partial(tasks.speculate, request),
                                                schema(tick.width, tagged=True)).toArrow()
-        *parts, read, assumed = tasks.by_query(table, len(plans) + 2)
+        *parts, read, assumed, after = tasks.by_query(table, len(plans) + 3)
+        delta = DatomColumns(*_datoms(assumed), assumed.column(tasks.WEIGHT).to_numpy())
+        rows = [tasks.to_rows(part, len(plan.find)) for part, plan in zip(parts, plans,
+                                                                          strict=True)]
+        pulled = None if pulls is None else PulledAhead(
+            (tick.manifest.epoch, tick.manifest.version + 1),
+            pulls.seeds(lambda query, c: np.array([row[c] for row in rows[query]], np.int64),
+                        delta), pulls.hops, _datoms(after))
         self._speculated = Speculated(
-            (tick.manifest.epoch, tick.manifest.version), plans,
-            DatomColumns(*_datoms(assumed), assumed.column(tasks.WEIGHT).to_numpy()),
-            [tasks.to_rows(part, len(plan.find)) for part, plan in zip(parts, plans, strict=True)],
+            (tick.manifest.epoch, tick.manifest.version), plans, delta, rows,
             [tick.counters.of(query) for query in range(len(plans))],
-            time.perf_counter() - started)
+            time.perf_counter() - started, pulled)
         return _datoms(read)
 
     def statistics(self) -> dict[int, tuple[int, int]]:

@@ -31,8 +31,9 @@ The tasks read ids only: a plan's constants come numbered by the driver (:class:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from itertools import pairwise
 from typing import Any
 
@@ -40,7 +41,7 @@ import numpy as np
 import pyarrow as pa
 
 from workers.arrangements import ArrangementRegistry, IndexOrder
-from workers.arrangements.batch import Ids, Ints, consolidate, sort_order
+from workers.arrangements.batch import Ids, Ints, consolidate, sort_order, sorted_sum
 from workers.arrangements.delta import DatomColumns, TickDelta
 from workers.arrangements.relation import RelationArrangement
 from workers.arrangements.values import ValueIds
@@ -63,10 +64,12 @@ from workers.executors.vectorised import (
 )
 from workers.executors.work import Work
 from workers.plan.ir import JoinProgram, Plan, Step, StepKind
+from workers.pull.maintain import PullReads
 
 WEIGHT = "w"
 QUERY = "q"  # a step's rows: which of the tick's plans each belongs to
 _NO_ROWS = np.zeros(0, np.int64)
+_NO_DATOMS = (_NO_ROWS, _NO_ROWS, _NO_ROWS)
 
 
 def column(i: int) -> str:
@@ -134,12 +137,14 @@ class Fetch:
 @dataclass(frozen=True, slots=True)
 class Speculation:
     """A small tick's read and step in one task (:func:`speculate`): the datoms the driver
-    normalises against (``read``), and the step of ``tick``'s queries by the delta the task
-    assumes from the batch's ``events`` and the state (:func:`assumed_delta`)."""
+    normalises against (``read``), the step of ``tick``'s queries by the delta the task
+    assumes from the batch's ``events`` and the state (:func:`assumed_delta`), and what the
+    queries' ``pulls`` read after the tick."""
 
     tick: Tick
     read: Fetch
     events: Events
+    pulls: PullReads | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,7 +261,7 @@ def speculate(request: Speculation, batches: Iterable[pa.RecordBatch]
               ) -> Iterator[pa.RecordBatch]:
     """:func:`fetch` and :func:`step` in one task, the step's delta assumed: the queries'
     set changes tagged with their numbers, the datoms read tagged ``len(plans)``, the
-    assumed delta ``len(plans) + 1``."""
+    assumed delta ``len(plans) + 1``, what the pulls read after it ``len(plans) + 2``."""
     list(batches)  # one share: the whole tick
     tick = request.tick
     db = open_state(tick.manifest)
@@ -266,8 +271,20 @@ def speculate(request: Speculation, batches: Iterable[pa.RecordBatch]
     yield _tagged(_from_columns(read, np.ones(len(read[0]), np.int64)), queries, tick.width)
     yield _tagged(_from_columns((delta.e, delta.a, delta.v), delta.w), queries + 1,
                   tick.width)
-    if len(delta):
-        yield from _stepped(dataclasses.replace(tick, delta=delta), [WHOLE])
+    stepped = list(_stepped(dataclasses.replace(tick, delta=delta), [WHOLE])) if len(
+        delta) else []
+    yield from stepped
+    if request.pulls is not None:
+        by_query = {int(batch.column(QUERY)[0].as_py()): batch for batch in stepped
+                    if batch.num_rows}
+
+        def rows(query: int, c: int) -> Ints:
+            found = by_query.get(query)
+            return _NO_ROWS if found is None else found.column(c).to_numpy().astype(np.int64)
+        seeds = request.pulls.seeds(rows, delta)
+        after = _walked(_datoms_after(db, delta), seeds, _NO_DATOMS, request.pulls.hops)
+        yield _tagged(_from_columns(after, np.ones(len(after[0]), np.int64)), queries + 2,
+                      tick.width)
 
 
 def _set_changes(bound: Bound, tick: Tick, table: pa.Table) -> Iterator[pa.RecordBatch]:
@@ -337,19 +354,33 @@ def _fetched(db: ArrangementRegistry, request: Fetch, share: Share) -> tuple[Int
     backward = request.backward[share.keys(request.backward)]
     pairs = request.pairs[share.keys(request.pairs[:, 0])]
     triples = request.triples[share.keys(request.triples[:, 0])]
-    found: list[tuple[Ids | Ints, ...]] = [
-        _datoms_of(db, forward, backward), _under(db, pairs), _present(db, triples)]
-    e, a, v = (np.concatenate([columns[i].astype(np.int64) for columns in found])
-               for i in range(3))
-    seen = np.union1d(forward, backward)
-    for _ in range(request.hops):
+    under, present = _under(db, pairs), _present(db, triples)
+    e, a, v = (np.concatenate([under[i], present[i]]).astype(np.int64) for i in range(3))
+    return _walked(partial(_datoms_of, db), np.union1d(forward, backward), (e, a, v),
+                   request.hops, forward, backward)
+
+
+DatomsOf = Callable[[Ints, Ints], tuple[Ints | Ids, Ints | Ids, Ints | Ids]]
+
+
+def _walked(datoms_of: DatomsOf, seen: Ints, found: tuple[Ints, Ints, Ints], hops: int,
+            forward: Ints | None = None, backward: Ints | None = None
+            ) -> tuple[Ints, Ints, Ints]:
+    """``found`` and the datoms ``datoms_of(forward, backward)`` gives (both ``seen`` by
+    default), then ``hops`` times those of every id they hold not ``seen`` yet: each once,
+    in EAV order."""
+    first = datoms_of(seen if forward is None else forward, seen if backward is None else
+                      backward)
+    e, a, v = (np.concatenate([old, new.astype(np.int64)]) for old, new in zip(
+        found, first, strict=True))
+    for _ in range(hops):
         frontier = np.setdiff1d(np.union1d(e, v), seen)
         if not len(frontier):
             break
         seen = np.union1d(seen, frontier)
-        more = _datoms_of(db, frontier, frontier)
-        e, a, v = (np.concatenate([old, new]) for old, new in zip((e, a, v), more,
-                                                                  strict=True))
+        more = datoms_of(frontier, frontier)
+        e, a, v = (np.concatenate([old, new.astype(np.int64)]) for old, new in zip(
+            (e, a, v), more, strict=True))
     order = sort_order(e, a, v)
     (e, a, v), _ = consolidate((e[order], a[order], v[order]), None)
     return e, a, v
@@ -363,6 +394,23 @@ def _datoms_of(db: ArrangementRegistry, forward: Ints, backward: Ints) -> tuple[
                                               backward[:, None].astype(np.int64))
     return (np.concatenate([forward[rows], e2]), np.concatenate([a, a2]),
             np.concatenate([v, backward[back]]))
+
+
+def _datoms_after(db: ArrangementRegistry, delta: DatomColumns) -> DatomsOf:
+    """:func:`_datoms_of` in the state after ``delta``: the datoms found each once, plus
+    the delta's that hold a wanted id, summed; those left present."""
+    def datoms_of(forward: Ints, backward: Ints) -> tuple[Ints, Ints, Ints]:
+        e, a, v = (c.astype(np.int32) for c in _datoms_of(db, forward, backward))
+        e, a, v, _ = sorted_sum(e, a, v, np.ones(len(e), np.int64))  # each once
+        touched = np.isin(delta.e, forward) | np.isin(delta.v, backward)
+        e, a, v, w = sorted_sum(np.concatenate([e, delta.e[touched]]),
+                                np.concatenate([a, delta.a[touched]]),
+                                np.concatenate([v, delta.v[touched]]),
+                                np.concatenate([np.ones(len(e), np.int64), delta.w[touched]]))
+        present = w > 0
+        return (e[present].astype(np.int64), a[present].astype(np.int64),
+                v[present].astype(np.int64))
+    return datoms_of
 
 
 def _under(db: ArrangementRegistry, pairs: Ints) -> tuple[Ints, Ints, Ints]:

@@ -40,6 +40,7 @@ from workers.plan.ir import Plan
 
 if TYPE_CHECKING:
     from workers.executors.spark.executor import SparkExecutor
+    from workers.pull.maintain import PullReads
 
 
 _NONE = np.zeros(0, np.int32)
@@ -61,14 +62,16 @@ class StateWindow:
         spark.manifest()  # the state exists from the start: every tick appends to it
 
     def read_transactions(self, batch: BatchOps, schema: Schema,
-                          steps: Callable[[set[Any]], tuple[Plan, ...]]) -> None:
+                          steps: Callable[[set[Any]], tuple[tuple[Plan, ...], PullReads | None]]
+                          ) -> None:
         """The datoms normalising ``batch`` against ``schema`` reads (the module's list),
         their keys found a column at a time (a catch-up tick names 10^5 datoms).
 
         A small batch of plain datoms is read in the job that also steps the plans of the
         queries its attributes may change (``steps``) by the delta the task assumes from
-        the batch and the state (:meth:`SparkExecutor.read_and_step`): when normalising
-        here gives that delta — the usual case — the tick is one Spark job, not two."""
+        the batch and the state, and reads what their pulls will read after it
+        (:meth:`SparkExecutor.read_and_step`): when normalising here gives that delta —
+        the usual case — the tick is one Spark job, not two or three."""
         ops = batch.ops
         backward = self.ids_of(ops.retract_entities if schema.ref_attributes() else ())
         datoms = ops.adds + ops.retracts
@@ -79,13 +82,14 @@ class StateWindow:
             self.read(self.ids_of(entities + ops.retract_entities), backward)
             return
         plain = not (len(backward) or ops.retract_attributes)
-        plans = steps(set(attributes)) if plain and len(datoms) < self._spark.split_datoms else ()
+        plans, pulls = (steps(set(attributes)) if plain and len(datoms) < self._spark.split_datoms
+                        else ((), None))
         if plans:  # the batch's values numbered once, for the read and the assumed delta
             events = batch_events(self.db.ids, schema, batch)
             columns = np.stack([events.e, events.a, events.v], axis=1).astype(np.int64)
             read = _distinct(events.entities.astype(np.int64), _NO_IDS,
                              columns[events.one, :2], columns[~events.one])
-            self.db.load(self.db.ids, self._spark.read_and_step(read, events, plans))
+            self.db.load(self.db.ids, self._spark.read_and_step(read, events, plans, pulls))
             return
         one = np.array([schema[a].cardinality_one for a in attributes], bool)[of_datom]
         one[len(ops.adds):] = False  # a retraction reads its own datom only

@@ -91,7 +91,8 @@ class FailingSpark:
         none = np.zeros(0, np.int32)
         return none, none, none
 
-    def read_and_step(self, read: object, events: object, plans: object) -> tuple[Ids, Ids, Ids]:
+    def read_and_step(self, read: object, events: object, plans: object,
+                      pulls: object = None) -> tuple[Ids, Ids, Ids]:
         """A small tick's read and step in one job: the job that fails."""
         raise RuntimeError("Py4JJavaError: Job aborted")
 

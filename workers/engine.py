@@ -308,15 +308,15 @@ class Engine:
         queries = [self._queries[name] for name in self._affected(attributes)]
         plans = self.dispatch.spark_plans([query.prepared for query in queries])
         position = {id(plan): i for i, plan in enumerate(plans)}
-        pulling = [(position.get(id(query.prepared.plan)), query) for query in queries
-                   if query.pulling is not None]
-        if not pulling or any(i is None or query.aggregation is not None
-                              for i, query in pulling):
+        pulling = [query for query in queries if query.pulling is not None]
+        found = [(position[id(query.prepared.plan)], query.pulling) for query in pulling
+                 if id(query.prepared.plan) in position and query.aggregation is None
+                 and query.pulling is not None]
+        if not pulling or len(found) < len(pulling):
             return plans, None
-        columns = tuple((i, tuple(column.source for column in query.pulling.pulls))
-                        for i, query in pulling if i is not None and query.pulling is not None)
-        return plans, PullReads(columns, 2 * max(query.pulling.depth for _, query in pulling
-                                             if query.pulling is not None))
+        return plans, PullReads(tuple((i, tuple(column.source for column in each.pulls))
+                                      for i, each in found),
+                                2 * max(each.depth for _, each in found))
 
     def _tick(self, delta: IdDelta) -> Changes:
         """Steps 2-6 of a tick whose effective delta is ``delta`` (value ids)."""

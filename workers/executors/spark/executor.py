@@ -76,7 +76,6 @@ _ASSUMED = {outcome: metrics.SPARK_ASSUMED_STEPS.labels(outcome)
             for outcome in ("used", "stepped_again")}
 
 
-
 @dataclass(frozen=True, slots=True)
 class Speculated:
     """A tick's step done with its read (:meth:`SparkExecutor.read_and_step`), kept until

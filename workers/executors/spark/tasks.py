@@ -271,8 +271,8 @@ def speculate(request: Speculation, batches: Iterable[pa.RecordBatch]
     yield _tagged(_from_columns(read, np.ones(len(read[0]), np.int64)), queries, tick.width)
     yield _tagged(_from_columns((delta.e, delta.a, delta.v), delta.w), queries + 1,
                   tick.width)
-    stepped = list(_stepped(dataclasses.replace(tick, delta=delta), [WHOLE])) if len(
-        delta) else []
+    stepped = list(_stepped(dataclasses.replace(tick, delta=delta), [WHOLE])
+                   ) if len(delta) else []
     yield from stepped
     if request.pulls is not None:
         by_query = {int(batch.column(QUERY)[0].as_py()): batch for batch in stepped

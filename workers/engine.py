@@ -34,6 +34,7 @@ import numpy.typing as npt
 
 from workers import edn
 from workers.arrangements import ArrangementRegistry, MemoryArrangement, PendingReader
+from workers.arrangements.batch import sorted_distinct
 from workers.arrangements.delta import DatomColumns, IdDelta, TickDelta
 from workers.arrangements.pending import PENDING_ORDERS
 from workers.arrangements.values import ValueIds
@@ -325,7 +326,7 @@ class Engine:
         # Step 2: the tick's delta, arranged as the queries stepping read it.
         self._delta.reset(delta)
         value = self.db.ids.value
-        attribute_ids = (np.unique(delta.a).tolist() if isinstance(delta, DatomColumns) else
+        attribute_ids = (sorted_distinct(delta.a).tolist() if isinstance(delta, DatomColumns) else
                          {datom[1] for datom in delta})
         # Steps 3-4: route and step the affected queries.
         changes: Changes = {}

@@ -124,6 +124,16 @@ def sorted_triples(c0: Ids, c1: Ids, c2: Ids, w: Ints | None
     return (c0[perm], c1[perm], c2[perm]), None if w is None else w[perm]
 
 
+def sorted_distinct(values: Column) -> Column:
+    """The distinct values of a 1-d integer array, sorted: ``np.unique`` by sorting, which
+    NumPy 2's no longer does for values alone — its hash table took 4.8 s for 10^7 int32
+    ids here (0.44 s for 10^6), sorting them and dropping repeats 0.04 s."""
+    ordered = np.sort(values)
+    if len(ordered) > 1:
+        ordered = ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
+    return ordered  # type: ignore[return-value]
+
+
 def set_weights(count: int) -> Ints:
     """The weights of a set of ``count`` datoms: a read-only view of one 1, not a column."""
     return np.broadcast_to(np.ones(1, np.int64), (count,))

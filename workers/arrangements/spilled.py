@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from workers.arrangements.batch import sorted_distinct
 from workers.arrangements.values import (
     INT_KIND,
     MAX_IDS,
@@ -234,7 +235,7 @@ class SpilledValueIds(ValueIds):
         return out.tolist()  # type: ignore[no-any-return]
 
     def objects(self, ids: IdArray) -> list[Any]:
-        distinct = np.unique(ids)
+        distinct = sorted_distinct(ids)
         spilled = distinct[distinct < self._base]
         objects = spilled[self._log("kinds")[spilled] == OBJECT_KIND]
         found = self._unpickled(self._log("payload")[objects].tolist())

@@ -41,6 +41,7 @@ from workers.arrangements.batch import (
     consolidate,
     set_weights,
     sort_order,
+    sorted_distinct,
     sorted_triples,
     starts,
     summed_by_entity,
@@ -381,7 +382,7 @@ class SpineArrangement:
             return node[0].count(depth, node[1], node[2]) if isinstance(node, tuple) else len(
                 node)  # type: ignore[arg-type]
         if self._positive(nodes):  # the keys' union, as arrays: a node may hold millions
-            return len(np.unique(np.concatenate([_keys(node, depth) for node in nodes])))
+            return len(sorted_distinct(np.concatenate([_keys(node, depth) for node in nodes])))
         return len(self._propose(nodes, depth))
 
     def estimate(self, order: IndexOrder, prefix: Sequence[int]) -> int:

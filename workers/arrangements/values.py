@@ -26,6 +26,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from workers.arrangements.batch import sorted_distinct
+
 IdArray = npt.NDArray[np.int32]
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 INT_KIND, OBJECT_KIND = 0, 1  # per id: in the int column (payload: the int) or not (an index)
@@ -103,7 +105,7 @@ class ValueIds:
     def objects(self, ids: IdArray) -> list[Any]:
         """The values of ``ids`` that are not longs, each distinct one once (a column of
         longs is looked at without a Python call per value)."""
-        distinct = np.unique(ids)
+        distinct = sorted_distinct(ids)
         chosen = distinct[self._kind[distinct] == OBJECT_KIND]
         return [self._values[i] for i in self._payload[chosen].tolist()]
 

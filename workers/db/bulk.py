@@ -44,7 +44,7 @@ import edn_format
 import numpy as np
 
 from workers.arrangements import ArrangementRegistry, IndexOrder
-from workers.arrangements.batch import Ids, Ints, Mask, sort_order, starts
+from workers.arrangements.batch import Ids, Ints, Mask, sort_order, sorted_distinct, starts
 from workers.arrangements.delta import DatomColumns
 from workers.arrangements.values import ValueIds
 from workers.db.normalise import check_plain
@@ -154,7 +154,7 @@ def assumed_delta(db: ArrangementRegistry, events: Events) -> DatomColumns:
 def _stored(db: ArrangementRegistry, events: Events) -> tuple[Ids, Ids, Ids]:
     """The datoms in the database that ``events`` may retract without naming them: those of
     the entities they retract and of the cardinality-one attributes they add to."""
-    entities = np.unique(events.entities)
+    entities = sorted_distinct(events.entities)
     rows, (entity_a, entity_v), _ = db.state.enumerations(EAV, entities[:, None].astype(
         np.int64))
     one = np.flatnonzero(events.one)
@@ -209,7 +209,7 @@ def _suspects(events: Events, size: int, ids: ValueIds, schema: Schema) -> Mask:
         if value_type is not None:
             rows = added[events.a[added] == attribute]
             check = VALUE_TYPES[value_type]
-            distinct = np.unique(events.v[rows])
+            distinct = sorted_distinct(events.v[rows])
             wrong = [i for i in distinct.tolist() if not check(ids.value(i))]
             suspect[events.position[rows[np.isin(events.v[rows], wrong)]]] = True
     return suspect
@@ -259,7 +259,7 @@ def _present_before(db: ArrangementRegistry, events: Events, by_entity: _ByEntit
     """Whether each datom of ``rows`` is present before the transaction at ``position``:
     after the accepted ones before it (their events on the datoms' entities)."""
     e, a, v = events.e[rows], events.a[rows], events.v[rows]
-    ops, retractions = by_entity.rows(np.unique(e))
+    ops, retractions = by_entity.rows(sorted_distinct(e))
     at, retracted_at = events.position[ops], events.entity_position[retractions]
     earlier = events.where(ops[accepted[at] & (at < position)],
                            retractions[accepted[retracted_at] & (retracted_at < position)])

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from workers.arrangements.batch import Ints
+from workers.arrangements.batch import Ints, sorted_distinct
 from workers.arrangements.delta import DatomColumns, IdDelta
 from workers.datalog.pull import PullPattern
 from workers.plan.ir import Find
@@ -182,6 +182,6 @@ class PullReads:
 
     def seeds(self, rows: Callable[[int, int], Ints], delta: DatomColumns) -> Ints:
         """The ids read from: ``rows(query, column)`` gives a query's ids in a column."""
-        return np.unique(np.concatenate(
+        return sorted_distinct(np.concatenate(
             [rows(query, c) for query, columns in self.columns for c in columns]
             + [delta.e.astype(np.int64), delta.v.astype(np.int64)]))

@@ -16,6 +16,7 @@ from workers.arrangements.batch import (
     search,
     segment_search,
     sort_order,
+    sorted_distinct,
     sorted_triples,
 )
 
@@ -149,6 +150,13 @@ def test_sorted_triples_are_the_triples_in_order_each_with_its_weight(
     assert sorted(got) == sorted(rows)  # each triple kept its weight
     empty = np.zeros(0, np.int32)
     assert [len(c) for c in sorted_triples(empty, empty, empty, None)[0]] == [0, 0, 0]
+
+
+@pytest.mark.parametrize("size", [0, 1, 2, 1_000])
+def test_sorted_distinct_is_numpys_unique(size: int) -> None:
+    values = np.random.default_rng(size).integers(0, 50, size).astype(np.int32)
+    found = sorted_distinct(values)
+    assert found.dtype == np.int32 and found.tolist() == np.unique(values).tolist()
 
 
 def test_a_search_of_many_needles_finds_what_searchsorted_finds() -> None:

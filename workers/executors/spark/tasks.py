@@ -41,7 +41,14 @@ import numpy as np
 import pyarrow as pa
 
 from workers.arrangements import ArrangementRegistry, IndexOrder
-from workers.arrangements.batch import Ids, Ints, consolidate, sort_order, sorted_sum
+from workers.arrangements.batch import (
+    Ids,
+    Ints,
+    consolidate,
+    sort_order,
+    sorted_distinct,
+    sorted_sum,
+)
 from workers.arrangements.delta import DatomColumns, TickDelta
 from workers.arrangements.relation import RelationArrangement
 from workers.arrangements.values import ValueIds
@@ -356,8 +363,8 @@ def _fetched(db: ArrangementRegistry, request: Fetch, share: Share) -> tuple[Int
     triples = request.triples[share.keys(request.triples[:, 0])]
     under, present = _under(db, pairs), _present(db, triples)
     e, a, v = (np.concatenate([under[i], present[i]]).astype(np.int64) for i in range(3))
-    return _walked(partial(_datoms_of, db), np.union1d(forward, backward), (e, a, v),
-                   request.hops, forward, backward)
+    return _walked(partial(_datoms_of, db), sorted_distinct(np.concatenate([forward, backward])),
+                   (e, a, v), request.hops, forward, backward)
 
 
 DatomsOf = Callable[[Ints, Ints], tuple[Ints | Ids, Ints | Ids, Ints | Ids]]
@@ -374,10 +381,11 @@ def _walked(datoms_of: DatomsOf, seen: Ints, found: tuple[Ints, Ints, Ints], hop
     e, a, v = (np.concatenate([old, new.astype(np.int64)]) for old, new in zip(
         found, first, strict=True))
     for _ in range(hops):
-        frontier = np.setdiff1d(np.union1d(e, v), seen)
+        held = sorted_distinct(np.concatenate([e, v]))
+        frontier = held[~np.isin(held, seen)]
         if not len(frontier):
             break
-        seen = np.union1d(seen, frontier)
+        seen = sorted_distinct(np.concatenate([seen, frontier]))
         more = datoms_of(frontier, frontier)
         e, a, v = (np.concatenate([old, new.astype(np.int64)]) for old, new in zip(
             (e, a, v), more, strict=True))

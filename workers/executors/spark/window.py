@@ -30,7 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from workers.arrangements import ArrangementRegistry
-from workers.arrangements.batch import Ids, Ints
+from workers.arrangements.batch import Ids, Ints, sorted_distinct
 from workers.arrangements.spilled import SpilledValueIds
 from workers.arrangements.values import ValueIds
 from workers.db.bulk import batch_events, by_identity, lookup_column
@@ -175,7 +175,7 @@ class StateWindow:
 def _distinct(forward: Ints, backward: Ints, pairs: Ints, triples: Ints
               ) -> tuple[Ints, Ints, Ints, Ints]:
     """A read's ids and rows, each once."""
-    return (np.unique(forward), np.unique(backward), np.unique(pairs, axis=0),
+    return (sorted_distinct(forward), sorted_distinct(backward), np.unique(pairs, axis=0),
             np.unique(triples, axis=0))
 
 

@@ -24,6 +24,7 @@ constants come with the plan (:class:`PlanIds`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import groupby
 from typing import Any
 
 from workers.arrangements import ArrangementRegistry
@@ -56,8 +57,9 @@ def open_state(manifest: Manifest) -> ArrangementRegistry:
             found.db.apply_batch(read_index(manifest.location, manifest.index),
                                  manifest.base_rows)
             found.version = manifest.base_version
-    for version in sorted({p.version for p in manifest.batches if p.version > found.version}):
-        _apply(found, manifest, tuple(p for p in manifest.batches if p.version == version))
+    newer = [p for p in manifest.batches if p.version > found.version]
+    for _, parts in groupby(newer, key=lambda part: part.version):  # listed in version order
+        _apply(found, manifest, tuple(parts))
     return found.db
 
 

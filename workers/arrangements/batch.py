@@ -112,16 +112,30 @@ def sorted_triples(c0: Ids, c1: Ids, c2: Ids, w: Ints | None
     1.2 s and the three gathers after it 0.3 s; weighted ones go through a permutation."""
     widths = [int(c.max()).bit_length() if len(c) else 0 for c in (c0, c1, c2)]
     shift1, shift0 = widths[2], widths[1] + widths[2]
-    packs = shift0 + widths[0] <= 63
-    key = ((c0.astype(np.int64) << shift0) | (c1.astype(np.int64) << shift1) | c2
-           if packs else None)
+    key = _packed(c0, c1, c2, shift0, shift1) if shift0 + widths[0] <= 63 else None
     if key is not None and w is None:
         key.sort()
-        return ((key >> shift0).astype(c0.dtype),
-                ((key >> shift1) & ((1 << widths[1]) - 1)).astype(c1.dtype),
-                (key & ((1 << shift1) - 1)).astype(c2.dtype)), None
+        s0, s1, s2 = (np.empty(len(key), c.dtype) for c in (c0, c1, c2))
+        np.right_shift(key, shift0, out=s0, casting="unsafe")
+        np.right_shift(key, shift1, out=s1, casting="unsafe")
+        s1 &= (1 << widths[1]) - 1
+        np.bitwise_and(key, (1 << shift1) - 1, out=s2, casting="unsafe")
+        return (s0, s1, s2), None
     perm = np.lexsort((c2, c1, c0)) if key is None else np.argsort(key)
     return (c0[perm], c1[perm], c2[perm]), None if w is None else w[perm]
+
+
+def _packed(c0: Ids, c1: Ids, c2: Ids, shift0: int, shift1: int) -> Ints:
+    """``c0 << shift0 | c1 << shift1 | c2`` as int64, in place: two arrays allocated, not
+    five — memory a process has not used before costs its page faults (a Spark task's
+    first merge of 10^7 datoms spent 0.9 s of 2.0 in such casts and temporaries)."""
+    key = c0.astype(np.int64)
+    key <<= shift0
+    part = c1.astype(np.int64)
+    part <<= shift1
+    key |= part
+    key |= c2
+    return key
 
 
 def sorted_distinct(values: Column) -> Column:
@@ -224,8 +238,10 @@ class Batch:
         bounds0 = offsets(firsts, len(p0))
         width0 = len(firsts)
         dense = width0 and int(keys0[-1]) + 2 <= 2 * width0 + 1  # dense is smaller
-        if dense:
-            bounds0 = bounds0[np.searchsorted(keys0, np.arange(int(keys0[-1]) + 2))]
+        if dense:  # row k's start: the entries of keys below k (counted: 0.4 s -> 0.05 s
+            # at 10^7 datoms against a search per id)
+            counts = np.bincount(p0, minlength=int(keys0[-1]) + 1)
+            bounds0 = offsets(np.concatenate(([0], np.cumsum(counts[:-1]))), len(p0))
         self._levels(None if dense else keys0, bounds0, p1, width0)
 
     def _levels(self, keys0: Ids | None, bounds0: Offsets, keys1: Ids, width0: int) -> None:

@@ -108,19 +108,23 @@ class DatomBatch:
 
     @staticmethod
     def merged(batches: Sequence[DatomBatch]) -> DatomBatch | None:
-        """The batches' sum consolidated: EAV's and VAE's sorted runs merged (a stable sort
-        of runs is linear in their number) and equal datoms summed, so both drop the same
-        zeros."""
+        """The batches' sum consolidated: EAV's and VAE's sorted runs merged and equal
+        datoms summed, so both drop the same zeros.  Sets' triples are sorted as packed keys
+        (:func:`sorted_triples`: 0.07 s for 10^7, where the stable sort of runs took 0.06 s
+        in memory the process had used before and 0.4 s in fresh memory, as a Spark task's
+        first merge is); weighted ones by a stable sort of runs, linear in their number."""
         merged = []
         for order in (EAV, VAE):
             parts = [batch.orders[order].columns() for batch in batches]
-            columns = tuple(np.concatenate([part[i] for part in parts]) for i in range(3))
-            weights = None if all(part[3] is None for part in parts) else np.concatenate(
-                [np.ones(len(part[0]), np.int64) if part[3] is None else part[3]
-                 for part in parts])
-            perm = sort_order(*columns)
-            (c0, c1, c2), weights = consolidate(tuple(c[perm] for c in columns),
-                                                None if weights is None else weights[perm])
+            c0, c1, c2 = (np.concatenate([part[i] for part in parts]) for i in range(3))
+            if all(part[3] is None for part in parts):
+                (c0, c1, c2), weights = consolidate(*sorted_triples(c0, c1, c2, None))
+            else:
+                weights = np.concatenate([np.ones(len(part[0]), np.int64) if part[3] is None
+                                          else part[3] for part in parts])
+                perm = sort_order(c0, c1, c2)
+                (c0, c1, c2), weights = consolidate((c0[perm], c1[perm], c2[perm]),
+                                                    weights[perm])
             if not len(c0):
                 return None
             merged.append(Batch(c0, c1, c2, weights))

@@ -73,9 +73,10 @@ def _can_catch_up(found: OpenState, manifest: Manifest) -> bool:
 def _apply(found: OpenState, manifest: Manifest, parts: tuple[Part, ...]) -> None:
     """Parts listed in version order (the base's buckets, or the batches after the cached
     version) as one update: their sum is the change to the newest of them, and one batch
-    of it is built and merged once — a Python worker that opened a 10^7 state's index
-    under the 36 batches a load left applied them in 1.4 s one by one (a spine's merges
-    as it grew), against 0.3 s summed."""
+    of it is built and merged once.  A Python worker opening a 10^7 state's index under
+    the 36 batches a load left took 1.3-1.6 s to apply them one by one (a spine's merges
+    as it grew) and 1.7-2.6 s more to merge them before a scan; summed, 1.1-2.4 s in all
+    (0.9 s of CPU; the rest is this VM's first touch of memory, ``docs/spark.md``)."""
     if not parts:
         return
     columns = DatomColumns.concatenate([read_part(manifest.location, p) for p in parts])

@@ -316,7 +316,11 @@ def run(program: VectorProgram, frame: Frame, work: Work, project: bool = True,
     return Frame(columns, weights, np.concatenate([p.origin for p in done]))
 
 
-PIECE_ROWS = 1 << 18
+# A piece's proposals on a power-law graph reach tens of times its rows: at 2^18 rows the
+# triangle over 10^7 edges held ~880 MB in one level, and memory a process has not held
+# costs its faults (on this machine's VM ~1-2 s a GB).  2^16: that bootstrap's share
+# 4.9-5.5 s -> 4.5-4.7 s (CPU +0.3 s, faults -0.7 to -1.1 s; docs/engine.md).
+PIECE_ROWS = 1 << 16
 
 
 def _through(frame: Frame, levels: tuple[tuple[VectorExtender, ...], ...], depth: int,

@@ -404,8 +404,11 @@ class Engine:
 
     def idle(self) -> None:
         """Nothing to step now: the time goes to compacting the database in the background
-        (the next ticks search one batch instead of several; docs/engine.md)."""
+        (the next ticks search one batch instead of several; docs/engine.md), and Spark's
+        state, once written (docs/spark.md)."""
         self.db.state.compact_idle()
+        if self.dispatch.spark is not None:
+            self.dispatch.spark.idle()
 
     def _decode(self, rows: IdRows) -> dict[Row, int]:
         """Rows of value ids as rows of values (one value per id: no two rows merge); the

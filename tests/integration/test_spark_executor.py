@@ -122,6 +122,34 @@ def test_ticks_do_not_grow_the_spark_work_per_tick(spark_settings: SparkSettings
     assert engine.result("out") == local.result("out")
 
 
+def test_an_idle_engine_sums_the_spark_state_into_its_base(spark_settings: SparkSettings
+                                                            ) -> None:
+    """``Engine.idle`` compacts Spark's state too: the batches the ticks appended become
+    the base (a Spark job), and the ticks after it read that base, every change equal to
+    the local engine's."""
+    engine, local = Engine(executor="spark", spark=spark_settings), Engine()
+    spark = engine.dispatch.spark
+    assert spark is not None
+    load = [[keyword("db/add"), a, TO, b] for a, b in random_edges(300, 60, seed=5)]
+    for each in (engine, local):
+        each.transact(load)
+        each.register("two", "[:find ?a ?c :where [?a :g/to ?b] [?b :g/to ?c]]")
+    for tick in range(3):
+        tx = [[keyword("db/add"), tick, TO, 100 + tick], [keyword("db/retractEntity"), 10 + tick]]
+        assert engine.transact(tx) == local.transact(tx), f"tick {tick}"
+    spark.store.settle()
+    before = spark.store.manifest
+    assert before is not None and len(before.batches) >= 3  # the load's and the ticks'
+    engine.idle()
+    spark.store.settle()
+    manifest = spark.store.manifest
+    assert manifest is not None and not manifest.batches
+    assert manifest.base_version == before.version
+    tx = [[keyword("db/add"), 100, TO, 0], [keyword("db/retract"), 0, TO, 100]]
+    assert engine.transact(tx) == local.transact(tx)
+    assert engine.result("two") == local.result("two")
+
+
 def test_a_spark_step_counts_the_work_its_tasks_did(spark_settings: SparkSettings) -> None:
     """The tasks' work counters come back with their results (accumulators): a small tick's
     one task steps the triangle vectorised, so it counts what the local vectorised executor

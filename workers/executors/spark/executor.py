@@ -300,6 +300,12 @@ class SparkExecutor:
             return self.reset(*self.db.columns())
         return self.store.manifest
 
+    def idle(self) -> None:
+        """Nothing to step: the state's batches summed into its base while there is time
+        (:meth:`StateStore.compact_idle`)."""
+        if self.store.manifest is not None:
+            self.store.compact_idle()
+
     def reset(self, e: Ids, a: Ids, v: Ids) -> Manifest:
         """The state replaced by the datoms ``e, a, v`` (a set)."""
         return self.store.reset(DatomColumns(e, a, v, set_weights(len(e))))

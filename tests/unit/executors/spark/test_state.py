@@ -168,6 +168,32 @@ def test_batches_due_by_number_are_folded_into_one_and_the_base_kept(tmp_path: P
         p.path for p in store.manifest.parts()}  # type: ignore[union-attr]
 
 
+def test_an_idle_store_sums_its_batches_into_an_indexed_base(tmp_path: Path) -> None:
+    """Idle, the store rewrites the base once the batches hold a 64th of it (not due by
+    number or size: a tick would not wait for it) and indexes it; a task's cache then opens
+    the one indexed batch.  Below a 64th, or with no batches, idling writes nothing (the
+    reset's base was indexed as it was written)."""
+    store = StateStore(str(tmp_path), compact_batches=1_000, compact_datoms=1_000,
+                       compactor=bucketed(2), indexer=in_a_task, index_datoms=100)
+    store.reset(columns({(e, 0, e + 1): 1 for e in range(128)}))
+    store.compact_idle()  # no batches
+    store.append(columns({(0, 0, 1): -1}))  # 1 datom against 128: below a 64th
+    store.compact_idle()
+    store.settle()
+    before = store.manifest
+    assert before is not None and before.index is not None and len(before.batches) == 1
+    store.append(columns({(200, 0, 201): 1}))  # 2 against 128: a 64th
+    store.compact_idle()
+    store.settle()
+    manifest = store.manifest
+    assert manifest is not None and not manifest.batches and manifest.version == 2
+    assert manifest.base_rows == 128 and manifest.index not in (None, before.index)
+    opened = open_state(manifest)
+    assert len(opened.state.batches) == 1
+    assert opened.state.datoms() == {(e, 0, e + 1): 1 for e in range(1, 128)} | {
+        (200, 0, 201): 1}
+
+
 def _opened(manifest: Manifest | None) -> ArrangementRegistry:
     """A cache of its own at ``manifest``'s version."""
     assert manifest is not None

@@ -125,11 +125,12 @@ def test_ticks_do_not_grow_the_spark_work_per_tick(spark_settings: SparkSettings
 def test_an_idle_engine_sums_the_spark_state_into_its_base(spark_settings: SparkSettings
                                                             ) -> None:
     """``Engine.idle`` compacts Spark's state too: the batches the ticks appended become
-    the base (a Spark job), and the ticks after it read that base, every change equal to
-    the local engine's."""
+    the base, indexed (Spark jobs), and the ticks after it read that base, every change
+    equal to the local engine's.  (A state counts as large from ``index_datoms``.)"""
     engine, local = Engine(executor="spark", spark=spark_settings), Engine()
     spark = engine.dispatch.spark
     assert spark is not None
+    spark.store.index_datoms = 100
     load = [[keyword("db/add"), a, TO, b] for a, b in random_edges(300, 60, seed=5)]
     for each in (engine, local):
         each.transact(load)
@@ -143,7 +144,7 @@ def test_an_idle_engine_sums_the_spark_state_into_its_base(spark_settings: Spark
     engine.idle()
     spark.store.settle()
     manifest = spark.store.manifest
-    assert manifest is not None and not manifest.batches
+    assert manifest is not None and not manifest.batches and manifest.index is not None
     assert manifest.base_version == before.version
     tx = [[keyword("db/add"), 100, TO, 0], [keyword("db/retract"), 0, TO, 100]]
     assert engine.transact(tx) == local.transact(tx)

@@ -238,8 +238,8 @@ class Batch:
         bounds0 = offsets(firsts, len(p0))
         width0 = len(firsts)
         dense = width0 and int(keys0[-1]) + 2 <= 2 * width0 + 1  # dense is smaller
-        if dense:  # row k's start: the entries of keys below k (counted: 0.4 s -> 0.05 s
-            # at 10^7 datoms against a search per id)
+        if dense:  # row k's start: the entries of keys below k, counted (4*10^6 ids:
+            # 0.01-0.09 s, against 0.08-0.12 s for a search per id)
             counts = np.bincount(p0, minlength=int(keys0[-1]) + 1)
             bounds0 = offsets(np.concatenate(([0], np.cumsum(counts[:-1]))), len(p0))
         self._levels(None if dense else keys0, bounds0, p1, width0)

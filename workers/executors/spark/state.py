@@ -351,14 +351,19 @@ class StateStore:
         self._compacting.start()
 
     def compact_idle(self) -> None:
-        """The owner has nothing to step: sum the batches into a new base, indexed when
-        large, when they hold an ``IDLE_SHARE``-th of the base or more — what a tick would
-        not wait for.  Every Python worker then maps one built batch, where an evaluation's
-        tasks each merged the batches into their own copy first (the 10^7 triangle after a
-        load: 1.1-1.2 s per task, both tasks at once, before the evaluation)."""
+        """The owner has nothing to step: sum the batches of a state of ``index_datoms``
+        or more into a new, indexed base when they hold an ``IDLE_SHARE``-th of the base or
+        more — what a tick would not wait for.  Every Python worker then maps one built
+        batch, where an evaluation's tasks each merged the batches into their own copy
+        first (the 10^7 triangle after a load: 1.1-1.2 s per task, both tasks at once,
+        before the evaluation).  A smaller state is cheap to open: its idle moments do
+        not each cost a Spark job."""
         manifest = self.manifest
-        if (manifest is not None and manifest.batches
-                and IDLE_SHARE * _pending(manifest) >= manifest.base_rows):
+        if manifest is None or not manifest.batches:
+            return
+        pending = _pending(manifest)
+        if (pending + manifest.base_rows >= self.index_datoms
+                and IDLE_SHARE * pending >= manifest.base_rows):
             self.compact_in_background(rebase=True)
 
     def settle(self) -> None:

@@ -169,11 +169,19 @@ def test_batches_due_by_number_are_folded_into_one_and_the_base_kept(tmp_path: P
 
 
 def test_an_idle_store_sums_its_batches_into_an_indexed_base(tmp_path: Path) -> None:
-    """Idle, the store rewrites the base once the batches hold a 64th of it (not due by
-    number or size: a tick would not wait for it) and indexes it; a task's cache then opens
-    the one indexed batch.  Below a 64th, or with no batches, idling writes nothing (the
-    reset's base was indexed as it was written)."""
-    store = StateStore(str(tmp_path), compact_batches=1_000, compact_datoms=1_000,
+    """Idle, the store rewrites a large state's base once the batches hold a 64th of it
+    (not due by number or size: a tick would not wait for it) and indexes it; a task's
+    cache then opens the one indexed batch.  Below a 64th, with no batches, or below
+    ``index_datoms`` in all, idling writes nothing (the reset's base was indexed as it
+    was written)."""
+    small = StateStore(str(tmp_path / "small"), compact_batches=1_000, compact_datoms=1_000,
+                       compactor=bucketed(2), indexer=in_a_task, index_datoms=100)
+    small.reset(columns({(e, 0, e + 1): 1 for e in range(50)}))
+    small.append(columns({(e, 0, e + 1): 1 for e in range(50, 60)}))
+    small.compact_idle()
+    small.settle()
+    assert len(small.manifest.batches) == 1  # type: ignore[union-attr]
+    store = StateStore(str(tmp_path / "large"), compact_batches=1_000, compact_datoms=1_000,
                        compactor=bucketed(2), indexer=in_a_task, index_datoms=100)
     store.reset(columns({(e, 0, e + 1): 1 for e in range(128)}))
     store.compact_idle()  # no batches

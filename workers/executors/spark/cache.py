@@ -50,13 +50,11 @@ def open_state(manifest: Manifest) -> ArrangementRegistry:
             or manifest.index not in (None, found.index)):
         found = OpenState(manifest.epoch, -1, ArrangementRegistry(), manifest.index)
         _OPEN[manifest.location] = found
-        if manifest.index is None:
-            _apply(found, manifest, manifest.base)
-        else:
+        if manifest.index is not None:
             found.db.apply_batch(read_index(manifest.location, manifest.index),
                                  manifest.base_rows)
             found.version = manifest.base_version
-    _apply(found, manifest, tuple(p for p in manifest.batches if p.version > found.version))
+    _apply(found, manifest, tuple(p for p in manifest.parts() if p.version > found.version))
     return found.db
 
 
@@ -71,9 +69,9 @@ def _can_catch_up(found: OpenState, manifest: Manifest) -> bool:
 
 
 def _apply(found: OpenState, manifest: Manifest, parts: tuple[Part, ...]) -> None:
-    """Parts listed in version order (the base's buckets, or the batches after the cached
-    version) as one update: their sum is the change to the newest of them, and one batch
-    of it is built and merged once.  A Python worker opening a 10^7 state's index under
+    """Parts listed in version order (the batches after the cached version, after the
+    base's buckets when none is cached) as one update: their sum is the change to the
+    newest of them, and one batch of it is built and merged once.  A Python worker opening a 10^7 state's index under
     the 36 batches a load left took 1.3-1.6 s to apply them one by one (a spine's merges
     as it grew) and 1.7-2.6 s more to merge them before a scan; summed, 1.1-2.4 s in all
     (0.9 s of CPU; the rest is this VM's first touch of memory, ``docs/spark.md``)."""

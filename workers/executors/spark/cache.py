@@ -71,10 +71,11 @@ def _can_catch_up(found: OpenState, manifest: Manifest) -> bool:
 def _apply(found: OpenState, manifest: Manifest, parts: tuple[Part, ...]) -> None:
     """Parts listed in version order (the batches after the cached version, after the
     base's buckets when none is cached) as one update: their sum is the change to the
-    newest of them, and one batch of it is built and merged once.  A Python worker opening a 10^7 state's index under
-    the 36 batches a load left took 1.3-1.6 s to apply them one by one (a spine's merges
-    as it grew) and 1.7-2.6 s more to merge them before a scan; summed, 1.1-2.4 s in all
-    (0.9 s of CPU; the rest is this VM's first touch of memory, ``docs/spark.md``)."""
+    newest of them, and one batch of it is built and merged once.  A Python worker
+    opening a 10^7 state's index under the 36 batches a load left took 1.3-1.6 s to apply
+    them one by one (a spine's merges as it grew) and 1.7-2.6 s more to merge them before
+    a scan; summed, 1.1-2.4 s in all (0.9 s of CPU; the rest is this VM's first touch of
+    memory, ``docs/spark.md``)."""
     if not parts:
         return
     columns = DatomColumns.concatenate([read_part(manifest.location, p) for p in parts])

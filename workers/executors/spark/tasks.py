@@ -26,6 +26,8 @@ when it takes the plan, else row at a time — for its :class:`Share`:
   and written as a file of the new base.
 
 The tasks read ids only: a plan's constants come numbered by the driver (:class:`PlanIds`).
+Each runs with its Python worker's freed memory kept for its next arrays, and given back
+when it ends (:func:`~workers.executors.heap.reusing_heap`).
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ from workers.db.bulk import Events, assumed_delta
 from workers.executors.distinct import set_changes
 from workers.executors.extenders import Relations, Row
 from workers.executors.generic_join import compile_program, run
+from workers.executors.heap import reusing_heap
 from workers.executors.local import LocalExecutor, PreparedPlan
 from workers.executors.share import WHOLE, Share
 from workers.executors.spark.cache import PlanIds, open_state
@@ -224,6 +227,7 @@ class Bound:
         return prepared
 
 
+@reusing_heap
 def derive(tick: Tick, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Every query's derivation change of this task's shares, tagged with its number."""
     yield from _derived(Bound(tick.manifest, tick.constants, tick.delta), tick,
@@ -244,12 +248,14 @@ def _derived(bound: Bound, tick: Tick, shares: Iterable[Share]) -> Iterator[pa.R
             yield _tagged(rows, query, tick.width)
 
 
+@reusing_heap
 def distinguish(tick: Tick, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     table = pa.Table.from_batches(list(batches), schema=_arrow_schema(tick.width, tagged=True))
     if table.num_rows:
         yield from _set_changes(Bound(tick.manifest, tick.constants, tick.delta), tick, table)
 
 
+@reusing_heap
 def step(tick: Tick, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """A whole step in one task (a small tick): :func:`derive` then :func:`distinguish`,
     over one binding of the state and the plans."""
@@ -264,6 +270,7 @@ def _stepped(tick: Tick, shares: Iterable[Share]) -> Iterator[pa.RecordBatch]:
         yield from _set_changes(bound, tick, derived)
 
 
+@reusing_heap
 def speculate(request: Speculation, batches: Iterable[pa.RecordBatch]
               ) -> Iterator[pa.RecordBatch]:
     """:func:`fetch` and :func:`step` in one task, the step's delta assumed: the queries'
@@ -318,6 +325,7 @@ def _query_set_changes(bound: Bound, plan: Plan, table: pa.Table, work: Work
     return _from_frame(distinct(vector, derivations, work))
 
 
+@reusing_heap
 def evaluate(tick: Tick, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     (plan,) = tick.plans
     bound = Bound(tick.manifest, tick.constants, tick.delta)
@@ -337,6 +345,7 @@ def evaluate(tick: Tick, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Recor
         tick.counters.add(0, work)
 
 
+@reusing_heap
 def join(task: Rows, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     bound = Bound(task.manifest, task.constants, task.delta)
     program = compile_program(task.program, bound.db, bound.delta.arranged(), task.relations)
@@ -346,6 +355,7 @@ def join(task: Rows, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBat
     task.counters.add(0, work)
 
 
+@reusing_heap
 def fetch(request: Fetch, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """The datoms of this task's share of the entities and values asked for (keyed by the
     id: ``id % shares``), each once, as rows ``(e, a, v)`` of weight 1."""
@@ -435,6 +445,7 @@ def _present(db: ArrangementRegistry, triples: Ints) -> tuple[Ints, Ints, Ints]:
     return triples[:, 0], triples[:, 1], triples[:, 2]
 
 
+@reusing_heap
 def statistics(manifest: Manifest, batches: Iterable[pa.RecordBatch]
                ) -> Iterator[pa.RecordBatch]:
     """Per attribute id: how many distinct entities and distinct values it has, counted
@@ -455,6 +466,7 @@ def statistics(manifest: Manifest, batches: Iterable[pa.RecordBatch]
                                   np.int64)], np.ones(len(attributes), np.int64))
 
 
+@reusing_heap
 def compact(request: Compaction, batches: Iterable[pa.RecordBatch]
             ) -> Iterator[pa.RecordBatch]:
     """Each bucket of this partition: the state's datoms of its entities summed, written as
@@ -467,6 +479,7 @@ def compact(request: Compaction, batches: Iterable[pa.RecordBatch]
         yield _from_columns([np.array([share.index])], np.array([part.rows]))
 
 
+@reusing_heap
 def index(manifest: Manifest, name: str, batches: Iterable[pa.RecordBatch]
           ) -> Iterator[pa.RecordBatch]:
     """The base of ``manifest`` built into its four orders and written as the file ``name``

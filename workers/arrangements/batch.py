@@ -264,10 +264,10 @@ class Batch:
             assert keys is not None
             if depth == 0:
                 table = keys.astype(np.int64)
-            else:
+            else:  # one array of 8 bytes a key allocated, not three
                 bounds = self.bounds0 if depth == 1 else self.bounds1
-                starts_ = np.repeat(bounds[:-1].astype(np.int64), np.diff(bounds))
-                table = (starts_ << 32) + keys
+                table = np.repeat(bounds[:-1].astype(np.int64) << 32, np.diff(bounds))
+                table += keys
             if self._bands is not None:
                 self._bands[depth] = table
         return table

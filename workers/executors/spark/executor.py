@@ -36,7 +36,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
@@ -58,6 +58,7 @@ from workers.executors.spark.tasks import (
     column,
     schema,
 )
+from workers.executors.vectorised import Frame, consolidated
 from workers.executors.work import Work
 from workers.plan.ir import JoinProgram, Plan
 from workers.pull.maintain import PullReads
@@ -74,6 +75,7 @@ SPLIT_DATOMS = 10_000
 BUCKET_DATOMS = 4_000_000
 _ASSUMED = {outcome: metrics.SPARK_ASSUMED_STEPS.labels(outcome)
             for outcome in ("used", "stepped_again")}
+Counted = TypeVar("Counted", dict[Row, int], Frame)
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,8 +196,9 @@ class SparkExecutor:
                 for query, (part, plan, work) in enumerate(zip(
                     tasks.by_query(table, len(plans)), plans, works, strict=True))]
 
-    def evaluate(self, prepared: SparkPlan, work: Work) -> dict[Row, int]:
-        """The full result over the current state: one job, one stage."""
+    def evaluate(self, prepared: SparkPlan, work: Work) -> Frame:
+        """The full result over the current state: one job, one stage.  Its rows stay
+        columns, as the vectorised executor's (the engine decodes a column at a time)."""
         plan = prepared.plan
         # A program without levels derives its rows from the empty row alone: one share.
         shares = self.shares if plan.full.levels else 1
@@ -204,7 +207,11 @@ class SparkExecutor:
         with self.jobs.action(f"evaluation of {plan.find}"):
             table = self._shares(shares).mapInArrow(partial(tasks.evaluate, tick),
                                                     schema(width)).toArrow()
-        return _counted(dict.fromkeys(tasks.to_rows(table, width), 1), work, tick.counters.of(0))
+        # a row several tasks derive (from several first-level values) is one row, of weight 1
+        rows = consolidated([table.column(column(i)).to_numpy() for i in range(width)],
+                            table.column(tasks.WEIGHT).to_numpy())
+        return _counted(Frame(rows.columns, np.ones(len(rows), np.int64), rows.origin), work,
+                        tick.counters.of(0))
 
     def run_rows(self, program: JoinProgram, rows: Mapping[Row, int], delta: MemoryArrangement,
                  derived: Relations, work: Work) -> dict[Row, int]:
@@ -356,7 +363,7 @@ def _same(one: DatomColumns, other: DatomColumns) -> bool:
     return all(np.array_equal(x, y) for x, y in zip(*ordered, strict=True))
 
 
-def _counted(rows: dict[Row, int], work: Work, tasks_work: Work | None) -> dict[Row, int]:
+def _counted(rows: Counted, work: Work, tasks_work: Work | None) -> Counted:
     """``rows``, with the work that made them added to ``work``: what the tasks counted, or
     (no counters) one call and the rows."""
     work.add(Work(1, len(rows)) if tasks_work is None else tasks_work)

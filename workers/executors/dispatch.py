@@ -33,17 +33,21 @@ if TYPE_CHECKING:
     from workers.executors.spark.window import StateWindow
 
 Row = tuple[Any, ...]
-# Rows of value ids and their weights: a dict from the row-at-a-time executors and Spark,
-# columns from the vectorised one (a big tick's million rows become tuples once, decoded).
+# Rows of value ids and their weights: a dict from the row-at-a-time executors and Spark's
+# steps, columns from the vectorised one and Spark's evaluations (a big result's million rows
+# become tuples once, decoded).
 IdRows = dict[Row, int] | Frame
 T = TypeVar("T")
 EXECUTORS = ("local", "spark", "auto")
-# Measured on 2 cores (docs/spark.md, issue 16): Spark's tasks run the local executor's own
-# code, so on one machine they can beat it only by the cores they add, minus a job's floor
-# and a copy of the state per Python worker: ~3x slower per tick at 10,000 edges, ~1.3x per
-# bootstrap at 10^6 datoms (scaled by the machine's load), no crossing measured.  The
-# defaults stay where the first executor's trends crossed; a cluster with more cores moves
-# them down (DELTALOG_SPARK_TICK_DATOMS, DELTALOG_SPARK_BOOTSTRAP_DATOMS).
+# Measured on 2 cores (docs/spark.md, "`auto` re-measured"): Spark's tasks run the local
+# executor's own code, so on one machine they can beat it only by the cores they add, minus
+# a job's floor and each task's opening of the state.  A bootstrap on `local[2]` loses at
+# 10^6 and 3x10^6 datoms (0.70 s against 0.37 s, 1.41 against 1.22 s) and wins at 10^7
+# (4.3-4.5 s against 5.4-6.3 s): the bootstrap threshold is that crossing.  A tick loses up
+# to 10^6 edges (1.14x slower at 3x10^5, 1.22x at 10^6: two jobs and a shuffle, where the
+# local executor steps a big tick on two threads): the tick threshold stays above that.  A
+# cluster with more cores moves both down (DELTALOG_SPARK_TICK_DATOMS,
+# DELTALOG_SPARK_BOOTSTRAP_DATOMS).
 # A tick of this many datoms or more steps a query a frame at a time when the vectorised
 # executor takes its plan: where the two paths cost the same on the triangle over 10^6
 # bounded-degree edges (`python -m bench vector`: 8.1 vs 8.2 ms at 64, 1.5x at 128, 3.6x at

@@ -8,14 +8,15 @@ machine (zeroing, ~0.1-0.2 s a GB) and dear on a VM that takes the pages the gue
 back to the host (~1-2 s a GB on the one ``docs/spark.md`` measures).  Inside
 :func:`reused_heap` freed memory stays in the heap, where the next piece finds it; when the
 last such block ends, the thresholds are glibc's defaults again and what is free is trimmed:
-between them the process holds no more than it would have.  Elsewhere than glibc (no
-``mallopt``), it does nothing.
+between them the process holds no more than it would have.  Off Linux, or on a C library
+without ``mallopt`` and ``malloc_trim``, it does nothing.
 """
 
 from __future__ import annotations
 
 import ctypes
 import functools
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -33,7 +34,7 @@ class _Heap:
     """glibc's allocator, kept from trimming while any :func:`reused_heap` block runs."""
 
     def __init__(self) -> None:
-        libc = ctypes.CDLL(None)
+        libc = ctypes.CDLL(None) if sys.platform.startswith("linux") else None
         self._libc = libc if hasattr(libc, "mallopt") and hasattr(libc, "malloc_trim") else None
         self.glibc = self._libc is not None
         self._lock = threading.Lock()

@@ -7,8 +7,9 @@ level, so each piece faults its memory in again, page by page.  That is cheap on
 machine (zeroing, ~0.1-0.2 s a GB) and dear on a VM that takes the pages the guest frees
 back to the host (~1-2 s a GB on the one ``docs/spark.md`` measures).  Inside
 :func:`reused_heap` freed memory stays in the heap, where the next piece finds it; when the
-last such block ends, the thresholds are glibc's defaults again and what is free is trimmed:
-between them the process holds no more than it would have.  Off Linux, or on a C library
+last such block ends, the thresholds are set back to glibc's default values (fixed there:
+glibc no longer raises its mmap threshold as it goes) and what is free is trimmed: between
+blocks the process holds no more than it would have.  Off Linux, or on a C library
 without ``mallopt`` and ``malloc_trim``, it does nothing.
 """
 
@@ -36,9 +37,13 @@ class _Heap:
     def __init__(self) -> None:
         libc = ctypes.CDLL(None) if sys.platform.startswith("linux") else None
         self._libc = libc if hasattr(libc, "mallopt") and hasattr(libc, "malloc_trim") else None
-        self.glibc = self._libc is not None
         self._lock = threading.Lock()
         self._blocks = 0
+
+    @property
+    def glibc(self) -> bool:
+        """Whether there is glibc's heap to keep (else every block does nothing)."""
+        return self._libc is not None
 
     def enter(self) -> None:
         with self._lock:

@@ -43,6 +43,7 @@ from workers.datalog import compile_query
 from workers.datalog.results import shaped
 from workers.db import BUILTIN_SCHEMA, Schema, normalise, parse_tx
 from workers.db.bulk import normalise_bulk, normalise_columns
+from workers.db.codec import decode_schema
 from workers.db.schema import SCHEMA_ATTRIBUTES
 from workers.db.tx import DB_ADD, DB_RETRACT, BatchOps, TxOps, parse_batch
 from workers.errors import ErrorCode, TransactionError, UnknownQueryError, WorkersError
@@ -147,6 +148,13 @@ class Engine:
         self.dispatch.vector_datoms = vector_datoms
         self.dispatch.vector.threads = Threads(default_threads() if threads is None else threads)
         self.window = self.dispatch.window  # None: the database is ``db`` itself
+        # following a Spark state another engine writes: its transactions are the writer's
+        self.following = False
+        started = self.dispatch.spark
+        if started is not None and started.follower is not None:
+            self.following = True  # at the writer's version: its position, its schema
+            self.schema = decode_schema(started.follower.stamp.schema)
+            self.tx = started.follower.stamp.position
         self._queries: dict[str, RegisteredQuery] = {}
         self._by_attribute: dict[Any, set[str]] = {}
         self._any_attribute: set[str] = set()
@@ -160,6 +168,7 @@ class Engine:
         ``tx_id`` numbers it (the worker passes its Kafka offset); by default the next number.
         A refused transaction raises :class:`TransactionError` and changes nothing.
         """
+        self._writable()
         self.tx = self.tx + 1 if tx_id is None else tx_id
         forms = edn.read(tx) if isinstance(tx, str) else tx
         # Step 1: normalise against the current state (a big one at once when it can be).
@@ -170,6 +179,12 @@ class Engine:
         ops = parse_tx(forms)
         self._read(BatchOps.of(ops))
         return self._tick(self._normalise(ops))
+
+    def _writable(self) -> None:
+        if self.following:
+            raise WorkersError("this engine follows a Spark state another engine writes: its "
+                               "database changes only through its writer",
+                               code=ErrorCode.CONFIG)
 
     def _normalise(self, ops: TxOps) -> IdDelta:
         """Step 1 of one transaction, op by op, against the current state (under
@@ -203,6 +218,7 @@ class Engine:
         long entities, values of the usual types — are normalised all at once
         (:func:`~workers.db.bulk.normalise_columns`); any other goes as forms.
         """
+        self._writable()
         n = len(e)
         if (not _one_attribute(a) and len(a) != n) or len(v) != n or (
                 added is not None and len(added) != n):
@@ -256,6 +272,7 @@ class Engine:
     def _normalise_many(self, txs: Iterable[tuple[Any, int]]) -> tuple[IdDelta, list[Refusal]]:
         """Step 1 of a batch: the summed effective delta (value ids) and the refused
         transactions, in the batch's order.  The batch is parsed once, for either path."""
+        self._writable()
         batch = list(txs)
         if batch:
             self.tx = batch[-1][1]
@@ -322,6 +339,8 @@ class Engine:
     def _tick(self, delta: IdDelta) -> Changes:
         """Steps 2-6 of a tick whose effective delta is ``delta`` (value ids)."""
         if not len(delta):
+            if self.window is not None:  # a shared state's position moves all the same
+                self.window.moved(self.tx)
             return {}
         # Step 2: the tick's delta, arranged as the queries stepping read it.
         self._delta.reset(delta)
@@ -356,9 +375,9 @@ class Engine:
             self.db.apply_columns(delta)
         else:
             self.db.apply(delta)
-        self.dispatch.applied()
         if self.window is not None:
-            self.window.applied(change)
+            self.window.applied(change, self.tx, self.schema)
+        self.dispatch.applied()
         self._delta.reset({})
         # Step 6: pulled maps, re-read after the tick for the entities it may have changed.
         if pulled and self.window is not None:
@@ -532,19 +551,48 @@ class Engine:
         state may be restored again elsewhere) unless ``adopt``: the state is handed over,
         used nowhere else (a snapshot just read), and the engine goes on numbering in it —
         no second copy of millions of values while the first is alive."""
+        self._writable()
         values = state.values if adopt else state.values.copy()
         if self.window is None:
             self.db.load(values, state.columns)
             self.dispatch.restored()
         else:  # the snapshot becomes Spark's state; the driver keeps the dictionary
-            self.window.restored(values, state.columns)
+            self.window.restored(values, state.columns, state.tx, state.schema)
         self.schema = state.schema  # before the queries' state is rebuilt: pulls read it
+        self._bind_anew()
+        self.tx = state.tx
+
+    def _bind_anew(self) -> None:
+        """Every query bound anew to the database and its dictionary (its constants
+        numbered again), and the state of those that keep one rebuilt from the database."""
         for name, registered in self._queries.items():
             registered = self._queries[name] = replace(
                 registered, prepared=self._prepare(registered.plan))
             if registered.plan.keeps_state:
-                self._evaluate(registered)  # their own state follows the restored database
-        self.tx = state.tx
+                self._evaluate(registered)
+
+    def follow(self) -> Changes:
+        """Under ``executor=spark`` following a state another engine writes
+        (``SparkSettings.follow``): step the queries to the writer's newest version — the
+        changes since the version this engine was at, as a tick's.  Raises
+        :class:`~workers.executors.spark.shared.FollowerBehind` when it cannot (the writer
+        replaced its state, or no longer keeps the versions between)."""
+        spark = self.dispatch.spark
+        if spark is None or spark.follower is None:
+            raise WorkersError("only an engine following a Spark state follows it "
+                               "(executor=spark, SparkSettings.follow)", code=ErrorCode.CONFIG)
+        followed = spark.follow()
+        if followed is None:
+            return {}
+        if followed.renumbered:  # against the version it is at, before the new schema
+            self._bind_anew()
+        stamp = followed.manifest.stamp
+        assert stamp is not None
+        self.schema, self.tx = decode_schema(stamp.schema), stamp.position
+        if not len(followed.delta):  # versions that cancel out: nothing to step
+            self.dispatch.applied()
+            return {}
+        return self._tick(followed.delta)
 
     @property
     def queries(self) -> tuple[str, ...]:

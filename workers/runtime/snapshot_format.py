@@ -22,26 +22,22 @@ The texts are joined with NumPy, not PyArrow: a worker's first PyArrow array con
 from __future__ import annotations
 
 import contextlib
-import datetime
 import io
 import itertools
 import json
 import math
 import struct
-import uuid
 import zipfile
 import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-import edn_format
 import numpy as np
 import numpy.typing as npt
 
 from workers.arrangements.values import ValueIds
-from workers.db.schema import Attribute, Schema
-from workers.edn import keyword
+from workers.db.codec import DECODE, decode_schema, encode_schema, encode_value
 from workers.engine import EngineState
 
 FORMAT, VERSION = "deltalog-snapshot", 1
@@ -59,34 +55,16 @@ class SnapshotFormatError(ValueError):
     format)."""
 
 
-# Each object value as (tag, text), and back (ints are in the dictionary's int64 column).
-_ENCODE: tuple[tuple[type, str, Callable[[Any], str]], ...] = (
-    (bool, "b", lambda x: "true" if x else "false"),
-    (edn_format.Keyword, "k", lambda x: str(x.name)),
-    (str, "s", str),
-    (float, "d", repr),
-    (uuid.UUID, "u", str),
-    (datetime.datetime, "t", datetime.datetime.isoformat),
-    (datetime.date, "D", datetime.date.isoformat),
-)
-_DECODE: dict[str, Callable[[str], Any]] = {
-    "b": lambda text: text == "true", "k": keyword, "s": str, "d": float,
-    "u": uuid.UUID, "t": datetime.datetime.fromisoformat, "D": datetime.date.fromisoformat,
-}
-
-
 def write(state: EngineState, stream: IO[bytes]) -> None:
     """Write ``state`` to a binary stream (it need not seek: a bucket's upload streams)."""
     kinds, payloads, objects = state.values.entries()
-    tags, texts = zip(*map(_encode, objects), strict=True) if objects else ((), ())
+    tags, texts = zip(*map(encode_value, objects), strict=True) if objects else ((), ())
     encoded = [text.encode("utf-8") for text in texts]
     offsets = np.zeros(len(encoded) + 1, np.int64)
     np.cumsum([len(data) for data in encoded], out=offsets[1:])
     header = {"format": FORMAT, "version": VERSION, "tx": state.tx,
               "datoms": len(state.columns[0]), "values": len(kinds),
-              "schema": [[*_encode(attribute), declared.cardinality_one,
-                          *(_encode(declared.value_type) if declared.value_type else ())]
-                         for attribute, declared in state.schema.items()]}
+              "schema": encode_schema(state.schema)}
     arrays: dict[str, npt.NDArray[Any]] = {
         **dict(zip(COLUMNS, state.columns, strict=True)), "kinds": kinds, "payload": payloads,
         "object_tags": np.frombuffer("".join(tags).encode("ascii"), np.uint8),
@@ -171,13 +149,11 @@ def _state(header: dict[str, Any], arrays: dict[str, npt.NDArray[Any]],
            dictionary: Dictionary) -> EngineState:
     tags = arrays["object_tags"].tobytes().decode("ascii")
     strings = _texts(arrays["object_offsets"], arrays["object_text"], len(tags))
-    objects = [_DECODE[tag](item) for tag, item in zip(tags, strings, strict=True)]
+    objects = [DECODE[tag](item) for tag, item in zip(tags, strings, strict=True)]
     values = dictionary(arrays["kinds"], arrays["payload"], objects)
     columns = tuple(arrays[name].astype(np.int32, copy=False) for name in COLUMNS)
     _check_datoms(columns, values.size)
-    schema = Schema({_decode(tag, text): Attribute(
-        _decode(*type_) if type_ else None, cardinality_one=bool(one))
-        for tag, text, one, *type_ in header["schema"]})
+    schema = decode_schema(header["schema"])
     if len(columns[0]) != header["datoms"] or values.size != header["values"]:
         raise SnapshotFormatError("the header's counts differ from the arrays'")
     return EngineState(values, columns, schema, int(header["tx"]))  # type: ignore[arg-type]
@@ -209,14 +185,3 @@ def _check_datoms(columns: tuple[npt.NDArray[np.int32], ...], size: int) -> None
         de, da, dv = (np.diff(c[start:start + CHECKED_ROWS + 1]) for c in columns)
         if not np.all((de > 0) | ((de == 0) & ((da > 0) | ((da == 0) & (dv > 0))))):
             raise SnapshotFormatError("the datoms are not a set in EAV order")
-
-
-def _encode(x: Any) -> tuple[str, str]:
-    for kind, tag, text in _ENCODE:
-        if isinstance(x, kind):
-            return tag, text(x)
-    raise TypeError(f"a snapshot cannot hold a value of type {type(x).__name__}: {x!r}")
-
-
-def _decode(tag: str, text: str) -> Any:
-    return _DECODE[tag](text)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from workers.arrangements import ArrangementRegistry
 from workers.arrangements.delta import TickDelta
-from workers.errors import WorkersError
+from workers.errors import ErrorCode, WorkersError
 from workers.executors.spark.session import SparkSettings, spark_session
 
 if TYPE_CHECKING:
@@ -76,6 +76,19 @@ class SparkBackend:
 
     def _start(self) -> SparkExecutor:
         from workers.executors.spark.executor import SparkExecutor
+        from workers.executors.spark.shared import StateFollower
 
-        return SparkExecutor(spark_session(self.settings), self._db,
-                             location=self.settings.state)
+        settings = self.settings
+        if (settings.share or settings.follow) and (settings.state is None or not self.required):
+            raise WorkersError("sharing or following a Spark state takes executor=spark and a "
+                               "state location both engines reach (spark_state)",
+                               code=ErrorCode.CONFIG)
+        if settings.share and settings.follow:
+            raise WorkersError("an engine shares its Spark state or follows another's, not both",
+                               code=ErrorCode.CONFIG)
+        session = spark_session(settings)
+        follower = (StateFollower(settings.state, settings.memory_values)
+                    if settings.follow and settings.state is not None else None)
+        return SparkExecutor(session, self._db, location=settings.state,
+                             share=settings.share, retain_seconds=settings.retain_seconds,
+                             follower=follower)

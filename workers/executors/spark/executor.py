@@ -33,7 +33,7 @@ entities), run from the store's background thread: the driver never sums the dat
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, TypeVar
@@ -47,8 +47,10 @@ from workers.arrangements.delta import DatomColumns, TickDelta
 from workers.db.bulk import Events
 from workers.executors.extenders import Relations, Row
 from workers.executors.spark import tasks
+from workers.executors.spark.dictionary import DriverValues
 from workers.executors.spark.jobs import JobGroups
-from workers.executors.spark.state import Manifest, Part, StateStore
+from workers.executors.spark.shared import Followed, StateFollower
+from workers.executors.spark.state import Manifest, Marks, Part, StateStore
 from workers.executors.spark.tasks import (
     Compaction,
     Fetch,
@@ -138,11 +140,22 @@ class SparkExecutor:
 
     def __init__(self, session: SparkSession, db: ArrangementRegistry,
                  jobs: JobGroups | None = None, location: str | None = None,
-                 shares: int | None = None) -> None:
+                 shares: int | None = None, share: bool = False, retain_seconds: float = 0.0,
+                 follower: StateFollower | None = None) -> None:
+        """``share``: other engines follow the state (:mod:`shared`), whose replaced files
+        are kept ``retain_seconds``; ``follower``: this executor's state is another's."""
         self.session, self.db = session, db
         self.jobs = jobs or JobGroups(session)
         self._compaction_jobs = JobGroups(session)  # apart: they run beside the steps
-        self.store = StateStore(location, compactor=self._compact, indexer=self._index)
+        self.store = StateStore(location, compactor=self._compact, indexer=self._index,
+                                values=DriverValues(lambda: self.db.ids) if share else None,
+                                retain_seconds=retain_seconds)
+        self.follower = follower
+        self._following: Manifest | None = None  # the version a follower steps to
+        if follower is not None:
+            self.store.manifest = follower.manifest
+        # What a sharing writer stamps each version with (its driver's window says).
+        self.marks: Callable[[], Marks] | None = None
         self.shares = shares or int(session.conf.get("spark.sql.shuffle.partitions") or 1)
         self.split_datoms = SPLIT_DATOMS
         self._speculated: Speculated | None = None  # the tick's step, done with its read
@@ -293,13 +306,36 @@ class SparkExecutor:
         return {x: (n, m) for x, n, m in zip(a, entities, values, strict=True)}
 
     def applied(self, delta: DatomColumns) -> None:
-        """The shared arrangements took ``delta``: append it to the state (once written)."""
-        if self.store.manifest is not None and len(delta):
-            self.store.append(delta)
+        """The shared arrangements took ``delta``: append it to the state (once written) —
+        a follower's was written by its writer: it is at that version now."""
+        if self.follower is not None:
+            if self._following is not None:
+                self.store.manifest = self.follower.manifest = self._following
+                self._following = None
+        elif self.store.manifest is not None and len(delta):
+            self.store.append(delta, self._marks())
+
+    def moved(self) -> None:
+        """A tick changed nothing: a shared state's writer stamps its version anew (its
+        position moved)."""
+        marks = self._marks()
+        if self.follower is None and self.store.manifest is not None and marks is not None:
+            self.store.restamp(marks)
+
+    def follow(self) -> Followed | None:
+        """A follower's step to its writer's newest version (None: it is at it); the
+        version is this executor's once the engine has stepped (:meth:`applied`)."""
+        assert self.follower is not None, "a follower follows"
+        followed = self.follower.next()
+        self._following = None if followed is None else followed.manifest
+        return followed
 
     def restored(self) -> None:
         """The shared arrangements were replaced: the state is written again on next use."""
         self.store.drop()
+
+    def _marks(self) -> Marks | None:
+        return None if self.marks is None else self.marks()
 
     def manifest(self) -> Manifest:
         """The state's current version, written from the arrangements on first use."""
@@ -309,13 +345,13 @@ class SparkExecutor:
 
     def idle(self) -> None:
         """Nothing to step: the state's batches summed into its base while there is time
-        (:meth:`StateStore.compact_idle`)."""
-        if self.store.manifest is not None:
+        (:meth:`StateStore.compact_idle`) — by its writer."""
+        if self.store.manifest is not None and self.follower is None:
             self.store.compact_idle()
 
     def reset(self, e: Ids, a: Ids, v: Ids) -> Manifest:
         """The state replaced by the datoms ``e, a, v`` (a set)."""
-        return self.store.reset(DatomColumns(e, a, v, set_weights(len(e))))
+        return self.store.reset(DatomColumns(e, a, v, set_weights(len(e))), self._marks())
 
     def _compact(self, manifest: Manifest, stem: str) -> tuple[Part, ...]:
         """The store's compactor: one Spark job, a task per bucket of entities."""

@@ -22,6 +22,9 @@ from workers.errors import ErrorCode, WorkersError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+# How long a shared state's writer keeps the files a version no longer names: a follower
+# further behind than this cannot step (it follows anew).
+RETAIN_SECONDS = 600.0
 SMALL_JOB_CONF: Mapping[str, str] = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
@@ -43,13 +46,19 @@ class SparkSettings:
     executor writes the database for its tasks (a directory or a ``pyarrow.fs`` URL that
     every executor reaches; None: a temporary directory per engine); ``memory_values``: the
     values of the dictionary the driver keeps in memory, the latest numbered (the others are
-    in files: :mod:`workers.arrangements.spilled`)."""
+    in files: :mod:`workers.arrangements.spilled`).  ``share``: other engines follow the
+    state (its writer stamps each version and writes its dictionary beside it, and keeps
+    the files a version no longer names ``retain_seconds``); ``follow``: this engine follows
+    the state another writes (:mod:`workers.executors.spark.shared`)."""
 
     master: str = "local[*]"
     remote: str | None = None
     conf: Mapping[str, str] = field(default_factory=dict)
     state: str | None = None
     memory_values: int = SPILL_VALUES
+    share: bool = False
+    follow: bool = False
+    retain_seconds: float = RETAIN_SECONDS
 
     def cores(self) -> int:
         """Cores of an embedded master (``local[N]``/``local[*]``); 2 for a cluster."""

@@ -36,10 +36,11 @@ import json
 import struct
 import tempfile
 import threading
+import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -56,6 +57,7 @@ from workers.arrangements.batch import (
 )
 from workers.arrangements.delta import DatomColumns
 from workers.arrangements.spine import DatomBatch
+from workers.db.codec import SchemaData
 
 MANIFEST = "manifest.json"
 # Compact when the batches since the base hold this many datoms, or at least as many as the
@@ -93,6 +95,58 @@ class Part:
         return self.version if self.since < 0 else self.since
 
 
+def batch_name(epoch: str, version: int) -> str:
+    """The file of the batch of one tick, ``version`` of the state of ``epoch``."""
+    return f"batch-{epoch}-{version}.arrow"
+
+
+def values_name(epoch: str, version: int) -> str:
+    """The file of the values numbered by ``version`` of a shared state of ``epoch``."""
+    return f"values-{epoch}-{version}.arrow"
+
+
+class ValueFiles(Protocol):
+    """How a shared state's writer writes its dictionary (:mod:`dictionary`)."""
+
+    def write(self, location: str, name: str, start: int, stop: int) -> None:
+        """Write the values of the ids ``start .. stop - 1`` as the file ``name``."""
+
+    def fold(self, location: str, names: Sequence[str], name: str) -> None:
+        """Write the files ``names``, one after the other, as the one file ``name``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Stamp:
+    """What a version of a shared state says beyond its datoms, for the engines following it
+    (:mod:`~workers.executors.spark.shared`): the writer's ``position`` (its last
+    transaction's number: a log offset), the database's size and schema, and its dictionary
+    of ``values`` ids — the ``dictionary`` file holds those numbered up to
+    ``dictionary_version``, and each of ``value_versions`` a file of those it numbered
+    (:mod:`~workers.executors.spark.dictionary`)."""
+
+    position: int
+    datoms: int
+    schema: SchemaData
+    values: int
+    dictionary: str
+    dictionary_version: int
+    value_versions: tuple[int, ...] = ()
+
+    def files(self, epoch: str) -> list[str]:
+        return [self.dictionary, *(values_name(epoch, v) for v in self.value_versions)]
+
+
+@dataclass(frozen=True, slots=True)
+class Marks:
+    """What a writer stamps a version of a shared state with: its position, the database's
+    size and schema, and its dictionary's size."""
+
+    position: int
+    datoms: int
+    schema: SchemaData
+    values: int
+
+
 @dataclass(frozen=True, slots=True)
 class Manifest:
     """One version of the state: the ``base``'s buckets (all of one version) plus
@@ -106,27 +160,32 @@ class Manifest:
     base: tuple[Part, ...]
     batches: tuple[Part, ...]
     index: str | None = None  # the base built into its four orders (None: not built)
+    stamp: Stamp | None = None  # a shared state's (None: a state only its writer reads)
 
     def to_json(self) -> str:
         def parts(ps: tuple[Part, ...]) -> Any:
             return [[p.path, p.version, p.rows, p.since] for p in ps]
+        stamp = None if self.stamp is None else [
+            getattr(self.stamp, f) for f in self.stamp.__dataclass_fields__]
         return json.dumps({"epoch": self.epoch, "version": self.version,
                            "base": parts(self.base), "batches": parts(self.batches),
-                           "index": self.index})
+                           "index": self.index, "stamp": stamp})
 
     @staticmethod
     def from_json(location: str, text: str) -> Manifest:
         data = json.loads(text)
         return Manifest(location, data["epoch"], data["version"],
                         tuple(Part(*b) for b in data["base"]),
-                        tuple(Part(*b) for b in data["batches"]), data.get("index"))
+                        tuple(Part(*b) for b in data["batches"]), data.get("index"),
+                        _stamp(data.get("stamp")))
 
     def parts(self) -> tuple[Part, ...]:
         return self.base + self.batches
 
     def files(self) -> list[str]:
-        """Every file this version names: its parts and its index."""
-        return [p.path for p in self.parts()] + ([self.index] if self.index else [])
+        """Every file this version names: its parts, its index and its dictionary's."""
+        return ([p.path for p in self.parts()] + ([self.index] if self.index else [])
+                + ([] if self.stamp is None else self.stamp.files(self.epoch)))
 
     @property
     def base_version(self) -> int:
@@ -136,6 +195,14 @@ class Manifest:
     @property
     def base_rows(self) -> int:
         return sum(p.rows for p in self.base)
+
+
+def _stamp(data: list[Any] | None) -> Stamp | None:
+    if data is None:
+        return None
+    position, datoms, schema, values, dictionary, dictionary_version, value_versions = data
+    return Stamp(position, datoms, schema, values, dictionary, dictionary_version,
+                 tuple(value_versions))
 
 
 # Writes the base of a manifest's version, the files named ``{stem}...``: its parts.
@@ -281,7 +348,12 @@ class StateStore:
     def __init__(self, location: str | None = None, compact_datoms: int = COMPACT_DATOMS,
                  compact_batches: int = COMPACT_BATCHES,
                  compactor: Compactor = compact_here, indexer: Indexer = index_here,
-                 index_datoms: int = INDEX_DATOMS) -> None:
+                 index_datoms: int = INDEX_DATOMS, values: ValueFiles | None = None,
+                 retain_seconds: float = 0.0) -> None:
+        """``values``: a shared state's dictionary writer (None: the state is not shared);
+        ``retain_seconds``: how long the files a version no longer names are kept (the
+        engines following a shared state read the versions they are at)."""
+        self.values, self.retain_seconds = values, retain_seconds
         self._temporary = None if location else tempfile.TemporaryDirectory(
             prefix="deltalog-spark-state-")
         self.location = location or self._temporary.name  # type: ignore[union-attr]
@@ -292,17 +364,25 @@ class StateStore:
         self._fs.create_dir(self._root, recursive=True)
         self._lock = threading.Lock()  # guards the manifest and the garbage list
         self._compacting: threading.Thread | None = None
-        self._garbage: list[str] = []
+        self._garbage: list[tuple[float, str]] = []  # when no version named it any more
         self.manifest: Manifest | None = None  # None: no state written yet
 
-    def reset(self, columns: DatomColumns) -> Manifest:
+    def reset(self, columns: DatomColumns, marks: Marks | None = None) -> Manifest:
         """Start a new epoch whose base is ``columns`` (the whole state, each datom once);
-        a large one is indexed in the background."""
+        a large one is indexed in the background.  A shared state is stamped with
+        ``marks`` and its whole dictionary written."""
         self.drop()
         with self._lock:
             epoch = uuid.uuid4().hex[:12]
             base = write_part(self.location, f"base-{epoch}-0.arrow", columns, 0)
-            self._publish(Manifest(self.location, epoch, 0, (base,), ()))
+            stamp = None
+            if self.values is not None:
+                assert marks is not None, "a shared state is stamped"
+                dictionary = f"dictionary-{epoch}-0.arrow"
+                self.values.write(self.location, dictionary, 0, marks.values)
+                stamp = Stamp(marks.position, marks.datoms, marks.schema, marks.values,
+                              dictionary, 0)
+            self._publish(Manifest(self.location, epoch, 0, (base,), (), stamp=stamp))
         self._collect()
         if self._indexed(self.manifest):  # type: ignore[arg-type]
             self.compact_in_background()
@@ -313,26 +393,49 @@ class StateStore:
         self.settle()
         with self._lock:
             if self.manifest is not None:
-                self._garbage.extend(self.manifest.files())
+                self._discard(self.manifest.files())
             self.manifest = None
 
-    def append(self, delta: DatomColumns) -> None:
+    def append(self, delta: DatomColumns, marks: Marks | None = None) -> None:
         """The tick's effective delta as the next version's batch, sorted by entity (as a
         base is: a snapshot sums every part a range of entities at a time, never sorting
-        one whole)."""
+        one whole); a shared state's version stamped with ``marks``, the values numbered
+        since the last written to a file of its own."""
         manifest = self.manifest
         assert manifest is not None, "append after reset"
         self._collect()
         version = manifest.version + 1
-        part = write_part(self.location, f"batch-{manifest.epoch}-{version}.arrow",
+        part = write_part(self.location, batch_name(manifest.epoch, version),
                           delta.take(sort_order(delta.e, delta.a, delta.v)), version)
+        numbered = None
+        if self.values is not None:
+            assert marks is not None and manifest.stamp is not None, "a shared state is stamped"
+            if marks.values > manifest.stamp.values:
+                self.values.write(self.location, values_name(manifest.epoch, version),
+                                  manifest.stamp.values, marks.values)
+                numbered = version
         with self._lock:
             current = self.manifest
             assert current is not None
+            stamp = current.stamp
+            if stamp is not None and marks is not None:
+                stamp = replace(stamp, position=marks.position, datoms=marks.datoms,
+                                schema=marks.schema, values=marks.values,
+                                value_versions=stamp.value_versions + (
+                                    () if numbered is None else (numbered,)))
             self._publish(replace(current, version=version,
-                                  batches=current.batches + (part,)))
+                                  batches=current.batches + (part,), stamp=stamp))
         if self._due():
             self.compact_in_background()
+
+    def restamp(self, marks: Marks) -> None:
+        """A shared state's version at a new position: ticks that changed nothing came."""
+        with self._lock:
+            current = self.manifest
+            assert current is not None, "restamp after reset"
+            if current.stamp is not None and current.stamp.position != marks.position:
+                self._publish(replace(current, stamp=replace(current.stamp,
+                                                             position=marks.position)))
 
     def _due(self) -> bool:
         manifest = self.manifest
@@ -422,18 +525,35 @@ class StateStore:
                 index = f"base-{stem}.index"
                 self.indexer(compacted, index)
                 compacted = replace(compacted, index=index)
+        compacted = self._fold_dictionary(compacted, stem)
         before, after = set(manifest.files()), set(compacted.files())
         with self._lock:
             current = self.manifest
             assert current is not None
             if current.epoch != manifest.epoch:  # reset meanwhile: these files are stale
-                self._garbage.extend(after - before)
+                self._discard(after - before)
                 return
             later = tuple(b for b in current.batches if b.version > manifest.version)
-            self._garbage.extend(before - after)
+            self._discard(before - after)
+            stamp = None if current.stamp is None or compacted.stamp is None else replace(
+                current.stamp, dictionary=compacted.stamp.dictionary,
+                dictionary_version=manifest.version,
+                value_versions=tuple(v for v in current.stamp.value_versions
+                                     if v > manifest.version))
             self._publish(replace(compacted, version=current.version,
-                                  batches=compacted.batches + later))
+                                  batches=compacted.batches + later, stamp=stamp))
             self.compactions += int(bool(manifest.batches))
+
+    def _fold_dictionary(self, manifest: Manifest, stem: str) -> Manifest:
+        """A shared state's dictionary files of ``manifest`` folded into one."""
+        stamp = manifest.stamp
+        if self.values is None or stamp is None or not stamp.value_versions:
+            return manifest
+        dictionary = f"dictionary-{stem}.arrow"
+        self.values.fold(self.location, stamp.files(manifest.epoch), dictionary)
+        return replace(manifest, stamp=replace(stamp, dictionary=dictionary,
+                                               dictionary_version=manifest.version,
+                                               value_versions=()))
 
     def _publish(self, manifest: Manifest) -> None:
         """Replace the manifest file (write aside, then move: readers see one or the other)."""
@@ -443,10 +563,19 @@ class StateStore:
         self._fs.move(aside, f"{self._root}/{MANIFEST}")
         self.manifest = manifest
 
+    def _discard(self, paths: Iterable[str]) -> None:
+        """``paths`` are named by no version from now on (the caller holds the lock)."""
+        now = time.monotonic()
+        self._garbage.extend((now, path) for path in paths)
+
     def _collect(self) -> None:
-        """Delete the files no manifest names any more (see the module's docstring)."""
+        """Delete the files no manifest names any more (see the module's docstring), once
+        they were kept ``retain_seconds``."""
+        kept_since = time.monotonic() - self.retain_seconds
         with self._lock:
-            garbage, self._garbage = self._garbage, []
+            garbage = [path for since, path in self._garbage if since <= kept_since]
+            self._garbage = [(since, path) for since, path in self._garbage
+                             if since > kept_since]
         for path in garbage:
             self._fs.delete_file(f"{self._root}/{path}")
 

@@ -34,8 +34,11 @@ from workers.arrangements.batch import Ids, Ints, sorted_distinct
 from workers.arrangements.spilled import SpilledValueIds
 from workers.arrangements.values import ValueIds
 from workers.db.bulk import batch_events, by_identity, lookup_column
-from workers.db.schema import SCHEMA_ATTRIBUTES, Schema
+from workers.db.codec import encode_schema
+from workers.db.schema import BUILTIN_SCHEMA, SCHEMA_ATTRIBUTES, Schema
 from workers.db.tx import BatchOps
+from workers.executors.spark.shared import FollowerIds
+from workers.executors.spark.state import Marks
 from workers.plan.ir import Plan
 
 if TYPE_CHECKING:
@@ -55,10 +58,16 @@ class StateWindow:
                  memory_values: int) -> None:
         """``memory_values``: the values of the dictionary kept in memory."""
         self.db, self._spark, self._memory_values = db, spark, memory_values
-        self.values = db.ids = SpilledValueIds.of(db.ids, memory_values)
-        self.datoms = len(db)  # the database's size, kept from the applied deltas
+        follower = spark.follower
+        self.values: SpilledValueIds | FollowerIds = (
+            SpilledValueIds.of(db.ids, memory_values) if follower is None else follower.ids)
+        db.ids = self.values
+        # the database's size, kept from the applied deltas
+        self.datoms = len(db) if follower is None else follower.stamp.datoms
         self._version = 0  # ticks applied: the statistics' key
         self._statistics: tuple[int, dict[int, tuple[int, int]]] | None = None
+        self._position, self._schema = 0, BUILTIN_SCHEMA  # what a shared state is stamped with
+        spark.marks = self.marks
         spark.manifest()  # the state exists from the start: every tick appends to it
 
     def read_transactions(self, batch: BatchOps, schema: Schema,
@@ -124,10 +133,21 @@ class StateWindow:
         self.values.release()
         self._spark.forget_step()
 
-    def applied(self, change: int) -> None:
-        """A tick changed the number of datoms by ``change``."""
+    def applied(self, change: int, position: int, schema: Schema) -> None:
+        """A tick changed the number of datoms by ``change``; the database is at the
+        transaction numbered ``position`` and its schema is ``schema``."""
         self.datoms += change
         self._version += 1
+        self._position, self._schema = position, schema
+
+    def moved(self, position: int) -> None:
+        """A tick that changed nothing put the database at the transaction ``position``."""
+        self._position = position
+        self._spark.moved()
+
+    def marks(self) -> Marks:
+        """What the state's version is stamped with, when it is shared."""
+        return Marks(self._position, self.datoms, encode_schema(self._schema), self.values.size)
 
     def attribute_stats(self, a: Any) -> tuple[int, int]:
         """``(distinct entities, distinct values)`` of attribute ``a``, from one Spark job per
@@ -148,15 +168,19 @@ class StateWindow:
         (:meth:`SpilledValueIds.from_entries`), never whole in memory."""
         return SpilledValueIds.from_entries(kinds, payloads, objects, self._memory_values)
 
-    def restored(self, values: ValueIds, columns: tuple[Ids, Ids, Ids]) -> None:
-        """A snapshot's whole database becomes the state, written from its EAV columns as
-        they are (the driver builds no arrangement of it); the driver keeps its
-        dictionary ``values``, written out to files at once unless it is (:meth:`dictionary`)."""
+    def restored(self, values: ValueIds, columns: tuple[Ids, Ids, Ids], position: int,
+                 schema: Schema) -> None:
+        """A snapshot's whole database (at ``position``, of ``schema``) becomes the state,
+        written from its EAV columns as they are (the driver builds no arrangement of it);
+        the driver keeps its dictionary ``values``, written out to files at once unless it
+        is (:meth:`dictionary`)."""
         self.datoms = len(columns[0])
         self._version += 1
-        self._spark.reset(*columns)
+        self._position, self._schema = position, schema
         self.values = values if isinstance(values, SpilledValueIds) else SpilledValueIds.of(
             values, self._memory_values)
+        self.db.ids = self.values
+        self._spark.reset(*columns)
         self.forget()
 
     def ids_of(self, values: Iterable[Any]) -> Ints:

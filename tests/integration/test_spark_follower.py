@@ -1,0 +1,168 @@
+"""A state written once, read by several engines: a writer shares its Spark state, a
+follower steps its own queries by the writer's batches and reads the writer's files
+(``workers.executors.spark.shared``).  The oracle is a local engine that took the writer's
+transactions: every follower query's result, its registration's rows plus every change
+:meth:`Engine.follow` gave, is the oracle's result — through constants and functions'
+results the writer numbers only later (the follower's own ids given up), compactions of the
+datoms and of the dictionary, and versions whose changes cancel out."""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import replace
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.property.strategies import SCHEMA_TX, churn_streams, tx_streams
+from tests.property.test_batches import MAINTAINED
+from tests.property.test_incremental_matches_recompute import QUERIES
+from workers.edn import keyword
+from workers.engine import Engine
+from workers.errors import WorkersError
+from workers.executors.spark import SparkSettings
+from workers.executors.spark.shared import FollowerBehind
+from workers.zset.zset import add_into
+
+pytestmark = pytest.mark.spark
+ADD, TO = keyword("db/add"), keyword("g/to")
+# Constants and functions' results that streams hold only later (the follower numbers them
+# first, then takes the writer's ids), data patterns, aggregates, a pull, rules.
+FOLLOWED = [QUERIES[4], QUERIES[5], QUERIES[6], QUERIES[8], QUERIES[0], *MAINTAINED[1:],
+            "[:find ?a ?c :where [?a :g/to ?b] [(inc ?b) ?c] [?c :g/to ?d]]",
+            "[:find ?a ?s :where [?a :name ?n] [(str ?n \"!\") ?s]]"]
+
+
+def _writer(settings: SparkSettings, location: str, **store: int) -> Engine:
+    writer = Engine(executor="spark", spark=replace(settings, state=location, share=True))
+    for name, value in store.items():  # smaller compaction thresholds
+        assert writer.dispatch.spark is not None
+        setattr(writer.dispatch.spark.store, name, value)
+    return writer
+
+
+def _follower(settings: SparkSettings, location: str) -> Engine:
+    return Engine(executor="spark", spark=replace(settings, state=location, follow=True))
+
+
+@settings(max_examples=8, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(stream=st.one_of(churn_streams, tx_streams), joins=st.integers(0, 6),
+       cuts=st.lists(st.integers(1, 16), max_size=6), registered=st.integers(0, len(FOLLOWED)),
+       compact_batches=st.sampled_from([2, 100]))
+def test_a_follower_steps_as_the_writer_s_database_changes(
+        stream: list[list[Any]], joins: int, cuts: list[int], registered: int,
+        compact_batches: int, spark_settings: SparkSettings) -> None:
+    """The writer takes the stream in batches; the follower starts after ``joins`` of its
+    transactions, registers some queries at once and the rest later, and follows after each
+    batch: its views are the oracle's results, its position and size the writer's."""
+    location = tempfile.mkdtemp(prefix="deltalog-shared-")
+    writer = _writer(spark_settings, location, compact_batches=compact_batches,
+                     compact_datoms=4)
+    oracle = Engine()
+    for engine in (writer, oracle):
+        engine.transact(SCHEMA_TX)
+    bounds = sorted({0, len(stream), *(c for c in cuts if c < len(stream))})
+    follower: Engine | None = None
+    views: dict[str, dict[Any, int]] = {}
+    for start, end in pairwise(bounds):
+        batch = [(tx, tx_id) for tx_id, tx in enumerate(stream[start:end], start + 1)]
+        writer.transact_many(batch)
+        oracle.transact_many(batch)
+        assert writer.dispatch.spark is not None
+        writer.dispatch.spark.store.settle()  # a compaction, when due, in the history
+        if follower is None and end >= joins:
+            follower = _follower(spark_settings, location)
+            views = {f"q{i}": follower.register(f"q{i}", query)
+                     for i, query in enumerate(FOLLOWED[:registered])}
+        elif follower is not None:
+            for name, rows in follower.follow().items():
+                add_into(views[name], rows)
+            if len(views) < len(FOLLOWED):  # a query registered while it follows
+                i = len(views)
+                views[f"q{i}"] = follower.register(f"q{i}", FOLLOWED[i])
+        if follower is not None:
+            assert follower.tx == writer.tx
+            assert follower.datoms == writer.datoms
+            assert follower.schema.items() == writer.schema.items()
+            for i, query in enumerate(FOLLOWED[:len(views)]):
+                assert {row: w for row, w in views[f"q{i}"].items() if w} == _result(
+                    oracle, query), query
+
+
+def _result(engine: Engine, query: str) -> dict[Any, int]:
+    """A query's current result as registering it gives it."""
+    name = f"oracle-{len(engine.queries)}"
+    rows = engine.register(name, query)
+    engine.unregister(name)
+    return rows
+
+
+def test_a_value_the_follower_numbered_first_takes_the_writer_s_id(
+        spark_settings: SparkSettings, tmp_path: Path) -> None:
+    """A function's result (3) the follower numbered itself, held in its query's derived
+    relation; then a datom holds 3, and the writer numbers it: the follower's queries are
+    bound anew, so retracting the edge the result came from retracts it."""
+    location = str(tmp_path / "state")
+    writer = _writer(spark_settings, location)
+    writer.transact([[ADD, 1, TO, 2]])
+    follower = _follower(spark_settings, location)
+    query = "[:find ?a ?c :where [?a :g/to ?b] [(inc ?b) ?c]]"
+    assert follower.register("inc", query) == {(1, 3): 1}
+    writer.transact([[ADD, 3, TO, 1]])
+    assert follower.follow() == {"inc": {(3, 2): 1}}
+    writer.transact([[keyword("db/retract"), 1, TO, 2]])
+    assert follower.follow() == {"inc": {(1, 3): -1}}
+
+
+def test_a_follower_too_far_behind_or_of_a_replaced_state_says_so(
+        spark_settings: SparkSettings, tmp_path: Path) -> None:
+    """The writer keeps no replaced file (``retain_seconds=0``): once a compaction folded
+    the batches a follower needs and the next append deleted them, the follower cannot
+    step, and says why; one following a writer that restored a snapshot too."""
+    location = str(tmp_path / "state")
+    writer = Engine(executor="spark", spark=replace(spark_settings, state=location,
+                                                    share=True, retain_seconds=0.0))
+    follower = _follower(spark_settings, location)
+    follower.register("out", "[:find ?b :where [1 :g/to ?b]]")
+    assert writer.dispatch.spark is not None
+    store = writer.dispatch.spark.store
+    store.compact_batches = 2
+    for b in range(2, 6):
+        writer.transact([[ADD, 1, TO, b]])
+        store.settle()
+    with pytest.raises(FollowerBehind, match="further behind its writer"):
+        follower.follow()
+    caught_up = _follower(spark_settings, location)
+    assert caught_up.register("out", "[:find ?b :where [1 :g/to ?b]]") == {
+        (b,): 1 for b in range(2, 6)}
+    writer.restore(writer.state())
+    writer.transact([[ADD, 1, TO, 9]])
+    with pytest.raises(FollowerBehind, match="was replaced"):
+        caught_up.follow()
+
+
+def test_a_follower_writes_nothing_and_sharing_takes_a_location(
+        spark_settings: SparkSettings, tmp_path: Path) -> None:
+    location = str(tmp_path / "state")
+    with pytest.raises(WorkersError, match="no Spark state to follow"):
+        _follower(spark_settings, location)
+    Engine(executor="spark", spark=replace(spark_settings, state=location))
+    with pytest.raises(WorkersError, match="is not shared"):
+        _follower(spark_settings, location)
+    writer = _writer(spark_settings, location)
+    follower = _follower(spark_settings, location)
+    with pytest.raises(WorkersError, match="changes only through its writer"):
+        follower.transact([[ADD, 1, TO, 2]])
+    with pytest.raises(WorkersError, match="changes only through its writer"):
+        follower.restore(writer.state())
+    with pytest.raises(WorkersError, match="only an engine following"):
+        writer.follow()
+    for unshared in (replace(spark_settings, share=True), replace(spark_settings, follow=True,
+                                                                   state=location, share=True)):
+        with pytest.raises(WorkersError, match="shar"):
+            Engine(executor="spark", spark=unshared)

@@ -1,0 +1,187 @@
+"""A state shared by a writer and its followers, without Spark (the files are the contract):
+the dictionary's files, the stamps, the follower's steps and its dictionary."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from workers.arrangements.delta import DatomColumns
+from workers.arrangements.values import MAX_IDS, ValueIds
+from workers.db.codec import decode_schema, encode_schema
+from workers.db.schema import BUILTIN_SCHEMA
+from workers.edn import keyword
+from workers.errors import WorkersError
+from workers.executors.spark.dictionary import (
+    DriverValues,
+    decoded_rows,
+    fold_values,
+    write_values,
+)
+from workers.executors.spark.shared import FollowerBehind, FollowerIds, StateFollower
+from workers.executors.spark.state import Manifest, Marks, StateStore
+
+VALUES = [0, -1, 2**63 - 1, -(2**63), True, False, 1.0, -0.5, "", "straße ✓", keyword("a/b"),
+          uuid.UUID(int=7), datetime.datetime(2026, 11, 28, 19, 30, tzinfo=datetime.UTC),
+          datetime.date(2026, 11, 28)]
+SCHEMA = encode_schema(BUILTIN_SCHEMA)
+values = st.one_of(st.integers(-5, 40), st.sampled_from(["x", "y", keyword("k"), 1.5, True]),
+                   st.text(max_size=3))
+
+
+def _read(location: str, name: str) -> list[Any]:
+    """A values file's values, piece after piece."""
+    with pa.memory_map(f"{location}/{name}") as source:
+        reader = pa.ipc.open_file(source)
+        return [x for i in range(reader.num_record_batches)
+                for x in decoded_rows(reader.get_batch(i))]
+
+
+def test_the_dictionary_s_files_hold_every_kind_of_value_and_fold_in_order(
+        tmp_path: Path) -> None:
+    location = str(tmp_path)
+    write_values(location, "one", [VALUES[:5], VALUES[5:]])
+    write_values(location, "two", [["more", 3]])
+    fold_values(location, ["one", "two"], "both")
+    for name, expected in (("one", VALUES), ("both", [*VALUES, "more", 3])):
+        got = _read(location, name)
+        assert got == expected
+        assert [type(x) for x in got] == [type(x) for x in expected]
+
+
+def _marks(ids: ValueIds, position: int, datoms: int = 0) -> Marks:
+    return Marks(position, datoms, SCHEMA, ids.size)
+
+
+def _writer(location: str, ids: ValueIds, retain: float = 3600.0) -> StateStore:
+    store = StateStore(location, values=DriverValues(lambda: ids), retain_seconds=retain)
+    store.reset(DatomColumns.of({}), _marks(ids, 0))
+    return store
+
+
+def test_a_manifest_s_stamp_survives_its_file_and_a_restamp_moves_the_position(
+        tmp_path: Path) -> None:
+    ids = ValueIds()
+    ids.intern("a")
+    store = _writer(str(tmp_path), ids)
+    store.append(DatomColumns.of({(0, 0, 0): 1}), _marks(ids, 5, 1))
+    manifest = store.manifest
+    assert manifest is not None and manifest.stamp is not None
+    assert Manifest.from_json(manifest.location, manifest.to_json()) == manifest
+    assert decode_schema(manifest.stamp.schema).items() == BUILTIN_SCHEMA.items()
+    store.restamp(_marks(ids, 9, 1))
+    assert store.manifest is not None and store.manifest.stamp is not None
+    assert (store.manifest.version, store.manifest.stamp.position) == (manifest.version, 9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(steps=st.lists(st.one_of(
+    st.tuples(st.just("append"), st.lists(values, max_size=4),
+              st.dictionaries(st.tuples(st.integers(0, 3), st.integers(0, 2), st.integers(0, 3)),
+                              st.sampled_from([-1, 1]), min_size=1, max_size=3)),
+    st.just(("compact",)), st.just(("follow",)), st.just(("join",))), max_size=14))
+def test_followers_read_the_writer_s_ids_and_batches(steps: list[tuple[Any, ...]],
+                                                     tmp_path_factory: pytest.TempPathFactory
+                                                     ) -> None:
+    """Writers number values and append batches, compaction folds batches and dictionary
+    files; followers that join at any moment and step at any moment see the writer's ids
+    for every value and, summed, the writer's batches since they joined."""
+    location = str(tmp_path_factory.mktemp("shared"))
+    ids = ValueIds()
+    store = _writer(location, ids)
+    followers: list[tuple[StateFollower, dict[Any, int]]] = []
+    pending: list[dict[Any, int]] = []  # per follower: the batches since its version
+    position = 0
+    for step in steps:
+        if step[0] == "append":
+            for value in step[1]:
+                ids.intern(value)
+            position += 1
+            store.append(DatomColumns.of(step[2]), _marks(ids, position))
+            for since in pending:
+                for datom, weight in step[2].items():
+                    since[datom] = since.get(datom, 0) + weight
+        elif step[0] == "compact":
+            assert store.manifest is not None
+            store.compact_in_background()
+            store.settle()
+        elif step[0] == "join":
+            followers.append((StateFollower(location, memory_values=2), {}))
+            pending.append({})
+        else:
+            for (follower, _), since in zip(followers, pending, strict=True):
+                followed = follower.next()
+                if followed is not None:
+                    delta = followed.delta
+                    assert {(e, a, v): w for e, a, v, w in zip(
+                        delta.e.tolist(), delta.a.tolist(), delta.v.tolist(),
+                        delta.w.tolist(), strict=True)} == {d: w for d, w in since.items() if w}
+                    follower.manifest = followed.manifest
+                since.clear()
+    for follower, _ in [*followers, (StateFollower(location, memory_values=2), {})]:
+        follower.next()
+        assert follower.ids.size == ids.size
+        assert follower.ids.values(np.arange(ids.size)) == ids.values(np.arange(ids.size))
+        assert all(follower.ids.lookup(ids.value(i)) == i for i in range(ids.size))
+
+
+def test_replaced_files_are_kept_retain_seconds(tmp_path: Path) -> None:
+    """Kept: a follower at an old version steps past a compaction; not kept
+    (``retain_seconds=0``): it cannot, and says why."""
+    for retain in (3600.0, 0.0):
+        location = str(tmp_path / str(retain))
+        ids = ValueIds()
+        store = _writer(location, ids, retain)
+        follower = StateFollower(location, memory_values=2)
+        for position in range(1, 4):
+            ids.intern(f"v{position}")
+            store.append(DatomColumns.of({(position, 0, 0): 1}), _marks(ids, position))
+        store.compact_in_background(rebase=True)
+        store.settle()
+        ids.intern("last")
+        store.append(DatomColumns.of({(9, 0, 0): 1}), _marks(ids, 4))  # deletes the garbage
+        assert sorted(os.listdir(location)).count("manifest.json") == 1
+        if retain:
+            followed = follower.next()
+            assert followed is not None and len(followed.delta) == 4
+        else:
+            with pytest.raises(FollowerBehind, match="further behind"):
+                follower.next()
+
+
+def test_a_follower_s_own_ids_are_numbered_down_and_given_up_to_the_writer_s() -> None:
+    ids = FollowerIds(memory_values=2)
+    ids.extend(["a", 1, keyword("k")])
+    assert ids.intern("a") == 0 and ids.intern(1) == 1
+    assert ids.intern("mine") == MAX_IDS - 1 and ids.intern(2) == MAX_IDS - 2
+    assert ids.lookup("mine") == MAX_IDS - 1 and ids.lookup("none") is None
+    assert ids.values(np.array([0, MAX_IDS - 2, 2, MAX_IDS - 1])) == ["a", 2, keyword("k"),
+                                                                     "mine"]
+    assert ids.lookup_values(["mine", "a", "none"]).tolist() == [MAX_IDS - 1, 0, -1]
+    assert ids.lookup_ints(np.array([2, 1, 5])).tolist() == [MAX_IDS - 2, 1, -1]
+    assert ids.intern_values(["b", "a"]).tolist() == [MAX_IDS - 3, 0]
+    assert sorted(map(str, ids.objects(np.array([0, 2, MAX_IDS - 1, MAX_IDS - 2])))) == [
+        ":k", "a", "mine"]
+    assert not ids.extend(["c"])  # not one of the follower's own
+    assert ids.extend([2, "d"])  # 2 was: it is the writer's 4 from now on
+    assert ids.intern(2) == ids.lookup(2) == 4 and ids.value(MAX_IDS - 2) == 2
+    assert ids.size == 6
+    with pytest.raises(WorkersError, match="number a value twice"):
+        ids.extend(["a"])
+    with pytest.raises(WorkersError, match="writer's snapshots"):
+        ids.copy()
+
+
+def test_every_public_method_answers_from_the_replica_or_the_own_ids() -> None:
+    """The inherited columns are left unset: a method not overridden would read them."""
+    public = {name for name in vars(ValueIds) if not name.startswith("_")} - {"from_entries"}
+    assert public <= set(vars(FollowerIds)), public - set(vars(FollowerIds))

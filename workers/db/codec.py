@@ -1,0 +1,60 @@
+"""Values and schemas as plain data (tags and texts, never pickles): what files that other
+processes read hold — a snapshot, and a state a fleet shares (no file read runs code).
+
+Longs are kept as int64 numbers by their readers; every other value is a one-letter type tag
+and a text (``s`` a string, ``k`` a keyword, ``d`` a double, ...).
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import edn_format
+
+from workers.db.schema import Attribute, Schema
+from workers.edn import keyword
+
+# Each object value as (tag, text), and back (ints are in the dictionary's int64 column).
+_ENCODE: tuple[tuple[type, str, Callable[[Any], str]], ...] = (
+    (bool, "b", lambda x: "true" if x else "false"),
+    (edn_format.Keyword, "k", lambda x: str(x.name)),
+    (str, "s", str),
+    (float, "d", repr),
+    (uuid.UUID, "u", str),
+    (datetime.datetime, "t", datetime.datetime.isoformat),
+    (datetime.date, "D", datetime.date.isoformat),
+)
+DECODE: dict[str, Callable[[str], Any]] = {
+    "b": lambda text: text == "true", "k": keyword, "s": str, "d": float,
+    "u": uuid.UUID, "t": datetime.datetime.fromisoformat, "D": datetime.date.fromisoformat,
+}
+# A schema as JSON: per attribute its value's tag and text, cardinality one or not, and the
+# tag and text of its value type when it declares one.
+SchemaData = list[list[Any]]
+
+
+def encode_value(x: Any) -> tuple[str, str]:
+    """A value that is not a long as its tag and text."""
+    for kind, tag, text in _ENCODE:
+        if isinstance(x, kind):
+            return tag, text(x)
+    raise TypeError(f"a stored value cannot be of type {type(x).__name__}: {x!r}")
+
+
+def decode_value(tag: str, text: str) -> Any:
+    return DECODE[tag](text)
+
+
+def encode_schema(schema: Schema) -> SchemaData:
+    return [[*encode_value(attribute), declared.cardinality_one,
+             *(encode_value(declared.value_type) if declared.value_type else ())]
+            for attribute, declared in schema.items()]
+
+
+def decode_schema(data: SchemaData) -> Schema:
+    return Schema({decode_value(tag, text): Attribute(
+        decode_value(*type_) if type_ else None, cardinality_one=bool(one))
+        for tag, text, one, *type_ in data})

@@ -1,0 +1,260 @@
+"""Following a state another engine writes: a fleet on Spark writes its state once per tick.
+
+The writer (``SparkSettings.share``) stamps each version of its state with its position,
+the database's size and schema, and writes its dictionary beside the datoms
+(:mod:`~workers.executors.spark.dictionary`).  A follower (``SparkSettings.follow``) writes
+nothing: it steps its own queries from version to version by the writer's batches, and its
+tasks read the writer's files.  What it needs of them:
+
+- **the same ids**: its dictionary is a replica of the writer's, read from the dictionary's
+  files in id order.  Values only its own queries name (constants, functions' results,
+  inputs) get ids of its own, numbered down from the largest id, so the writer's
+  numbering never meets them.  When the writer later numbers one of them (a datom now
+  holds it), the follower forgets its own id and its queries are bound anew
+  (:attr:`Followed.renumbered`);
+- **the batches between its version and the newest**, read by their names, and the files
+  of the version it is at (its steps read the state before their delta): the writer keeps
+  the files a version no longer names ``retain_seconds`` (``StateStore``).  A follower
+  further behind — or one whose writer started a new epoch (a restored snapshot) — cannot
+  step, and says so (:class:`FollowerBehind`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from workers.arrangements.batch import sorted_sum
+from workers.arrangements.delta import DatomColumns
+from workers.arrangements.spilled import SpilledValueIds
+from workers.arrangements.values import MAX_IDS, IdArray, ValueIds, int_key, object_key
+from workers.errors import ErrorCode, WorkersError
+from workers.executors.spark.dictionary import decoded_rows
+from workers.executors.spark.state import (
+    MANIFEST,
+    Manifest,
+    Part,
+    Stamp,
+    batch_name,
+    filesystem,
+    read_part,
+    values_name,
+)
+
+
+class FollowerBehind(WorkersError):
+    """A follower cannot step to its writer's newest version (the message says why): it
+    follows anew from the newest version (its queries registered again)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, code=ErrorCode.SPARK)
+
+
+@dataclass(frozen=True, slots=True)
+class Followed:
+    """One step of a follower: the newest version, the delta from the follower's version
+    to it, and whether values the follower had numbered itself now have the writer's ids
+    (its queries' constants and state must be bound anew before it steps)."""
+
+    manifest: Manifest
+    delta: DatomColumns
+    renumbered: bool
+
+
+def read_manifest(location: str) -> Manifest:
+    """The newest version of the shared state at ``location``."""
+    fs, root = filesystem(location)
+    try:
+        with fs.open_input_stream(f"{root}/{MANIFEST}") as source:
+            manifest = Manifest.from_json(location, source.read().decode())
+    except FileNotFoundError as error:
+        raise WorkersError(f"no Spark state to follow at {location!r}: start its writer "
+                           "first (executor=spark, sharing its state)",
+                           code=ErrorCode.SPARK) from error
+    if manifest.stamp is None:
+        raise WorkersError(f"the Spark state at {location!r} is not shared: its writer must "
+                           "share it to be followed", code=ErrorCode.SPARK)
+    return manifest
+
+
+class StateFollower:
+    """A follower's side of a shared state: the versions it reads, and its dictionary."""
+
+    def __init__(self, location: str, memory_values: int) -> None:
+        self.location = location
+        self.ids = FollowerIds(memory_values)
+        self.manifest = read_manifest(location)
+        self._extend(self.manifest)
+
+    @property
+    def stamp(self) -> Stamp:
+        """What the writer stamped the version this follower is at with."""
+        assert self.manifest.stamp is not None, "a shared state is stamped"
+        return self.manifest.stamp
+
+    def next(self) -> Followed | None:
+        """The step to the writer's newest version (None: the follower is at it)."""
+        latest = read_manifest(self.location)
+        if latest.epoch != self.manifest.epoch:
+            raise FollowerBehind(f"the Spark state at {self.location!r} was replaced (its "
+                                 "writer restored a snapshot): follow it anew")
+        assert latest.stamp is not None
+        if latest.version == self.manifest.version:  # the position alone may have moved
+            return None if latest.stamp.position == self.stamp.position else Followed(
+                latest, DatomColumns.of({}), renumbered=False)
+        batches = []
+        for version in range(self.manifest.version + 1, latest.version + 1):
+            try:
+                batches.append(read_part(self.location,
+                                         Part(batch_name(latest.epoch, version), version, 0)))
+            except FileNotFoundError as error:
+                raise FollowerBehind(
+                    f"version {version} of the Spark state at {self.location!r} is gone: "
+                    "this follower is further behind its writer than the writer keeps "
+                    "replaced files (retain_seconds)") from error
+        whole = DatomColumns.concatenate(batches)
+        return Followed(latest, DatomColumns(*sorted_sum(whole.e, whole.a, whole.v, whole.w)),
+                        self._extend(latest))
+
+    def _extend(self, manifest: Manifest) -> bool:
+        """Read the values ``manifest`` numbers that the replica lacks, from its dictionary
+        files in id order (each file's rows counted, only the new ones decoded); whether
+        one of them had an id of the follower's own."""
+        stamp = manifest.stamp
+        assert stamp is not None
+        fs, root = filesystem(self.location)
+        names = [stamp.dictionary, *(values_name(manifest.epoch, v)
+                                     for v in stamp.value_versions)]
+        renumbered = False
+        first = 0  # the first id of the file at hand
+        for name in names:
+            if self.ids.replica.size >= stamp.values:
+                break
+            with fs.open_input_file(f"{root}/{name}") as source:
+                reader = pa.ipc.open_file(source)
+                for i in range(reader.num_record_batches):
+                    batch = reader.get_batch(i)
+                    skip = self.ids.replica.size - first
+                    if skip < batch.num_rows:
+                        renumbered |= self.ids.extend(decoded_rows(batch, max(skip, 0)))
+                    first += batch.num_rows
+        if self.ids.replica.size != stamp.values:
+            raise WorkersError(f"the dictionary files of the Spark state at "
+                               f"{self.location!r} hold {self.ids.replica.size} values, its "
+                               f"manifest says {stamp.values}", code=ErrorCode.SPARK)
+        return renumbered
+
+
+def _key(x: Any) -> Any:
+    return x if int_key(x) is not None else object_key(x)
+
+
+class FollowerIds(ValueIds):
+    """A follower's dictionary: ``replica``, its writer's (the same ids), and above it ids
+    of the follower's own, numbered down from the largest, for values only the follower's
+    queries name (see the module's docstring)."""
+
+    __slots__ = ("_own", "_own_values", "replica")
+
+    def __init__(self, memory_values: int) -> None:
+        # The inherited columns are left unset, as SpilledValueIds's: every public method is
+        # overridden (a test checks).
+        self.replica = SpilledValueIds(memory_values)
+        self._own: dict[Any, int] = {}  # the follower's own values -> their ids
+        self._own_values: list[Any] = []  # by id, down from MAX_IDS - 1 (kept once renumbered)
+
+    @property
+    def floor(self) -> int:
+        """The smallest id of the follower's own."""
+        return MAX_IDS - len(self._own_values)
+
+    @property  # ValueIds's is a slot its own numbering keeps
+    def size(self) -> int:  # type: ignore[override]
+        return self.replica.size
+
+    @property
+    def resident(self) -> int:
+        return self.replica.resident + len(self._own_values)
+
+    @property
+    def nbytes(self) -> int:
+        return self.replica.nbytes
+
+    def extend(self, values: Sequence[Any]) -> bool:
+        """The writer's next values, in id order; whether one of them was the follower's
+        own (it is the writer's from now on)."""
+        start = self.replica.size
+        ids = self.replica.intern_values(values)
+        if not np.array_equal(ids, np.arange(start, start + len(values))):
+            raise WorkersError("the dictionary files of a shared Spark state number a value "
+                               "twice", code=ErrorCode.SPARK)
+        renumbered = [key for key in map(_key, values) if key in self._own]
+        for key in renumbered:
+            del self._own[key]
+        return bool(renumbered)
+
+    def lookup(self, x: Any) -> int | None:
+        found = self.replica.lookup(x)
+        return self._own.get(_key(x)) if found is None else found
+
+    def intern(self, x: Any) -> int:
+        found = self.lookup(x)
+        if found is None:
+            if self.floor <= self.replica.size + 1:
+                raise OverflowError(f"more than {MAX_IDS} distinct values: ids are int32")
+            self._own_values.append(x)
+            found = self._own[_key(x)] = self.floor
+        return found
+
+    def intern_values(self, xs: Sequence[Any]) -> IdArray:
+        return np.array([self.intern(x) for x in xs], np.int32)
+
+    def intern_ints(self, xs: npt.NDArray[np.int64]) -> IdArray:
+        return self.intern_values(xs.tolist())
+
+    def lookup_values(self, xs: Sequence[Any]) -> IdArray:
+        ids = self.replica.lookup_values(xs)
+        return self._own_lookups(ids, xs)
+
+    def lookup_ints(self, xs: npt.NDArray[np.int64]) -> IdArray:
+        return self._own_lookups(self.replica.lookup_ints(xs), xs.tolist())
+
+    def _own_lookups(self, ids: IdArray, xs: Sequence[Any]) -> IdArray:
+        """``ids`` with the missing ones (-1) looked up among the follower's own."""
+        if self._own:
+            for i in np.flatnonzero(ids < 0).tolist():
+                ids[i] = self._own.get(_key(xs[i]), -1)
+        return ids
+
+    def value(self, i: int) -> Any:
+        return self._own_values[MAX_IDS - 1 - i] if i >= self.floor else self.replica.value(i)
+
+    def values(self, ids: npt.NDArray[np.integer[Any]]) -> list[Any]:
+        column = np.asarray(ids, np.int64)
+        own = column >= self.floor
+        if not own.any():
+            return self.replica.values(column)
+        out = np.empty(len(column), object)
+        out[~own] = self.replica.values(column[~own])
+        out[own] = [self._own_values[MAX_IDS - 1 - i] for i in column[own].tolist()]
+        return out.tolist()  # type: ignore[no-any-return]
+
+    def objects(self, ids: IdArray) -> list[Any]:
+        own = ids >= self.floor
+        return self.replica.objects(ids[~own]) + [
+            x for x in self.values(np.unique(ids[own])) if int_key(x) is None]
+
+    def release(self) -> None:
+        self.replica.release()
+
+    def entries(self) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.int64], list[Any]]:
+        raise WorkersError("a follower's dictionary is its writer's: the writer's snapshots "
+                           "hold it", code=ErrorCode.SPARK)
+
+    def copy(self) -> ValueIds:
+        return self.entries()  # type: ignore[return-value]  # it raises

@@ -151,10 +151,10 @@ class Engine:
         # following a Spark state another engine writes: its transactions are the writer's
         self.following = False
         started = self.dispatch.spark
-        if started is not None and started.follower is not None:
-            self.following = True  # at the writer's version: its position, its schema
-            self.schema = decode_schema(started.follower.stamp.schema)
-            self.tx = started.follower.stamp.position
+        if started is not None and started.opened is not None:  # a shared state, where it is
+            self.following = started.follower is not None
+            self.schema = decode_schema(started.opened.stamp.schema)
+            self.tx = started.opened.stamp.position
         self._queries: dict[str, RegisteredQuery] = {}
         self._by_attribute: dict[Any, set[str]] = {}
         self._any_attribute: set[str] = set()

@@ -119,6 +119,37 @@ def test_a_value_the_follower_numbered_first_takes_the_writer_s_id(
     assert follower.follow() == {"inc": {(1, 3): -1}}
 
 
+def test_a_new_writer_writes_on_where_the_last_stopped_and_followers_follow_it(
+        spark_settings: SparkSettings, tmp_path: Path) -> None:
+    """The writer stops (its process gone, the files it had not deleted yet left); a new
+    writer sharing the same location takes the state up at its newest version — position,
+    size, schema, ids — and writes on; a follower steps across the hand-over as if one
+    engine wrote it all."""
+    location = str(tmp_path / "state")
+    first, oracle = _writer(spark_settings, location, compact_batches=2), Engine()
+    follower = _follower(spark_settings, location)
+    follower.register("names", "[:find ?e ?n :where [?e :name ?n]]")
+    for tx_id, tx in enumerate([SCHEMA_TX, [[ADD, 1, keyword("name"), "ann"]],
+                                [[ADD, 2, keyword("name"), "bob"]]], 1):
+        for engine in (first, oracle):
+            engine.transact(tx, tx_id)
+    first.dispatch.spark.store.settle()  # type: ignore[union-attr]
+    second = _writer(spark_settings, location)
+    assert (second.tx, second.datoms, second.schema.items()) == (
+        first.tx, first.datoms, first.schema.items())
+    assert second.db.ids.lookup("bob") == first.db.ids.lookup("bob")
+    for tx_id, tx in enumerate([[[ADD, 3, keyword("name"), "cy"]],
+                                [[keyword("db/retract"), 1, keyword("name"), "ann"]]], 4):
+        for engine in (second, oracle):
+            engine.transact(tx, tx_id)
+    new = {second.db.ids.lookup(3), second.db.ids.lookup("cy")}
+    assert new == {first.db.ids.size, first.db.ids.size + 1}  # numbered on from the last
+    assert follower.follow() == {"names": {(2, "bob"): 1, (3, "cy"): 1}}
+    assert follower.tx == 5 and follower.datoms == oracle.datoms
+    assert follower.result("names") == oracle.register("names", "[:find ?e ?n :where "
+                                                                "[?e :name ?n]]")
+
+
 def test_a_follower_too_far_behind_or_of_a_replaced_state_says_so(
         spark_settings: SparkSettings, tmp_path: Path) -> None:
     """The writer keeps no replaced file (``retain_seconds=0``): once a compaction folded

@@ -76,7 +76,7 @@ class SparkBackend:
 
     def _start(self) -> SparkExecutor:
         from workers.executors.spark.executor import SparkExecutor
-        from workers.executors.spark.shared import StateFollower
+        from workers.executors.spark.shared import StateFollower, shared_state_at
 
         settings = self.settings
         if (settings.share or settings.follow) and (settings.state is None or not self.required):
@@ -87,8 +87,10 @@ class SparkBackend:
             raise WorkersError("an engine shares its Spark state or follows another's, not both",
                                code=ErrorCode.CONFIG)
         session = spark_session(settings)
-        follower = (StateFollower(settings.state, settings.memory_values)
-                    if settings.follow and settings.state is not None else None)
+        opened = None  # a shared state to follow, or to write on where its last writer left it
+        if settings.state is not None and (settings.follow or (
+                settings.share and shared_state_at(settings.state))):
+            opened = StateFollower(settings.state, settings.memory_values)
         return SparkExecutor(session, self._db, location=settings.state,
                              share=settings.share, retain_seconds=settings.retain_seconds,
-                             follower=follower)
+                             opened=opened, follows=settings.follow)

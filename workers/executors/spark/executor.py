@@ -141,19 +141,22 @@ class SparkExecutor:
     def __init__(self, session: SparkSession, db: ArrangementRegistry,
                  jobs: JobGroups | None = None, location: str | None = None,
                  shares: int | None = None, share: bool = False, retain_seconds: float = 0.0,
-                 follower: StateFollower | None = None) -> None:
+                 opened: StateFollower | None = None, follows: bool = False) -> None:
         """``share``: other engines follow the state (:mod:`shared`), whose replaced files
-        are kept ``retain_seconds``; ``follower``: this executor's state is another's."""
+        are kept ``retain_seconds``; ``opened``: a shared state found at ``location``, which
+        this executor ``follows`` (another engine writes it) or writes on from its newest
+        version (its writer before stopped there)."""
         self.session, self.db = session, db
         self.jobs = jobs or JobGroups(session)
         self._compaction_jobs = JobGroups(session)  # apart: they run beside the steps
         self.store = StateStore(location, compactor=self._compact, indexer=self._index,
                                 values=DriverValues(lambda: self.db.ids) if share else None,
                                 retain_seconds=retain_seconds)
-        self.follower = follower
+        self.opened = opened
+        self.follower = opened if follows else None
         self._following: Manifest | None = None  # the version a follower steps to
-        if follower is not None:
-            self.store.manifest = follower.manifest
+        if opened is not None:
+            self.store.resume(opened.manifest, follows)
         # What a sharing writer stamps each version with (its driver's window says).
         self.marks: Callable[[], Marks] | None = None
         self.shares = shares or int(session.conf.get("spark.sql.shuffle.partitions") or 1)

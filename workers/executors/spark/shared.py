@@ -66,6 +66,14 @@ class Followed:
     renumbered: bool
 
 
+def shared_state_at(location: str) -> bool:
+    """Whether ``location`` holds a shared state (a writer sharing it there writes on)."""
+    try:
+        return read_manifest(location).stamp is not None
+    except WorkersError:
+        return False
+
+
 def read_manifest(location: str) -> Manifest:
     """The newest version of the shared state at ``location``."""
     fs, root = filesystem(location)

@@ -388,6 +388,19 @@ class StateStore:
             self.compact_in_background()
         return self.manifest  # type: ignore[return-value]
 
+    def resume(self, manifest: Manifest, reading: bool) -> None:
+        """Take up a state another store wrote, at ``manifest``: to read it (``reading``),
+        or to write on.  A writer taking over also treats what the location holds that the
+        version does not name as replaced (its last writer may have stopped before it
+        deleted them), so it goes after ``retain_seconds``."""
+        with self._lock:
+            self.manifest = manifest
+            if not reading:
+                named = {*manifest.files(), MANIFEST}
+                self._discard(info.base_name for info in self._fs.get_file_info(
+                    pafs.FileSelector(self._root)) if info.base_name not in named
+                    and not info.base_name.startswith(f"{MANIFEST}."))
+
     def drop(self) -> None:
         """Forget the state (the arrangements were replaced); :meth:`reset` starts anew."""
         self.settle()

@@ -34,7 +34,7 @@ from workers.arrangements.batch import Ids, Ints, sorted_distinct
 from workers.arrangements.spilled import SpilledValueIds
 from workers.arrangements.values import ValueIds
 from workers.db.bulk import batch_events, by_identity, lookup_column
-from workers.db.codec import encode_schema
+from workers.db.codec import decode_schema, encode_schema
 from workers.db.schema import BUILTIN_SCHEMA, SCHEMA_ATTRIBUTES, Schema
 from workers.db.tx import BatchOps
 from workers.executors.spark.shared import FollowerIds
@@ -58,15 +58,19 @@ class StateWindow:
                  memory_values: int) -> None:
         """``memory_values``: the values of the dictionary kept in memory."""
         self.db, self._spark, self._memory_values = db, spark, memory_values
-        follower = spark.follower
-        self.values: SpilledValueIds | FollowerIds = (
-            SpilledValueIds.of(db.ids, memory_values) if follower is None else follower.ids)
+        opened = spark.opened  # a shared state, followed or written on
+        self.values: SpilledValueIds | FollowerIds
+        self.datoms = len(db)  # the database's size, kept from the applied deltas
+        self._position, self._schema = 0, BUILTIN_SCHEMA  # what a shared state is stamped with
+        if opened is None:
+            self.values = SpilledValueIds.of(db.ids, memory_values)
+        else:  # a follower numbers values of its own; a writer its writer's
+            self.values = opened.ids if spark.follower is not None else opened.ids.replica
+            self.datoms, self._position = opened.stamp.datoms, opened.stamp.position
+            self._schema = decode_schema(opened.stamp.schema)
         db.ids = self.values
-        # the database's size, kept from the applied deltas
-        self.datoms = len(db) if follower is None else follower.stamp.datoms
         self._version = 0  # ticks applied: the statistics' key
         self._statistics: tuple[int, dict[int, tuple[int, int]]] | None = None
-        self._position, self._schema = 0, BUILTIN_SCHEMA  # what a shared state is stamped with
         spark.marks = self.marks
         spark.manifest()  # the state exists from the start: every tick appends to it
 

@@ -185,3 +185,26 @@ def test_every_public_method_answers_from_the_replica_or_the_own_ids() -> None:
     """The inherited columns are left unset: a method not overridden would read them."""
     public = {name for name in vars(ValueIds) if not name.startswith("_")} - {"from_entries"}
     assert public <= set(vars(FollowerIds)), public - set(vars(FollowerIds))
+
+
+def test_a_writer_taking_a_state_up_deletes_what_its_last_writer_left_behind(
+        tmp_path: Path) -> None:
+    """Files the version does not name (left by a writer that stopped before deleting
+    them) go once kept ``retain_seconds``; those it names stay, and the epoch goes on."""
+    location = str(tmp_path)
+    ids = ValueIds()
+    ids.intern("a")
+    first = _writer(location, ids)
+    first.append(DatomColumns.of({(0, 0, 0): 1}), _marks(ids, 1, 1))
+    (tmp_path / "batch-left-behind.arrow").write_bytes(b"")
+    opened = StateFollower(location, memory_values=2)
+    second = StateStore(location, values=DriverValues(lambda: opened.ids.replica),
+                        retain_seconds=0.0)
+    second.resume(opened.manifest, reading=False)
+    opened.ids.replica.intern("b")
+    second.append(DatomColumns.of({(1, 0, 0): 1}), _marks(opened.ids.replica, 2, 2))
+    manifest = second.manifest
+    assert manifest is not None and manifest.epoch == opened.manifest.epoch
+    assert sorted(os.listdir(location)) == sorted(["manifest.json", *manifest.files()])
+    follower = StateFollower(location, memory_values=2)
+    assert follower.ids.values(np.arange(2)) == ["a", "b"]

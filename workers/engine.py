@@ -65,7 +65,7 @@ from workers.pull.maintain import PullReads
 from workers.zset.aggregate import Aggregation, Projection, result_of
 
 if TYPE_CHECKING:
-    from workers.executors.spark import SparkSettings
+    from workers.executors.spark import SparkExecutor, SparkSettings
 
 Row = tuple[Any, ...]
 Changes = dict[str, dict[Row, int]]
@@ -571,17 +571,51 @@ class Engine:
             if registered.plan.keeps_state:
                 self._evaluate(registered)
 
+    def lead(self) -> None:
+        """Following a Spark state, become its writer (its writer stopped: another engine of
+        the fleet writes no more) from the writer's newest version, which this engine must
+        be at (:meth:`follow` first).  Values it numbered itself take the writer's
+        numbering, and its queries are bound anew to the writer's dictionary (their plans
+        number functions' results in the dictionary they were bound to)."""
+        spark = self._following_spark()
+        if spark.follow() is not None:
+            raise WorkersError("a follower takes writing over at its writer's newest version: "
+                               "follow it first", code=ErrorCode.SPARK)
+        assert spark.follower is not None and self.window is not None
+        spark.follower.ids.adopt_own()
+        self.window.numbering(spark.follower.ids.replica)
+        spark.lead()
+        self.following = False
+        self._bind_anew()
+
+    def step_down(self) -> None:
+        """Writing a shared Spark state, stop (another engine takes writing over: the
+        fleet's writer moved) and follow the state from this version on, its queries bound
+        anew to a follower's dictionary."""
+        spark = self.dispatch.spark
+        if spark is None or self.window is None or self.following or spark.store.values is None:
+            raise WorkersError("only the writer of a shared Spark state steps down",
+                               code=ErrorCode.CONFIG)
+        spark.step_down()
+        assert spark.follower is not None
+        self.window.numbering(spark.follower.ids)
+        self.following = True
+        self._bind_anew()
+
+    def _following_spark(self) -> SparkExecutor:
+        spark = self.dispatch.spark
+        if spark is None or spark.follower is None:
+            raise WorkersError("only an engine following a Spark state follows it "
+                               "(executor=spark, SparkSettings.follow)", code=ErrorCode.CONFIG)
+        return spark
+
     def follow(self) -> Changes:
         """Under ``executor=spark`` following a state another engine writes
         (``SparkSettings.follow``): step the queries to the writer's newest version — the
         changes since the version this engine was at, as a tick's.  Raises
         :class:`~workers.executors.spark.shared.FollowerBehind` when it cannot (the writer
         replaced its state, or no longer keeps the versions between)."""
-        spark = self.dispatch.spark
-        if spark is None or spark.follower is None:
-            raise WorkersError("only an engine following a Spark state follows it "
-                               "(executor=spark, SparkSettings.follow)", code=ErrorCode.CONFIG)
-        followed = spark.follow()
+        followed = self._following_spark().follow()
         if followed is None:
             return {}
         if followed.renumbered:  # against the version it is at, before the new schema

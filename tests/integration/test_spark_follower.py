@@ -150,6 +150,51 @@ def test_a_new_writer_writes_on_where_the_last_stopped_and_followers_follow_it(
                                                                 "[?e :name ?n]]")
 
 
+def test_the_writer_changes_hands_and_back(spark_settings: SparkSettings,
+                                           tmp_path: Path) -> None:
+    """The writer steps down and its follower takes writing over, then back: each, writing
+    or following, keeps its queries' views equal to the oracle's results — the follower's
+    own values (a function's results) numbered by it once it writes."""
+    location = str(tmp_path / "state")
+    one, two, oracle = _writer(spark_settings, location), None, Engine()
+    queries = {"inc": "[:find ?a ?c :where [?a :g/to ?b] [(inc ?b) ?c]]",
+               "pairs": QUERIES[10], "count": MAINTAINED[2]}
+    stream = [[[ADD, 1, TO, 2]], [[ADD, 2, TO, 1], [ADD, 3, TO, 7]], [[ADD, 8, TO, 3]],
+              [[keyword("db/retract"), 1, TO, 2]], [[ADD, 7, TO, 4]], [[ADD, 1, TO, 2]]]
+    views: dict[Engine, dict[str, dict[Any, int]]] = {}
+    writer = one
+
+    def follow(engine: Engine) -> None:
+        for name, rows in engine.follow().items():
+            add_into(views[engine][name], rows)
+
+    for tx_id, tx in enumerate(stream, 1):
+        if tx_id in (3, 5):  # the writer steps down, the other takes over
+            assert two is not None
+            taking_over = two if writer is one else one
+            follow(taking_over)
+            writer.step_down()
+            taking_over.lead()
+            writer = taking_over
+        changes = writer.transact(tx, tx_id)
+        oracle.transact(tx, tx_id)
+        if two is None:
+            two = _follower(spark_settings, location)
+            views = {engine: {name: engine.register(name, query)
+                              for name, query in queries.items()} for engine in (one, two)}
+            own = two.db.ids.lookup(3)  # a function's result no datom holds yet: its own id
+            assert own is not None and own > one.db.ids.size
+        else:
+            for name, rows in changes.items():
+                add_into(views[writer][name], rows)
+        follow(two if writer is one else one)
+        for engine in (one, two):
+            assert engine.tx == tx_id and engine.datoms == oracle.datoms
+            for name, query in queries.items():
+                assert {row: w for row, w in views[engine][name].items() if w} == _result(
+                    oracle, query), (engine is one, name)
+
+
 def test_a_follower_too_far_behind_or_of_a_replaced_state_says_so(
         spark_settings: SparkSettings, tmp_path: Path) -> None:
     """The writer keeps no replaced file (``retain_seconds=0``): once a compaction folded

@@ -92,5 +92,6 @@ class SparkBackend:
                 settings.share and shared_state_at(settings.state))):
             opened = StateFollower(settings.state, settings.memory_values)
         return SparkExecutor(session, self._db, location=settings.state,
-                             share=settings.share, retain_seconds=settings.retain_seconds,
+                             share=settings.share or settings.follow,  # a follower may lead
+                             retain_seconds=settings.retain_seconds,
                              opened=opened, follows=settings.follow)

@@ -44,6 +44,7 @@ from workers import metrics
 from workers.arrangements import ArrangementRegistry, MemoryArrangement
 from workers.arrangements.batch import Ids, Ints, set_weights, sort_order
 from workers.arrangements.delta import DatomColumns, TickDelta
+from workers.arrangements.spilled import SpilledValueIds
 from workers.db.bulk import Events
 from workers.executors.extenders import Relations, Row
 from workers.executors.spark import tasks
@@ -324,6 +325,20 @@ class SparkExecutor:
         marks = self._marks()
         if self.follower is None and self.store.manifest is not None and marks is not None:
             self.store.restamp(marks)
+
+    def lead(self) -> None:
+        """A follower writes the state on from the version it is at (its writer stopped)."""
+        assert self.follower is not None, "a follower leads"
+        self.store.resume(self.follower.manifest, reading=False)
+        self.follower = None
+
+    def step_down(self) -> None:
+        """A writer stops writing (another takes over) and follows the state from here."""
+        assert self.follower is None and self.store.manifest is not None, "a writer steps down"
+        assert isinstance(self.db.ids, SpilledValueIds)
+        self.store.settle()  # its compaction published, or none is running
+        self.follower = self.opened = StateFollower.of_writer(
+            self.store.location, self.store.manifest, self.db.ids)
 
     def follow(self) -> Followed | None:
         """A follower's step to its writer's newest version (None: it is at it); the

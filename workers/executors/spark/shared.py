@@ -95,9 +95,19 @@ class StateFollower:
 
     def __init__(self, location: str, memory_values: int) -> None:
         self.location = location
-        self.ids = FollowerIds(memory_values)
+        self.ids = FollowerIds(SpilledValueIds(memory_values))
         self.manifest = read_manifest(location)
         self._extend(self.manifest)
+
+    @classmethod
+    def of_writer(cls, location: str, manifest: Manifest, ids: SpilledValueIds
+                  ) -> StateFollower:
+        """The follower a writer becomes at its version ``manifest`` (its dictionary
+        ``ids``, the writer's by definition)."""
+        follower = cls.__new__(cls)
+        follower.location, follower.manifest = location, manifest
+        follower.ids = FollowerIds(ids)
+        return follower
 
     @property
     def stamp(self) -> Stamp:
@@ -169,10 +179,10 @@ class FollowerIds(ValueIds):
 
     __slots__ = ("_own", "_own_values", "replica")
 
-    def __init__(self, memory_values: int) -> None:
+    def __init__(self, replica: SpilledValueIds) -> None:
         # The inherited columns are left unset, as SpilledValueIds's: every public method is
         # overridden (a test checks).
-        self.replica = SpilledValueIds(memory_values)
+        self.replica = replica
         self._own: dict[Any, int] = {}  # the follower's own values -> their ids
         self._own_values: list[Any] = []  # by id, down from MAX_IDS - 1 (kept once renumbered)
 
@@ -205,6 +215,12 @@ class FollowerIds(ValueIds):
         for key in renumbered:
             del self._own[key]
         return bool(renumbered)
+
+    def adopt_own(self) -> None:
+        """The follower becomes the writer: its own values are numbered in the replica
+        (the writer's dictionary from now on)."""
+        self.replica.intern_values([x for x in self._own_values if _key(x) in self._own])
+        self._own.clear()
 
     def lookup(self, x: Any) -> int | None:
         found = self.replica.lookup(x)

@@ -144,6 +144,11 @@ class StateWindow:
         self._version += 1
         self._position, self._schema = position, schema
 
+    def numbering(self, values: SpilledValueIds | FollowerIds) -> None:
+        """The dictionary is ``values`` from now on (a follower took over writing, or a
+        writer stepped down)."""
+        self.values = self.db.ids = values
+
     def moved(self, position: int) -> None:
         """A tick that changed nothing put the database at the transaction ``position``."""
         self._position = position

@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from workers.arrangements.delta import DatomColumns
+from workers.arrangements.spilled import SpilledValueIds
 from workers.arrangements.values import MAX_IDS, ValueIds
 from workers.db.codec import decode_schema, encode_schema
 from workers.db.schema import BUILTIN_SCHEMA
@@ -159,7 +160,7 @@ def test_replaced_files_are_kept_retain_seconds(tmp_path: Path) -> None:
 
 
 def test_a_follower_s_own_ids_are_numbered_down_and_given_up_to_the_writer_s() -> None:
-    ids = FollowerIds(memory_values=2)
+    ids = FollowerIds(SpilledValueIds(spill_values=2))
     ids.extend(["a", 1, keyword("k")])
     assert ids.intern("a") == 0 and ids.intern(1) == 1
     assert ids.intern("mine") == MAX_IDS - 1 and ids.intern(2) == MAX_IDS - 2

@@ -331,6 +331,18 @@ def built_base(manifest: Manifest) -> DatomBatch:
     return batch
 
 
+def _versions_after(names: Iterable[str], manifest: Manifest) -> set[int]:
+    """The versions after ``manifest``'s that the tick files ``names`` are of."""
+    found = set()
+    for name in names:
+        for prefix in ("batch", "values"):
+            head = f"{prefix}-{manifest.epoch}-"
+            number = name[len(head):-len(".arrow")]
+            if name.startswith(head) and number.isdigit() and int(number) > manifest.version:
+                found.add(int(number))
+    return found
+
+
 def _pending(manifest: Manifest) -> int:
     """The rows of the batches: what a new base would fold in."""
     return sum(b.rows for b in manifest.batches)
@@ -390,16 +402,22 @@ class StateStore:
 
     def resume(self, manifest: Manifest, reading: bool) -> None:
         """Take up a state another store wrote, at ``manifest``: to read it (``reading``),
-        or to write on.  A writer taking over also treats what the location holds that the
-        version does not name as replaced (its last writer may have stopped before it
-        deleted them), so it goes after ``retain_seconds``."""
+        or to write on.  A writer taking over deletes the tick files its last writer wrote
+        past that version, unpublished (it writes those names again), and treats the other
+        files the version does not name as replaced: they go after ``retain_seconds``."""
         with self._lock:
             self.manifest = manifest
-            if not reading:
-                named = {*manifest.files(), MANIFEST}
-                self._discard(info.base_name for info in self._fs.get_file_info(
-                    pafs.FileSelector(self._root)) if info.base_name not in named
-                    and not info.base_name.startswith(f"{MANIFEST}."))
+            if reading:
+                return
+            named = {*manifest.files(), MANIFEST}
+            unnamed = [info.base_name for info in self._fs.get_file_info(
+                pafs.FileSelector(self._root)) if info.base_name not in named
+                and not info.base_name.startswith(f"{MANIFEST}.")]
+            ahead = {name(manifest.epoch, version) for name in (batch_name, values_name)
+                     for version in _versions_after(unnamed, manifest)}
+            self._discard(name for name in unnamed if name not in ahead)
+        for name in ahead & set(unnamed):
+            self._fs.delete_file(f"{self._root}/{name}")
 
     def drop(self) -> None:
         """Forget the state (the arrangements were replaced); :meth:`reset` starts anew."""
@@ -525,7 +543,8 @@ class StateStore:
         - otherwise (or to ``rebase``: the owner is idle) everything is summed into a new
           base, indexed when it is large;
         - no batches (a reset): the base is indexed."""
-        stem = f"{manifest.epoch}-{manifest.version}"
+        # a name no writer of the location wrote before (one stopped mid-compaction may have)
+        stem = f"{manifest.epoch}-{manifest.version}-{uuid.uuid4().hex[:6]}"
         if manifest.batches and not rebase and _pending(manifest) < manifest.base_rows:
             folded = self.compactor(replace(manifest, base=()), f"folded-{stem}")
             since = manifest.batches[0].first

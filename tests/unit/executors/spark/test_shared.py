@@ -190,22 +190,33 @@ def test_every_public_method_answers_from_the_replica_or_the_own_ids() -> None:
 
 def test_a_writer_taking_a_state_up_deletes_what_its_last_writer_left_behind(
         tmp_path: Path) -> None:
-    """Files the version does not name (left by a writer that stopped before deleting
-    them) go once kept ``retain_seconds``; those it names stay, and the epoch goes on."""
+    """Files the version does not name go once kept ``retain_seconds``, except the tick
+    files its last writer wrote past it (never published, and the names the new writer
+    writes next): those go at once.  The epoch, the names and the ids go on."""
     location = str(tmp_path)
     ids = ValueIds()
     ids.intern("a")
     first = _writer(location, ids)
     first.append(DatomColumns.of({(0, 0, 0): 1}), _marks(ids, 1, 1))
-    (tmp_path / "batch-left-behind.arrow").write_bytes(b"")
+    assert first.manifest is not None
+    epoch = first.manifest.epoch
+    for name in ("batch-left-behind.arrow", f"batch-{epoch}-2.arrow", f"values-{epoch}-2.arrow"):
+        (tmp_path / name).write_bytes(b"")  # what a writer stopped mid-tick left
     opened = StateFollower(location, memory_values=2)
-    second = StateStore(location, values=DriverValues(lambda: opened.ids.replica),
-                        retain_seconds=0.0)
+    second = StateStore(location, values=DriverValues(lambda: opened.ids.replica))
     second.resume(opened.manifest, reading=False)
-    opened.ids.replica.intern("b")
-    second.append(DatomColumns.of({(1, 0, 0): 1}), _marks(opened.ids.replica, 2, 2))
+    assert not (tmp_path / f"batch-{epoch}-2.arrow").exists()
+    assert (tmp_path / "batch-left-behind.arrow").exists()  # kept retain_seconds
+    for position in (2, 3):
+        opened.ids.replica.intern(f"v{position}")
+        second.append(DatomColumns.of({(position, 0, 0): 1}),
+                      _marks(opened.ids.replica, position, position))
+        second.retain_seconds = 0.0  # what was replaced before goes at the next append
     manifest = second.manifest
-    assert manifest is not None and manifest.epoch == opened.manifest.epoch
+    assert manifest is not None and manifest.epoch == epoch
     assert sorted(os.listdir(location)) == sorted(["manifest.json", *manifest.files()])
     follower = StateFollower(location, memory_values=2)
-    assert follower.ids.values(np.arange(2)) == ["a", "b"]
+    assert follower.ids.values(np.arange(3)) == ["a", "v2", "v3"]
+    follower.manifest = opened.manifest  # at version 1: the new writer's ticks are read
+    followed = follower.next()
+    assert followed is not None and followed.delta.e.tolist() == [2, 3]

@@ -267,7 +267,8 @@ class Engine:
             datoms = list(delta.items())
             pieces = (dict(datoms[i:i + chunk_datoms])
                       for i in range(0, len(datoms), chunk_datoms))
-        return (self._tick(piece) for piece in pieces), refused
+        last = (len(delta) - 1) // chunk_datoms
+        return (self._tick(piece, complete=i == last) for i, piece in enumerate(pieces)), refused
 
     def _normalise_many(self, txs: Iterable[tuple[Any, int]]) -> tuple[IdDelta, list[Refusal]]:
         """Step 1 of a batch: the summed effective delta (value ids) and the refused
@@ -336,8 +337,9 @@ class Engine:
                                       for i, each in found),
                                 2 * max(each.depth for _, each in found))
 
-    def _tick(self, delta: IdDelta) -> Changes:
-        """Steps 2-6 of a tick whose effective delta is ``delta`` (value ids)."""
+    def _tick(self, delta: IdDelta, complete: bool = True) -> Changes:
+        """Steps 2-6 of a tick whose effective delta is ``delta`` (value ids); not
+        ``complete``: a piece of it, not its last (a shared Spark state shows none)."""
         if not len(delta):
             if self.window is not None:  # a shared state's position moves all the same
                 self.window.moved(self.tx)
@@ -376,7 +378,7 @@ class Engine:
         else:
             self.db.apply(delta)
         if self.window is not None:
-            self.window.applied(change, self.tx, self.schema)
+            self.window.applied(change, self.tx, self.schema, complete)
         self.dispatch.applied()
         self._delta.reset({})
         # Step 6: pulled maps, re-read after the tick for the entities it may have changed.
@@ -570,6 +572,18 @@ class Engine:
                 registered, prepared=self._prepare(registered.plan))
             if registered.plan.keeps_state:
                 self._evaluate(registered)
+
+    def unwritten_refusals(self, refused: Sequence[tuple[int, str, str]] | None = None
+                           ) -> tuple[tuple[int, str, str], ...]:
+        """The refused transactions whose dead letters are not committed yet (offset, code,
+        reason): a shared Spark state's writer stamps its next versions with ``refused``
+        (the worker's), so that a writer taking over writes their dead letters; what the
+        version this engine is at was stamped with."""
+        if self.window is not None and refused is not None:
+            self.window.refused = tuple(refused)
+        spark = self.dispatch.spark
+        manifest = None if spark is None else spark.store.manifest
+        return () if manifest is None or manifest.stamp is None else manifest.stamp.refused
 
     def lead(self) -> None:
         """Following a Spark state, become its writer (its writer stopped: another engine of

@@ -58,6 +58,7 @@ from workers.arrangements.batch import (
 from workers.arrangements.delta import DatomColumns
 from workers.arrangements.spine import DatomBatch
 from workers.db.codec import SchemaData
+from workers.errors import ErrorCode, WorkersError
 
 MANIFEST = "manifest.json"
 # Compact when the batches since the base hold this many datoms, or at least as many as the
@@ -131,6 +132,9 @@ class Stamp:
     dictionary: str
     dictionary_version: int
     value_versions: tuple[int, ...] = ()
+    # the transactions refused after the dead letters its writer last committed (offset,
+    # code, reason): a writer taking over writes their dead letters
+    refused: tuple[tuple[int, str, str], ...] = ()
 
     def files(self, epoch: str) -> list[str]:
         return [self.dictionary, *(values_name(epoch, v) for v in self.value_versions)]
@@ -139,12 +143,16 @@ class Stamp:
 @dataclass(frozen=True, slots=True)
 class Marks:
     """What a writer stamps a version of a shared state with: its position, the database's
-    size and schema, and its dictionary's size."""
+    size and schema, its dictionary's size, the refusals whose dead letters are not
+    committed yet, and whether the version ends a tick (a tick stepped in pieces appends a
+    version per piece: the state's manifest shows the last piece's only)."""
 
     position: int
     datoms: int
     schema: SchemaData
     values: int
+    refused: tuple[tuple[int, str, str], ...] = ()
+    complete: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,9 +208,9 @@ class Manifest:
 def _stamp(data: list[Any] | None) -> Stamp | None:
     if data is None:
         return None
-    position, datoms, schema, values, dictionary, dictionary_version, value_versions = data
+    position, datoms, schema, values, dictionary, dictionary_version, versions, refused = data
     return Stamp(position, datoms, schema, values, dictionary, dictionary_version,
-                 tuple(value_versions))
+                 tuple(versions), tuple((offset, code, reason) for offset, code, reason in refused))
 
 
 # Writes the base of a manifest's version, the files named ``{stem}...``: its parts.
@@ -378,6 +386,8 @@ class StateStore:
         self._compacting: threading.Thread | None = None
         self._garbage: list[tuple[float, str]] = []  # when no version named it any more
         self.manifest: Manifest | None = None  # None: no state written yet
+        self._holding = False  # mid-tick: the manifest file waits for the tick's last piece
+        self._written: str | None = None  # a shared state's manifest as this store last saw it
 
     def reset(self, columns: DatomColumns, marks: Marks | None = None) -> Manifest:
         """Start a new epoch whose base is ``columns`` (the whole state, each datom once);
@@ -407,6 +417,7 @@ class StateStore:
         files the version does not name as replaced: they go after ``retain_seconds``."""
         with self._lock:
             self.manifest = manifest
+            self._written = manifest.to_json()
             if reading:
                 return
             named = {*manifest.files(), MANIFEST}
@@ -451,9 +462,10 @@ class StateStore:
             stamp = current.stamp
             if stamp is not None and marks is not None:
                 stamp = replace(stamp, position=marks.position, datoms=marks.datoms,
-                                schema=marks.schema, values=marks.values,
+                                schema=marks.schema, values=marks.values, refused=marks.refused,
                                 value_versions=stamp.value_versions + (
                                     () if numbered is None else (numbered,)))
+                self._holding = not marks.complete
             self._publish(replace(current, version=version,
                                   batches=current.batches + (part,), stamp=stamp))
         if self._due():
@@ -464,9 +476,11 @@ class StateStore:
         with self._lock:
             current = self.manifest
             assert current is not None, "restamp after reset"
-            if current.stamp is not None and current.stamp.position != marks.position:
-                self._publish(replace(current, stamp=replace(current.stamp,
-                                                             position=marks.position)))
+            stamp = current.stamp
+            if stamp is not None and (stamp.position, stamp.refused) != (marks.position,
+                                                                         marks.refused):
+                self._publish(replace(current, stamp=replace(
+                    stamp, position=marks.position, refused=marks.refused)))
 
     def _due(self) -> bool:
         manifest = self.manifest
@@ -588,12 +602,26 @@ class StateStore:
                                                value_versions=()))
 
     def _publish(self, manifest: Manifest) -> None:
-        """Replace the manifest file (write aside, then move: readers see one or the other)."""
-        aside = f"{self._root}/{MANIFEST}.{uuid.uuid4().hex[:8]}"
-        with self._fs.open_output_stream(aside) as sink:
-            sink.write(manifest.to_json().encode())
-        self._fs.move(aside, f"{self._root}/{MANIFEST}")
+        """Replace the manifest file (write aside, then move: readers see one or the other)
+        — unless a tick's pieces are being appended: its last writes it.  A shared state's
+        writer first checks that the file is the one it last wrote: another writer took
+        the state over, and this one must write no more."""
         self.manifest = manifest
+        if self._holding:
+            return
+        path = f"{self._root}/{MANIFEST}"
+        if self.values is not None and self._written is not None:
+            with self._fs.open_input_stream(path) as source:
+                if source.read().decode() != self._written:
+                    raise WorkersError(f"another writer wrote the Spark state at "
+                                       f"{self.location!r}: this one stops writing it",
+                                       code=ErrorCode.SPARK)
+        aside = f"{path}.{uuid.uuid4().hex[:8]}"
+        text = manifest.to_json()
+        with self._fs.open_output_stream(aside) as sink:
+            sink.write(text.encode())
+        self._fs.move(aside, path)
+        self._written = text
 
     def _discard(self, paths: Iterable[str]) -> None:
         """``paths`` are named by no version from now on (the caller holds the lock)."""

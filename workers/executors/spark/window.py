@@ -61,7 +61,9 @@ class StateWindow:
         opened = spark.opened  # a shared state, followed or written on
         self.values: SpilledValueIds | FollowerIds
         self.datoms = len(db)  # the database's size, kept from the applied deltas
-        self._position, self._schema = 0, BUILTIN_SCHEMA  # what a shared state is stamped with
+        # what a shared state is stamped with (Marks)
+        self._position, self._schema, self._complete = 0, BUILTIN_SCHEMA, True
+        self.refused: tuple[tuple[int, str, str], ...] = ()
         if opened is None:
             self.values = SpilledValueIds.of(db.ids, memory_values)
         else:  # a follower numbers values of its own; a writer its writer's
@@ -137,12 +139,13 @@ class StateWindow:
         self.values.release()
         self._spark.forget_step()
 
-    def applied(self, change: int, position: int, schema: Schema) -> None:
+    def applied(self, change: int, position: int, schema: Schema, complete: bool) -> None:
         """A tick changed the number of datoms by ``change``; the database is at the
-        transaction numbered ``position`` and its schema is ``schema``."""
+        transaction numbered ``position`` and its schema is ``schema`` — once the tick is
+        ``complete`` (a large one is applied in pieces)."""
         self.datoms += change
         self._version += 1
-        self._position, self._schema = position, schema
+        self._position, self._schema, self._complete = position, schema, complete
 
     def numbering(self, values: SpilledValueIds | FollowerIds) -> None:
         """The dictionary is ``values`` from now on (a follower took over writing, or a
@@ -151,12 +154,13 @@ class StateWindow:
 
     def moved(self, position: int) -> None:
         """A tick that changed nothing put the database at the transaction ``position``."""
-        self._position = position
+        self._position, self._complete = position, True
         self._spark.moved()
 
     def marks(self) -> Marks:
         """What the state's version is stamped with, when it is shared."""
-        return Marks(self._position, self.datoms, encode_schema(self._schema), self.values.size)
+        return Marks(self._position, self.datoms, encode_schema(self._schema), self.values.size,
+                     self.refused, self._complete)
 
     def attribute_stats(self, a: Any) -> tuple[int, int]:
         """``(distinct entities, distinct values)`` of attribute ``a``, from one Spark job per

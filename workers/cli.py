@@ -147,6 +147,9 @@ def _worker_options(command: argparse.ArgumentParser) -> None:
     command.add_argument("--spark-state",
                          help="where Spark's tasks read the database: a directory or a "
                               "pyarrow.fs URL (s3://..., hdfs://...); default a temporary one")
+    command.add_argument("--spark-sharing", choices=("worker", "fleet"),
+                         help="worker: each worker writes a state of its own (default); "
+                              "fleet: the workers share the one at --spark-state, written once")
     command.add_argument("--spark-memory-values", type=int,
                          help="values of the dictionary the driver keeps in memory (the "
                               "others are in files of its own); default 65536")

@@ -21,7 +21,10 @@ Spark as they are (``DELTALOG_SPARK_CONF=spark.driver.memory=4g,spark.executor.c
 ``spark_state`` is where the Spark executor writes the database for its tasks (a directory
 or a ``pyarrow.fs`` URL every Spark executor reaches; a temporary directory by default);
 ``spark_memory_values`` how many values of the dictionary the driver keeps in memory (the
-latest numbered; the others are in files of its own).
+latest numbered; the others are in files of its own); ``spark_sharing`` is ``worker`` (each
+worker writes a state of its own) or ``fleet`` (the fleet's workers share the one at
+``spark_state``: the owner of the queries topic's partition 0 writes it, the others follow
+it — ``docs/spark.md``).
 
 Kafka client settings pass through unchanged (librdkafka names) from ``kafka_extra``: the
 file's ``[kafka]`` table, then ``DELTALOG_KAFKA__<KEY>`` variables
@@ -52,6 +55,7 @@ from workers.kafka.topics import VIEW_TOMBSTONES_MS
 if TYPE_CHECKING:
     from workers.executors.spark.session import SparkSettings
 
+SPARK_SHARING = ("worker", "fleet")
 ENV_PREFIX = "DELTALOG_"
 KAFKA_ENV_PREFIX = "DELTALOG_KAFKA__"
 CONFIG_ENV = "DELTALOG_CONFIG"  # the TOML file, when no --config flag names one
@@ -89,6 +93,7 @@ class WorkerConfig:
     spark_remote: str | None = None  # a Spark Connect URL (sc://host:15002) instead of a master
     spark_conf: str = ""
     spark_state: str | None = None  # where Spark's tasks read the state (None: a temporary dir)
+    spark_sharing: str = "worker"  # worker: a state per worker | fleet: one, at spark_state
     spark_memory_values: int = SPILL_VALUES  # values of the driver's dictionary in memory
     spark_tick_datoms: int = SPARK_TICK_DATOMS  # auto: ticks this large run on Spark
     spark_bootstrap_datoms: int = SPARK_BOOTSTRAP_DATOMS  # auto: bootstraps on a db this large
@@ -111,6 +116,12 @@ class WorkerConfig:
         except ValueError:
             raise WorkersError(f"spark_conf must be key=value pairs separated by commas, not "
                                f"{self.spark_conf!r}", code=ErrorCode.CONFIG) from None
+        if self.spark_sharing not in SPARK_SHARING:
+            raise WorkersError(f"spark_sharing is one of {', '.join(SPARK_SHARING)}, not "
+                               f"{self.spark_sharing!r}", code=ErrorCode.CONFIG)
+        if self.spark_sharing == "fleet" and (self.executor != "spark" or not self.spark_state):
+            raise WorkersError("spark_sharing=fleet takes executor=spark and a spark_state "
+                               "every worker reaches", code=ErrorCode.CONFIG)
         return SparkSettings(self.spark_master, self.spark_remote, conf, self.spark_state,
                              self.spark_memory_values)
 

@@ -150,6 +150,7 @@ class Engine:
         self.window = self.dispatch.window  # None: the database is ``db`` itself
         # following a Spark state another engine writes: its transactions are the writer's
         self.following = False
+        self._unapplied = False  # transact_in_chunks' pieces are still to step
         started = self.dispatch.spark
         if started is not None and started.opened is not None:  # a shared state, where it is
             self.following = started.follower is not None
@@ -257,6 +258,7 @@ class Engine:
         the last transaction once the iterator is exhausted — the caller must exhaust it.
         """
         delta, refused = self._normalise_many(txs)
+        self._unapplied = bool(len(delta))  # until the last piece
         if len(delta) <= chunk_datoms:  # the usual tick: the delta itself, if any
             return (self._tick(piece) for piece in [delta] if len(piece)), refused
         if isinstance(delta, DatomColumns):
@@ -380,6 +382,7 @@ class Engine:
         if self.window is not None:
             self.window.applied(change, self.tx, self.schema, complete)
         self.dispatch.applied()
+        self._unapplied &= not complete
         self._delta.reset({})
         # Step 6: pulled maps, re-read after the tick for the entities it may have changed.
         if pulled and self.window is not None:
@@ -522,8 +525,12 @@ class Engine:
     def seek(self, tx: int) -> None:
         """Put the position at ``tx``: the worker's position is a log offset, and the last
         offset of a batch (or a snapshot's) may be one no transaction here was numbered by
-        (an undecodable record)."""
+        (an undecodable record).  A shared Spark state's writer stamps its version with it
+        — or the version a tick's pieces still to step end with (a follower is where its
+        writer put it)."""
         self.tx = tx
+        if self.window is not None and not self.following and not self._unapplied:
+            self.window.moved(tx)
 
     def explain(self, query: Any, inputs: Sequence[Any] = ()) -> str:
         return explain(self.plan(query, inputs))
@@ -585,22 +592,22 @@ class Engine:
         manifest = None if spark is None else spark.store.manifest
         return () if manifest is None or manifest.stamp is None else manifest.stamp.refused
 
-    def lead(self) -> None:
+    def lead(self) -> bool:
         """Following a Spark state, become its writer (its writer stopped: another engine of
         the fleet writes no more) from the writer's newest version, which this engine must
-        be at (:meth:`follow` first).  Values it numbered itself take the writer's
-        numbering, and its queries are bound anew to the writer's dictionary (their plans
-        number functions' results in the dictionary they were bound to)."""
+        be at: False when it is not (:meth:`follow` first).  Values it numbered itself take
+        the writer's numbering, and its queries are bound anew to the writer's dictionary
+        (their plans number functions' results in the dictionary they were bound to)."""
         spark = self._following_spark()
         if spark.follow() is not None:
-            raise WorkersError("a follower takes writing over at its writer's newest version: "
-                               "follow it first", code=ErrorCode.SPARK)
+            return False
         assert spark.follower is not None and self.window is not None
         spark.follower.ids.adopt_own()
         self.window.numbering(spark.follower.ids.replica)
         spark.lead()
         self.following = False
         self._bind_anew()
+        return True
 
     def step_down(self) -> None:
         """Writing a shared Spark state, stop (another engine takes writing over: the

@@ -174,7 +174,7 @@ def test_the_writer_changes_hands_and_back(spark_settings: SparkSettings,
             taking_over = two if writer is one else one
             follow(taking_over)
             writer.step_down()
-            taking_over.lead()
+            assert taking_over.lead()
             writer = taking_over
         changes = writer.transact(tx, tx_id)
         oracle.transact(tx, tx_id)

@@ -123,3 +123,15 @@ def test_spark_settings_from_env() -> None:
 def test_malformed_spark_conf_names_the_setting() -> None:
     with pytest.raises(WorkersError, match="spark_conf must be key=value pairs"):
         from_env({"DELTALOG_SPARK_CONF": "spark.driver.memory"}).spark()
+
+
+def test_a_fleet_shares_a_spark_state_only_on_spark_at_a_location() -> None:
+    """``spark_sharing=fleet`` takes ``executor=spark`` and a ``spark_state``; anything but
+    ``worker`` or ``fleet`` is refused, naming the choices."""
+    shared = {"DELTALOG_SPARK_SHARING": "fleet", "DELTALOG_EXECUTOR": "spark"}
+    assert from_env({**shared, "DELTALOG_SPARK_STATE": "s3://b/s"}).spark().state == "s3://b/s"
+    for env in (shared, {**shared, "DELTALOG_EXECUTOR": "auto", "DELTALOG_SPARK_STATE": "d"}):
+        with pytest.raises(WorkersError, match="takes executor=spark and a spark_state"):
+            from_env(env).spark()
+    with pytest.raises(WorkersError, match="one of worker, fleet"):
+        from_env({"DELTALOG_SPARK_SHARING": "all"}).spark()

@@ -21,7 +21,9 @@ from workers.runtime.registration import Registration
 class QueryState(enum.Enum):
     NEW = "new"  # no committed progress: its current result is emitted as snapshot rows
     RESUMING = "resuming"  # Q = position: it resumes as it was
-    WAITING = "waiting"  # Q > position: ticks stop at Q until the position reaches it
+    # Q > position: ticks stop at Q until the position reaches it (a follower of a shared
+    # Spark state steps its writer's versions: it may pass Q, and the query catches up)
+    WAITING = "waiting"
     CATCHING_UP = "catching up"  # Q < position: one tick Q+1..position catches it up
     LIVE = "live"  # a tick including it committed
     DROPPED = "dropped"  # no longer owned here
@@ -42,7 +44,8 @@ TRANSITIONS: dict[QueryState, frozenset[QueryState]] = {  # state -> the states 
     QueryState.NEW: _AFTER_TAKING,
     QueryState.RESUMING: _AFTER_TAKING,
     QueryState.CATCHING_UP: _AFTER_TAKING,
-    QueryState.WAITING: frozenset({QueryState.RESUMING, QueryState.DROPPED}),
+    QueryState.WAITING: frozenset({QueryState.RESUMING, QueryState.CATCHING_UP,
+                                   QueryState.DROPPED}),
     QueryState.LIVE: frozenset({QueryState.DROPPED}),
     QueryState.DROPPED: frozenset(),
 }
@@ -107,14 +110,17 @@ class OwnedQueries:
         return query
 
     def reached(self, position: int) -> list[tuple[OwnedQuery, View]]:
-        """Waiting → resuming: the queries whose progress the position has reached (ticks
-        never pass a waiting query's progress, so reached means equal), each with the view
-        it was taken up with, handed over rather than kept."""
-        reached = [query for query in self._queries.values()
-                   if query.state is QueryState.WAITING and query.progress == position]
+        """Waiting → resuming: the queries whose progress the position has reached, each
+        with the view it was taken up with, handed over rather than kept.  Ticks never pass
+        a waiting query's progress — but a follower's (it steps its writer's versions):
+        those passed catch up."""
+        reached = [query for query in self._queries.values() if query.state is
+                   QueryState.WAITING and query.progress is not None
+                   and query.progress <= position]
         views = []
         for query in reached:
-            query.move(QueryState.RESUMING)
+            query.move(QueryState.RESUMING if query.progress == position
+                       else QueryState.CATCHING_UP)
             assert query.view is not None  # kept while it waited
             views.append(query.view)
             query.view = None

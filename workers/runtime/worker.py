@@ -71,8 +71,8 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -103,6 +103,9 @@ from workers.runtime.queries import REGISTERED, OwnedQueries, OwnedQuery, QueryS
 from workers.runtime.registration import parse_registration
 from workers.runtime.views import ViewWrites
 from workers.zset import add, add_into, neg
+
+if TYPE_CHECKING:
+    from workers.executors.spark import SparkSettings
 
 log = logging.getLogger(__name__)
 POLL_S = 0.2  # one wait for the group while starting
@@ -144,9 +147,14 @@ class Worker(Closing):
     def __init__(self, config: WorkerConfig) -> None:
         self.config = config
         self.topics = Topics(config.topic_prefix, config.view_tombstones_ms)
-        spark = None if config.executor == "local" else config.spark()
-        self.engine = Engine(strategy=config.strategy, executor=config.executor, spark=spark,
-                             auto=config.auto(), threads=config.step_threads)
+        # A fleet sharing one Spark state: the engine writes it or follows it, as the
+        # worker owns the queries topic's partition 0 or not — known once in the group.
+        self.shared = config.spark_sharing == "fleet"
+        self._spark = (None if config.executor == "local" and not self.shared
+                       else config.spark())
+        self.engine: Engine
+        if not self.shared:
+            self.engine = self._new_engine(self._spark)
         self.snapshots = Snapshots(SnapshotStore.at(config.snapshot_store()),
                                    config.snapshot_interval_s)
         registry = registry_for(config.registry_url)
@@ -179,6 +187,32 @@ class Worker(Closing):
         self._taken_up_s: float | None = None
         metrics.MEMORY_LIMIT.set(limit or 0)
 
+    def _new_engine(self, spark: SparkSettings | None) -> Engine:
+        config = self.config
+        return Engine(strategy=config.strategy, executor=config.executor, spark=spark,
+                      auto=config.auto(), threads=config.step_threads)
+
+    def _shared_engine(self, writing: bool) -> Engine:
+        """The engine of a worker of a fleet sharing a Spark state: its writer (it takes up
+        the state where its last writer stopped, or starts it), or a follower — which
+        waits for the writer to start the state."""
+        from workers.executors.spark.shared import shared_state_at  # PySpark only when asked
+
+        assert self._spark is not None and self._spark.state is not None
+        deadline = time.monotonic() + 2 * self.config.session_timeout_ms / 1000 + 60
+        while not (started := shared_state_at(self._spark.state)) and not writing:
+            if time.monotonic() > deadline:
+                raise WorkersError(f"no writer started the shared Spark state at "
+                                   f"{self._spark.state!r}: the worker owning the queries "
+                                   "topic's partition 0 writes it", code=ErrorCode.SPARK)
+            time.sleep(POLL_S)
+        engine = self._new_engine(replace(self._spark, share=writing, follow=not writing))
+        if not started:  # a new state: before the log's first transaction
+            engine.seek(-1)
+        log.info("%s the shared Spark state from tx %d", "writing" if writing else "following",
+                 engine.tx)
+        return engine
+
     def _new_sink(self) -> ResultSink:
         sink = ResultSink(self.config, self.topics, transactional_id(self.config.worker_id))
         sink.init()
@@ -195,25 +229,45 @@ class Worker(Closing):
         # by one taking its queries up: then a new producer sweeps before the first commit.
         self._unswept = self._sink.worker_topics()
         self._sweep()
-        state = self.snapshots.load(at_most=_snapshot_bound(self._progress()),  # Step 3
-                                    dictionary=self.engine.dictionary)
-        if state is not None:
-            self.engine.restore(state, adopt=True)  # read for this engine alone
-            log.info("loaded snapshot at tx %d", state.tx)
-            self.committed = state.tx
-        self.engine.seek(self.committed)
-        self._source = self._clients.enter_context(
-            TxSource(config, self.topics.tx, self.committed + 1))
+        self._clients.callback(self._close_source)  # closed after the group
+        if not self.shared:  # a shared state is the fleet's database: no snapshot to load
+            state = self.snapshots.load(at_most=_snapshot_bound(self._progress()),  # Step 3
+                                        dictionary=self.engine.dictionary)
+            if state is not None:
+                self.engine.restore(state, adopt=True)  # read for this engine alone
+                log.info("loaded snapshot at tx %d", state.tx)
+                self.committed = state.tx
+            self._start_reading()
         self._ownership = self._clients.enter_context(
             Ownership(config, self.topics.queries, self._admin))  # Step 4
         deadline = time.monotonic() + 2 * config.session_timeout_ms / 1000
+        polled: list[Polled] = []  # a shared state's worker: until its engine exists
         while time.monotonic() < deadline and (not self._ownership.assigned_once
                                                or self._ownership.catching_up):
-            self._own(self._ownership.poll(POLL_S), self._pending)
+            polled.append(self._ownership.poll(POLL_S))
+            if self.shared and not hasattr(self, "engine") and self._ownership.assigned_once:
+                self.engine = self._shared_engine(writing=0 in self._ownership.owned)
+                self.committed = self.engine.tx
+                self._start_reading()
+            if hasattr(self, "engine"):
+                for each in polled:
+                    self._own(each, self._pending)
+                polled = []
         metrics.LAST_TX.set(self.committed)
         log.info("worker %s started at tx %d owning %d queries (strategy %s, executor %s)",
                  config.worker_id, self.committed, len(self._queries), config.strategy,
                  config.executor)
+
+    def _start_reading(self) -> None:
+        """Read the transaction log after the position (a follower of a shared state reads
+        it only to know its lag, until it writes the state)."""
+        self.engine.seek(self.committed)
+        self._close_source()
+        self._source = TxSource(self.config, self.topics.tx, self.committed + 1)
+
+    def _close_source(self) -> None:
+        if self._source is not None:
+            self._source.close()
 
     # -- ticks ---------------------------------------------------------------------------
 
@@ -242,23 +296,34 @@ class Worker(Closing):
         # A tick that takes queries up commits them at the position, without the
         # transactions sent meanwhile: the moved queries produce again one engine step
         # sooner (docs/fleet.md, "Takeover time"); the next tick applies those.
-        batch = [] if taken_up else self._source.next_batch(  # Step 2
+        following = self.shared and self.engine.following
+        batch = [] if taken_up or following else self._source.next_batch(  # Step 2
             tick_tx, config.tick_max_bytes, config.tick_max_wait_s, until=until)
-        rest = self._apply(batch, output)  # Step 3
+        if following:  # Step 3
+            rest = Pieces(iter(())) if taken_up else self._follow(output)
+        else:
+            rest = self._apply(batch, output)
         letters = self._dead_letters(batch)
-        if not (batch or output.snapshots or output.changes or output.replaced
+        moved = self.engine.tx != self.committed  # a follower's step moves it, batch or not
+        if not (batch or moved or output.snapshots or output.changes or output.replaced
                 or output.dead_letters or output.refused or letters):
             self._taken_up_s = None  # queries taken up with nothing to write are live as is
             self.engine.idle()
-            if self.committed >= 0:  # a catch-up's last ticks may have come in one interval
+            if following and self._dead_letters_done is not None:
+                self._lead()  # at its writer's newest version, with nothing to write
+            elif following:  # a follower waits for its writer's next version
+                time.sleep(config.tick_max_wait_s)
+            elif self.committed >= 0:  # a catch-up's last ticks may have come in one interval
                 self._maybe_snapshot()
             return False
-        tx_last = batch[-1].offset if batch else self.committed
+        tx_last = self.engine.tx
         opened = time.perf_counter()
         committed = self._commit(output, rest, letters, self.committed + 1, tx_last)  # Step 4
         self._tick_size.closed(time.perf_counter() - opened, committed, len(batch) >= tick_tx)
         self.committed = tx_last
         self._resume_waiting()  # Step 5
+        if following and self._dead_letters_done is not None:
+            self._lead()
         self._observe(batch)
         if committed:
             metrics.TICKS.inc()
@@ -284,9 +349,39 @@ class Worker(Closing):
         for record, err in sorted(refused, key=lambda pair: pair[0].offset):
             metrics.TX_REFUSED.labels(err.code.value).inc()
             self._refused.append(Refused(record.offset, err.code.value, str(err)))
+        if self.shared:  # the state's next versions carry them (a writer taking over)
+            self.engine.unwritten_refusals([(r.offset, r.code, r.reason) for r in self._refused])
         for query, rows in stream.first().items():
             add_into(output.changes.setdefault(query, {}), rows)
         return stream
+
+    def _follow(self, output: TickOutput) -> Pieces:
+        """Step 3 of a follower of a shared Spark state: its writer's versions since its own.
+        Owning the queries topic's partition 0 (it is about to write the state), it writes
+        the dead letters of the refusals its writer stamped and did not write."""
+        for query, rows in self.engine.follow().items():
+            add_into(output.changes.setdefault(query, {}), rows)
+        if self._dead_letters_done is not None:
+            self._stamped_refusals()
+        return Pieces(iter(()))
+
+    def _stamped_refusals(self) -> None:
+        """The refusals the shared state's version is stamped with, after the committed
+        dead letters: its last writer met them and did not write them."""
+        done = self._dead_letters_done
+        assert done is not None
+        known = {refused.offset for refused in self._refused}
+        self._refused += [Refused(*each) for each in self.engine.unwritten_refusals()
+                          if each[0] > done and each[0] not in known]
+        self._refused.sort(key=lambda refused: refused.offset)
+
+    def _lead(self) -> None:
+        """A follower owning the queries topic's partition 0 writes the shared state from
+        here on, reading the log after its position (at its writer's newest version; else
+        it follows on and tries again after the next tick)."""
+        if self.engine.lead():
+            log.info("writing the shared Spark state from tx %d", self.committed)
+            self._start_reading()
 
     def _decoded(self, batch: Sequence[TxRecord], refused: list[tuple[TxRecord, WorkersError]]
                  ) -> Iterator[tuple[Any, int]]:
@@ -507,6 +602,9 @@ class Worker(Closing):
         assert self._ownership is not None
         if 0 in polled.revoked:
             self._dead_letters_done = None
+            if self.shared and not self.engine.following:  # another worker writes now
+                self.engine.step_down()
+                log.info("following the shared Spark state from tx %d", self.engine.tx)
         takes_dead_letters = 0 in self._ownership.owned and self._dead_letters_done is None
         records = self._queries.to_reown(self._ownership.owned) + polled.records
         if records or takes_dead_letters:
@@ -534,6 +632,8 @@ class Worker(Closing):
             dead_letters = progress.get(DEAD_LETTERS)
             self._dead_letters_written(self.committed if dead_letters is None
                                        else dead_letters["tx_last"])
+            if self.shared:
+                self._stamped_refusals()
             log.info("writing the tx log's dead letters after tx %d", self._dead_letters_done)
         if records:
             done = {record: _committed_progress(record, progress.get(record.key))
@@ -626,14 +726,20 @@ class Worker(Closing):
             log.info("query %s registered", name, extra={"query": name})
         elif query.state is QueryState.CATCHING_UP:
             assert done is not None  # only a query with committed progress catches up
-            committed = view.rows if view.of(record.offset) else self._integrated_view(name)
-            output.changes[name] = add(rows, neg(committed))
-            output.first[name] = done + 1
-            if not view.of(record.offset):
-                output.replaced[name] = (view.rows, committed)
-            log.info("query %s caught up from tx %d", name, done, extra={"query": name})
+            self._catch_up(name, record.offset, done, view, rows, output)
         else:
             self._resumed(query, view, rows, output)
+
+    def _catch_up(self, name: str, offset: int, done: int, view: View, rows: dict[Row, int],
+                  output: TickOutput) -> None:
+        """A query committed up to ``done``, at ``rows`` now: the difference from its
+        committed view, as one change ``done + 1 ..`` the tick's last transaction."""
+        committed = view.rows if view.of(offset) else self._integrated_view(name)
+        output.changes[name] = add(rows, neg(committed))
+        output.first[name] = done + 1
+        if not view.of(offset):
+            output.replaced[name] = (view.rows, committed)
+        log.info("query %s caught up from tx %d", name, done, extra={"query": name})
 
     def _resumed(self, query: OwnedQuery, view: View, rows: dict[Row, int],
                  output: TickOutput) -> None:
@@ -649,10 +755,16 @@ class Worker(Closing):
     def _resume_waiting(self) -> None:
         for query, view in self._queries.reached(self.committed):
             registration = query.registration
+            catching_up = query.state is QueryState.CATCHING_UP  # a follower passed it
             rows = self.engine.register(query.name, registration.edn, registration.inputs,
-                                        bootstrap=not view.of(query.offset))
+                                        bootstrap=catching_up or not view.of(query.offset))
             self._views.own(query.name, self.engine.is_bag(query.name), view.rows)
-            self._resumed(query, view, rows, self._pending)
+            if catching_up:
+                assert query.progress is not None
+                self._catch_up(query.name, query.offset, query.progress, view, rows,
+                               self._pending)
+            else:
+                self._resumed(query, view, rows, self._pending)
 
     def _fencing(self, writers: set[str]) -> threading.Thread:
         """Fence the ``writers`` no longer in the group from a thread of their own, while a
@@ -687,6 +799,8 @@ class Worker(Closing):
     # -- snapshots and shutdown ------------------------------------------------------------
 
     def _maybe_snapshot(self) -> None:
+        if self.shared:  # the shared state is the fleet's database, kept where it is
+            return
         started = time.perf_counter()
         if self.snapshots.save_if_due(self.committed,  # written at once: nothing to copy
                                       lambda: self.engine.state(shared=True)):

@@ -69,6 +69,17 @@ def test_a_waiting_query_resumes_when_the_position_reaches_its_progress() -> Non
     assert query.state is QueryState.LIVE
 
 
+def test_a_waiting_query_the_position_passed_catches_up() -> None:
+    """A follower of a shared Spark state steps its writer's versions: its position may
+    pass a waiting query's progress, and the query catches up from it."""
+    queries = OwnedQueries()
+    query = _take(queries, POSITION + 2)
+    assert queries.reached(POSITION + 7) == [(query, View())]
+    assert query.state is QueryState.CATCHING_UP and queries.registered() == {"tri": 3}
+    queries.committed()
+    assert query.state is QueryState.LIVE
+
+
 @pytest.mark.parametrize("progress", [None, POSITION, POSITION + 2, POSITION - 5])
 @pytest.mark.parametrize("live", [False, True])
 def test_every_state_can_be_dropped(progress: int | None, live: bool) -> None:

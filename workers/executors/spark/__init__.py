@@ -7,6 +7,8 @@
 - ``cache``: the state as a task opens it, cached per Python worker and caught up;
 - ``window``: the driver's database under ``executor=spark``, what a tick reads of the
   state;
+- ``shared``, ``dictionary``: a state a fleet shares — written once per tick by one engine,
+  followed by the others (their steps by its batches, its dictionary in files);
 - ``tasks``: the ``mapInArrow`` bodies (derive, distinct, evaluate, join a share, read);
 - ``executor``: a step as one job of two stages (a small tick's: one stage, with its
   read), an evaluation as one stage;

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime
 import os
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -220,3 +221,31 @@ def test_a_writer_taking_a_state_up_deletes_what_its_last_writer_left_behind(
     follower.manifest = opened.manifest  # at version 1: the new writer's ticks are read
     followed = follower.next()
     assert followed is not None and followed.delta.e.tolist() == [2, 3]
+
+
+def test_a_tick_in_pieces_shows_its_last_piece_only(tmp_path: Path) -> None:
+    """Versions appended as pieces of one tick (``complete=False``) stay off the manifest
+    file (a follower sees the tick whole); its refusals ride along."""
+    location = str(tmp_path)
+    ids = ValueIds()
+    store = _writer(location, ids)
+    follower = StateFollower(location, memory_values=2)
+    store.append(DatomColumns.of({(1, 0, 0): 1}), replace(_marks(ids, 5, 1), complete=False))
+    assert follower.next() is None  # the file still shows version 0
+    refused = ((4, "tx-conflict", "no"),)
+    store.append(DatomColumns.of({(2, 0, 0): 1}), replace(_marks(ids, 5, 2), refused=refused))
+    followed = follower.next()
+    assert followed is not None and followed.delta.e.tolist() == [1, 2]
+    assert followed.manifest.stamp is not None and followed.manifest.stamp.refused == refused
+
+
+def test_a_writer_stops_when_another_wrote_the_state(tmp_path: Path) -> None:
+    location = str(tmp_path)
+    ids = ValueIds()
+    first = _writer(location, ids)
+    opened = StateFollower(location, memory_values=2)
+    second = StateStore(location, values=DriverValues(lambda: opened.ids.replica))
+    second.resume(opened.manifest, reading=False)
+    second.append(DatomColumns.of({(1, 0, 0): 1}), _marks(opened.ids.replica, 1, 1))
+    with pytest.raises(WorkersError, match="another writer wrote"):
+        first.append(DatomColumns.of({(2, 0, 0): 1}), _marks(ids, 1, 1))

@@ -580,14 +580,15 @@ class Engine:
             if registered.plan.keeps_state:
                 self._evaluate(registered)
 
-    def unwritten_refusals(self, refused: Sequence[tuple[int, str, str]] | None = None
-                           ) -> tuple[tuple[int, str, str], ...]:
+    def stamp_refusals(self, refused: Sequence[tuple[int, str, str]]) -> None:
         """The refused transactions whose dead letters are not committed yet (offset, code,
-        reason): a shared Spark state's writer stamps its next versions with ``refused``
-        (the worker's), so that a writer taking over writes their dead letters; what the
-        version this engine is at was stamped with."""
-        if self.window is not None and refused is not None:
+        reason): a shared Spark state's writer stamps its next versions with them, so that
+        a writer taking over writes their dead letters."""
+        if self.window is not None:
             self.window.refused = tuple(refused)
+
+    def stamped_refusals(self) -> tuple[tuple[int, str, str], ...]:
+        """What the shared Spark state's version this engine is at was stamped with."""
         spark = self.dispatch.spark
         manifest = None if spark is None else spark.store.manifest
         return () if manifest is None or manifest.stamp is None else manifest.stamp.refused

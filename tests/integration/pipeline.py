@@ -53,6 +53,27 @@ def random_stream(seed: int, count: int, nodes: int = 7) -> list[list[list[Any]]
     return list(islice(edge_transactions(seed, nodes), count))
 
 
+Record = str | bytes | list[Any]  # a transaction, its EDN text, or bytes no decoder reads
+
+
+def with_bad_records(seed: int, count: int, every: int) -> tuple[list[Record], set[int]]:
+    """A schema declaring ``:age`` a long, then ``count`` transactions with a bad record
+    after every ``every``-th (undecodable bytes, or a type error), and the offsets of the
+    records the engine must refuse: those, and the stream's own refused transactions (a
+    conflict, by the oracle) — each a dead letter."""
+    records: list[Record] = ['[{:db/ident :age :db/valueType :db.type/long}]']
+    oracle = ReferenceDb()
+    refused = set()
+    for i, tx in enumerate(random_stream(seed, count)):
+        if not oracle.transact(tx):
+            refused.add(len(records))
+        records.append(tx)
+        if i % every == 4:
+            records.append(b"garbage" if i % 2 else '[[:db/add 1 :age "thirty"]]')
+    return records, refused | {offset for offset, record in enumerate(records)
+                               if isinstance(record, bytes) or "thirty" in str(record)}
+
+
 def send_stream(config: WorkerConfig, stream: Sequence[Any], batch: int = 1,
                 pause_s: float = 0.0) -> None:
     """Send ``stream``, each ``batch`` acknowledged before the next (then ``pause_s``): while

@@ -21,6 +21,7 @@ from tests.integration.pipeline import (
     REACH_COUNT,
     TRIANGLE,
     TWO_PATH,
+    Record,
     committed_changes,
     committed_progress,
     http_get,
@@ -29,6 +30,7 @@ from tests.integration.pipeline import (
     reference_states,
     send_stream,
     wait_committed,
+    with_bad_records,
 )
 from workers.config import WorkerConfig
 from workers.kafka.avro import AvroCodec
@@ -42,7 +44,7 @@ from workers.runtime.ownership import HEARTBEATS_PER_SESSION, Ownership
 from workers.runtime.process import WorkerProcess
 from workers.runtime.status import fleet_status
 from workers.runtime.worker import Worker
-from workers.testing import ReferenceDb, check_change_stream
+from workers.testing import check_change_stream
 
 pytestmark = [pytest.mark.kafka, pytest.mark.serial]
 SHAPES = (TRIANGLE, TWO_PATH, REACH_COUNT)
@@ -312,43 +314,45 @@ def test_tx_log_dead_letters_are_written_once_whoever_owns_partition_0(
     letter per bad record, none for a good one."""
     config = isolated_config(kafka_bootstrap)
     workers = {w.worker_id: w for w in _fleet(config, tmp_path, ["w1", "w2"])}
-    workers["w1"].start()
-    admin = QueryAdmin(config)
-    for name, query in QUERIES.items():
-        admin.add(name, query)
-    records: list[str | bytes | list[Any]] = ['[{:db/ident :age :db/valueType :db.type/long}]']
-    oracle = ReferenceDb()
-    refused = set()  # the stream's own refused transactions (a conflict) are dead letters too
-    for i, tx in enumerate(random_stream(seed=13, count=700)):
-        if not oracle.transact(tx):
-            refused.add(len(records))
-        records.append(tx)
-        if i % 9 == 4:
-            records.append(b"garbage" if i % 2 else '[[:db/add 1 :age "thirty"]]')
-    bad = refused | {offset for offset, record in enumerate(records)
-                     if isinstance(record, bytes) or "thirty" in str(record)}
-    sender = threading.Thread(target=_send, args=(config, records, 1 / 40))
-    sender.start()
-    wait_committed(config, list(QUERIES), 40, workers["w1"])
-    workers["w2"].start()
-    for _ in range(2):
-        killed = workers[_settled_owner_of_partition_0(config)]
-        killed.kill()
-        survivor = next(w for w in workers.values() if w is not killed)
-        wait_committed(config, list(QUERIES), committed_progress(config, list(QUERIES)) + 20,
-                       survivor)
-        killed.start()
-    sender.join()
-    for worker in workers.values():
-        wait_committed(config, list(QUERIES), len(records) - 1, worker)
-    dead = Counter(d["offset"] for d in _dead_letters(config, len(bad))
-                   if d["topic"] == Topics(config.topic_prefix).tx)
-    for worker in workers.values():
-        worker.stop()
+    records, bad = with_bad_records(seed=13, count=700, every=9)
+    dead = killing_the_dead_letters_writer_twice(config, workers, QUERIES, records, bad, 20)
     assert dead == {offset: 1 for offset in bad}
 
 
-def _send(config: WorkerConfig, records: Sequence[str | bytes | list[Any]],
+def killing_the_dead_letters_writer_twice(
+        config: WorkerConfig, workers: dict[str, WorkerProcess], queries: dict[str, str],
+        records: Sequence[Record], bad: set[int], ahead: int) -> Counter[int]:
+    """``w1`` takes ``queries`` up alone; ``records`` are sent while ``w2`` joins and the
+    owner of queries partition 0 (the dead letters' writer) is killed twice, each time
+    started again once the other worker committed ``ahead`` more; the log's dead letters
+    by offset, once both committed the whole stream.  The workers are stopped after."""
+    workers["w1"].start()
+    admin = QueryAdmin(config)
+    for name, query in queries.items():
+        admin.add(name, query)
+    names = list(queries)
+    sender = threading.Thread(target=_send, args=(config, records, 1 / 40))
+    sender.start()
+    try:
+        wait_committed(config, names, 2 * ahead, workers["w1"])
+        workers["w2"].start()
+        for _ in range(2):
+            killed = workers[_settled_owner_of_partition_0(config)]
+            killed.kill()
+            survivor = next(w for w in workers.values() if w is not killed)
+            wait_committed(config, names, committed_progress(config, names) + ahead, survivor)
+            killed.start()
+        sender.join()
+        for worker in workers.values():
+            wait_committed(config, names, len(records) - 1, worker)
+        return Counter(d["offset"] for d in _dead_letters(config, len(bad))
+                       if d["topic"] == Topics(config.topic_prefix).tx)
+    finally:
+        for worker in workers.values():
+            worker.stop()
+
+
+def _send(config: WorkerConfig, records: Sequence[Record],
           pause_s: float) -> None:
     with TxProducer(config) as producer:
         for record in records:

@@ -153,7 +153,8 @@ class Worker(Closing):
         self._spark = (None if config.executor == "local" and not self.shared
                        else config.spark())
         self.engine: Engine
-        if not self.shared:
+        self._has_engine = not self.shared  # a shared state's worker makes it in the group
+        if self._has_engine:
             self.engine = self._new_engine(self._spark)
         self.snapshots = Snapshots(SnapshotStore.at(config.snapshot_store()),
                                    config.snapshot_interval_s)
@@ -245,11 +246,12 @@ class Worker(Closing):
         while time.monotonic() < deadline and (not self._ownership.assigned_once
                                                or self._ownership.catching_up):
             polled.append(self._ownership.poll(POLL_S))
-            if self.shared and not hasattr(self, "engine") and self._ownership.assigned_once:
+            if not self._has_engine and self._ownership.assigned_once:
                 self.engine = self._shared_engine(writing=0 in self._ownership.owned)
+                self._has_engine = True
                 self.committed = self.engine.tx
                 self._start_reading()
-            if hasattr(self, "engine"):
+            if self._has_engine:
                 for each in polled:
                     self._own(each, self._pending)
                 polled = []
@@ -350,7 +352,7 @@ class Worker(Closing):
             metrics.TX_REFUSED.labels(err.code.value).inc()
             self._refused.append(Refused(record.offset, err.code.value, str(err)))
         if self.shared:  # the state's next versions carry them (a writer taking over)
-            self.engine.unwritten_refusals([(r.offset, r.code, r.reason) for r in self._refused])
+            self.engine.stamp_refusals([(r.offset, r.code, r.reason) for r in self._refused])
         for query, rows in stream.first().items():
             add_into(output.changes.setdefault(query, {}), rows)
         return stream
@@ -371,7 +373,7 @@ class Worker(Closing):
         done = self._dead_letters_done
         assert done is not None
         known = {refused.offset for refused in self._refused}
-        self._refused += [Refused(*each) for each in self.engine.unwritten_refusals()
+        self._refused += [Refused(*each) for each in self.engine.stamped_refusals()
                           if each[0] > done and each[0] not in known]
         self._refused.sort(key=lambda refused: refused.offset)
 

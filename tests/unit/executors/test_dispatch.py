@@ -62,6 +62,8 @@ def test_cores_of_a_master(master: str, cores: int) -> None:
 class FailingSpark:
     """A Spark executor whose jobs all fail (a lost cluster, an out-of-memory executor)."""
 
+    opened = follower = None  # a state of its own, not shared
+
     def __init__(self) -> None:
         self.restored_count = 0
         self.split_datoms = 10_000
@@ -80,6 +82,9 @@ class FailingSpark:
 
     def restored(self) -> None:
         self.restored_count += 1
+
+    def moved(self) -> None:
+        """A tick that changed nothing: a state of its own stamps nothing."""
 
     def manifest(self) -> None:
         """Under ``executor=spark`` the state is written at the start: nothing to write."""

@@ -17,6 +17,10 @@ tasks read the writer's files.  What it needs of them:
   the files a version no longer names ``retain_seconds`` (``StateStore``).  A follower
   further behind — or one whose writer started a new epoch (a restored snapshot) — cannot
   step, and says so (:class:`FollowerBehind`).
+
+Writing changes hands at the newest version (``Engine.step_down``, ``Engine.lead``): the
+follower taking over numbers its own values in the writer's dictionary and writes on, in
+the same epoch; a writer starting where a shared state is takes it up the same way.
 """
 
 from __future__ import annotations
@@ -48,8 +52,8 @@ from workers.executors.spark.state import (
 
 
 class FollowerBehind(WorkersError):
-    """A follower cannot step to its writer's newest version (the message says why): it
-    follows anew from the newest version (its queries registered again)."""
+    """A follower cannot step to its writer's newest version (the message says why): made
+    anew, it follows from the newest (its worker restarts; its queries catch up)."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message, code=ErrorCode.SPARK)

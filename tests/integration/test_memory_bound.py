@@ -43,7 +43,9 @@ from workers.runtime.process import WorkerProcess, transactional_id
 from workers.testing import check_change_stream, evaluate_from_scratch
 from workers.zset import add_into
 
-pytestmark = pytest.mark.kafka
+# Serial: its worker's load and hub ticks take ~50 s of CPU on 2 cores; beside the other
+# tests' Spark sessions they outlast the waits (the memory it checks does not change).
+pytestmark = [pytest.mark.kafka, pytest.mark.serial]
 
 HUB = 0
 SPOKES = 700  # two-paths through the hub: 490,000

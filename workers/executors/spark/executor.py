@@ -353,7 +353,9 @@ class SparkExecutor:
         self.store.drop()
 
     def _marks(self) -> Marks | None:
-        return None if self.marks is None else self.marks()
+        """What the writer of a shared state stamps its next version with (None: the state
+        is its own)."""
+        return None if self.marks is None or self.store.values is None else self.marks()
 
     def manifest(self) -> Manifest:
         """The state's current version, written from the arrangements on first use."""

@@ -148,14 +148,11 @@ class Engine:
         self.dispatch.vector_datoms = vector_datoms
         self.dispatch.vector.threads = Threads(default_threads() if threads is None else threads)
         self.window = self.dispatch.window  # None: the database is ``db`` itself
-        # following a Spark state another engine writes: its transactions are the writer's
-        self.following = False
         self._unapplied = False  # transact_in_chunks' pieces are still to step
         started = self.dispatch.spark
         if started is not None and started.opened is not None:  # a shared state, where it is
-            self.following = started.follower is not None
-            self.schema = decode_schema(started.opened.stamp.schema)
-            self.tx = started.opened.stamp.position
+            self.schema = decode_schema(started.opened.marks.schema)
+            self.tx = started.opened.marks.position
         self._queries: dict[str, RegisteredQuery] = {}
         self._by_attribute: dict[Any, set[str]] = {}
         self._any_attribute: set[str] = set()
@@ -180,6 +177,12 @@ class Engine:
         ops = parse_tx(forms)
         self._read(BatchOps.of(ops))
         return self._tick(self._normalise(ops))
+
+    @property
+    def following(self) -> bool:
+        """Following a Spark state another engine writes: its transactions are the writer's."""
+        spark = self.dispatch.spark
+        return spark is not None and spark.follower is not None
 
     def _writable(self) -> None:
         if self.following:
@@ -591,7 +594,7 @@ class Engine:
         """What the shared Spark state's version this engine is at was stamped with."""
         spark = self.dispatch.spark
         manifest = None if spark is None else spark.store.manifest
-        return () if manifest is None or manifest.stamp is None else manifest.stamp.refused
+        return () if manifest is None or manifest.stamp is None else manifest.stamp.marks.refused
 
     def lead(self) -> bool:
         """Following a Spark state, become its writer (its writer stopped: another engine of
@@ -606,7 +609,6 @@ class Engine:
         spark.follower.ids.adopt_own()
         self.window.numbering(spark.follower.ids.replica)
         spark.lead()
-        self.following = False
         self._bind_anew()
         return True
 
@@ -621,7 +623,6 @@ class Engine:
         spark.step_down()
         assert spark.follower is not None
         self.window.numbering(spark.follower.ids)
-        self.following = True
         self._bind_anew()
 
     def _following_spark(self) -> SparkExecutor:
@@ -644,7 +645,7 @@ class Engine:
             self._bind_anew()
         stamp = followed.manifest.stamp
         assert stamp is not None
-        self.schema, self.tx = decode_schema(stamp.schema), stamp.position
+        self.schema, self.tx = decode_schema(stamp.marks.schema), stamp.marks.position
         if not len(followed.delta):  # versions that cancel out: nothing to step
             self.dispatch.applied()
             return {}

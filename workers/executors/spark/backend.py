@@ -90,7 +90,7 @@ class SparkBackend:
         opened = None  # a shared state to follow, or to write on where its last writer left it
         if settings.state is not None and (settings.follow or (
                 settings.share and shared_state_at(settings.state))):
-            opened = StateFollower(settings.state, settings.memory_values)
+            opened = StateFollower.open(settings.state, settings.memory_values)
         return SparkExecutor(session, self._db, location=settings.state,
                              share=settings.share or settings.follow,  # a follower may lead
                              retain_seconds=settings.retain_seconds,

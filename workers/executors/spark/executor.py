@@ -50,7 +50,7 @@ from workers.executors.extenders import Relations, Row
 from workers.executors.spark import tasks
 from workers.executors.spark.dictionary import DriverValues
 from workers.executors.spark.jobs import JobGroups
-from workers.executors.spark.shared import Followed, StateFollower
+from workers.executors.spark.shared import Followed, FollowerIds, StateFollower
 from workers.executors.spark.state import Manifest, Marks, Part, StateStore
 from workers.executors.spark.tasks import (
     Compaction,
@@ -337,8 +337,8 @@ class SparkExecutor:
         assert self.follower is None and self.store.manifest is not None, "a writer steps down"
         assert isinstance(self.db.ids, SpilledValueIds)
         self.store.settle()  # its compaction published, or none is running
-        self.follower = self.opened = StateFollower.of_writer(
-            self.store.location, self.store.manifest, self.db.ids)
+        self.follower = self.opened = StateFollower(
+            self.store.location, self.store.manifest, FollowerIds(self.db.ids))
 
     def follow(self) -> Followed | None:
         """A follower's step to its writer's newest version (None: it is at it); the

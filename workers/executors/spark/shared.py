@@ -42,8 +42,8 @@ from workers.executors.spark.dictionary import decoded_rows
 from workers.executors.spark.state import (
     MANIFEST,
     Manifest,
+    Marks,
     Part,
-    Stamp,
     batch_name,
     filesystem,
     read_part,
@@ -97,27 +97,24 @@ def read_manifest(location: str) -> Manifest:
 class StateFollower:
     """A follower's side of a shared state: the versions it reads, and its dictionary."""
 
-    def __init__(self, location: str, memory_values: int) -> None:
-        self.location = location
-        self.ids = FollowerIds(SpilledValueIds(memory_values))
-        self.manifest = read_manifest(location)
-        self._extend(self.manifest)
+    def __init__(self, location: str, manifest: Manifest, ids: FollowerIds) -> None:
+        """A follower at ``manifest``'s version, whose dictionary ``ids`` holds its values
+        (a writer stepping down: its own)."""
+        self.location, self.manifest, self.ids = location, manifest, ids
 
     @classmethod
-    def of_writer(cls, location: str, manifest: Manifest, ids: SpilledValueIds
-                  ) -> StateFollower:
-        """The follower a writer becomes at its version ``manifest`` (its dictionary
-        ``ids``, the writer's by definition)."""
-        follower = cls.__new__(cls)
-        follower.location, follower.manifest = location, manifest
-        follower.ids = FollowerIds(ids)
+    def open(cls, location: str, memory_values: int) -> StateFollower:
+        """A follower at the writer's newest version, its dictionary read from the files."""
+        follower = cls(location, read_manifest(location),
+                       FollowerIds(SpilledValueIds(memory_values)))
+        follower._extend(follower.manifest)
         return follower
 
     @property
-    def stamp(self) -> Stamp:
+    def marks(self) -> Marks:
         """What the writer stamped the version this follower is at with."""
         assert self.manifest.stamp is not None, "a shared state is stamped"
-        return self.manifest.stamp
+        return self.manifest.stamp.marks
 
     def next(self) -> Followed | None:
         """The step to the writer's newest version (None: the follower is at it)."""
@@ -127,7 +124,7 @@ class StateFollower:
                                  "writer restored a snapshot): follow it anew")
         assert latest.stamp is not None
         if latest.version == self.manifest.version:  # the position alone may have moved
-            return None if latest.stamp.position == self.stamp.position else Followed(
+            return None if latest.stamp.marks.position == self.marks.position else Followed(
                 latest, DatomColumns.of({}), renumbered=False)
         batches = []
         for version in range(self.manifest.version + 1, latest.version + 1):
@@ -155,7 +152,7 @@ class StateFollower:
         renumbered = False
         first = 0  # the first id of the file at hand
         for name in names:
-            if self.ids.replica.size >= stamp.values:
+            if self.ids.replica.size >= stamp.marks.values:
                 break
             with fs.open_input_file(f"{root}/{name}") as source:
                 reader = pa.ipc.open_file(source)
@@ -165,10 +162,10 @@ class StateFollower:
                     if skip < batch.num_rows:
                         renumbered |= self.ids.extend(decoded_rows(batch, max(skip, 0)))
                     first += batch.num_rows
-        if self.ids.replica.size != stamp.values:
+        if self.ids.replica.size != stamp.marks.values:
             raise WorkersError(f"the dictionary files of the Spark state at "
                                f"{self.location!r} hold {self.ids.replica.size} values, its "
-                               f"manifest says {stamp.values}", code=ErrorCode.SPARK)
+                               f"manifest says {stamp.marks.values}", code=ErrorCode.SPARK)
         return renumbered
 
 

@@ -32,6 +32,7 @@ reaches.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import struct
 import tempfile
@@ -117,35 +118,13 @@ class ValueFiles(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
-class Stamp:
-    """What a version of a shared state says beyond its datoms, for the engines following it
-    (:mod:`~workers.executors.spark.shared`): the writer's ``position`` (its last
-    transaction's number: a log offset), the database's size and schema, and its dictionary
-    of ``values`` ids — the ``dictionary`` file holds those numbered up to
-    ``dictionary_version``, and each of ``value_versions`` a file of those it numbered
-    (:mod:`~workers.executors.spark.dictionary`)."""
-
-    position: int
-    datoms: int
-    schema: SchemaData
-    values: int
-    dictionary: str
-    dictionary_version: int
-    value_versions: tuple[int, ...] = ()
-    # the transactions refused after the dead letters its writer last committed (offset,
-    # code, reason): a writer taking over writes their dead letters
-    refused: tuple[tuple[int, str, str], ...] = ()
-
-    def files(self, epoch: str) -> list[str]:
-        return [self.dictionary, *(values_name(epoch, v) for v in self.value_versions)]
-
-
-@dataclass(frozen=True, slots=True)
 class Marks:
-    """What a writer stamps a version of a shared state with: its position, the database's
-    size and schema, its dictionary's size, the refusals whose dead letters are not
-    committed yet, and whether the version ends a tick (a tick stepped in pieces appends a
-    version per piece: the state's manifest shows the last piece's only)."""
+    """What a writer stamps a version of a shared state with: its ``position`` (its last
+    transaction's number: a log offset), the database's size and schema, its dictionary's
+    size (``values`` ids), the transactions refused after the dead letters it last
+    committed (offset, code, reason: a writer taking over writes their dead letters), and
+    whether the version ends a tick (a tick stepped in pieces appends a version per piece:
+    the state's manifest shows the last piece's only)."""
 
     position: int
     datoms: int
@@ -153,6 +132,23 @@ class Marks:
     values: int
     refused: tuple[tuple[int, str, str], ...] = ()
     complete: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Stamp:
+    """What a version of a shared state says beyond its datoms, for the engines following it
+    (:mod:`~workers.executors.spark.shared`): its writer's ``marks``, and where its
+    dictionary is — the ``dictionary`` file holds the values numbered up to
+    ``dictionary_version``, each of ``value_versions`` a file of those it numbered
+    (:mod:`~workers.executors.spark.dictionary`)."""
+
+    marks: Marks
+    dictionary: str
+    dictionary_version: int
+    value_versions: tuple[int, ...] = ()
+
+    def files(self, epoch: str) -> list[str]:
+        return [self.dictionary, *(values_name(epoch, v) for v in self.value_versions)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,8 +169,7 @@ class Manifest:
     def to_json(self) -> str:
         def parts(ps: tuple[Part, ...]) -> Any:
             return [[p.path, p.version, p.rows, p.since] for p in ps]
-        stamp = None if self.stamp is None else [
-            getattr(self.stamp, f) for f in self.stamp.__dataclass_fields__]
+        stamp = None if self.stamp is None else dataclasses.asdict(self.stamp)
         return json.dumps({"epoch": self.epoch, "version": self.version,
                            "base": parts(self.base), "batches": parts(self.batches),
                            "index": self.index, "stamp": stamp})
@@ -205,12 +200,14 @@ class Manifest:
         return sum(p.rows for p in self.base)
 
 
-def _stamp(data: list[Any] | None) -> Stamp | None:
+def _stamp(data: dict[str, Any] | None) -> Stamp | None:
+    """A stamp from its JSON (the lists back to tuples)."""
     if data is None:
         return None
-    position, datoms, schema, values, dictionary, dictionary_version, versions, refused = data
-    return Stamp(position, datoms, schema, values, dictionary, dictionary_version,
-                 tuple(versions), tuple((offset, code, reason) for offset, code, reason in refused))
+    marks = data["marks"]
+    refused = tuple((offset, code, reason) for offset, code, reason in marks["refused"])
+    return Stamp(Marks(**{**marks, "refused": refused}), data["dictionary"],
+                 data["dictionary_version"], tuple(data["value_versions"]))
 
 
 # Writes the base of a manifest's version, the files named ``{stem}...``: its parts.
@@ -402,8 +399,7 @@ class StateStore:
                 assert marks is not None, "a shared state is stamped"
                 dictionary = f"dictionary-{epoch}-0.arrow"
                 self.values.write(self.location, dictionary, 0, marks.values)
-                stamp = Stamp(marks.position, marks.datoms, marks.schema, marks.values,
-                              dictionary, 0)
+                stamp = Stamp(marks, dictionary, 0)
             self._publish(Manifest(self.location, epoch, 0, (base,), (), stamp=stamp))
         self._collect()
         if self._indexed(self.manifest):  # type: ignore[arg-type]
@@ -452,19 +448,17 @@ class StateStore:
         numbered = None
         if self.values is not None:
             assert marks is not None and manifest.stamp is not None, "a shared state is stamped"
-            if marks.values > manifest.stamp.values:
+            if marks.values > manifest.stamp.marks.values:
                 self.values.write(self.location, values_name(manifest.epoch, version),
-                                  manifest.stamp.values, marks.values)
+                                  manifest.stamp.marks.values, marks.values)
                 numbered = version
         with self._lock:
             current = self.manifest
             assert current is not None
             stamp = current.stamp
             if stamp is not None and marks is not None:
-                stamp = replace(stamp, position=marks.position, datoms=marks.datoms,
-                                schema=marks.schema, values=marks.values, refused=marks.refused,
-                                value_versions=stamp.value_versions + (
-                                    () if numbered is None else (numbered,)))
+                stamp = replace(stamp, marks=marks, value_versions=stamp.value_versions + (
+                    () if numbered is None else (numbered,)))
                 self._holding = not marks.complete
             self._publish(replace(current, version=version,
                                   batches=current.batches + (part,), stamp=stamp))
@@ -476,11 +470,11 @@ class StateStore:
         with self._lock:
             current = self.manifest
             assert current is not None, "restamp after reset"
-            stamp = current.stamp
-            if stamp is not None and (stamp.position, stamp.refused) != (marks.position,
-                                                                         marks.refused):
-                self._publish(replace(current, stamp=replace(
-                    stamp, position=marks.position, refused=marks.refused)))
+            stamp = current.stamp  # the size, schema and dictionary are those of its version
+            if stamp is not None and (stamp.marks.position, stamp.marks.refused) != (
+                    marks.position, marks.refused):
+                self._publish(replace(current, stamp=replace(stamp, marks=replace(
+                    stamp.marks, position=marks.position, refused=marks.refused))))
 
     def _due(self) -> bool:
         manifest = self.manifest

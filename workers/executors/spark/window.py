@@ -68,8 +68,8 @@ class StateWindow:
             self.values = SpilledValueIds.of(db.ids, memory_values)
         else:  # a follower numbers values of its own; a writer its writer's
             self.values = opened.ids if spark.follower is not None else opened.ids.replica
-            self.datoms, self._position = opened.stamp.datoms, opened.stamp.position
-            self._schema = decode_schema(opened.stamp.schema)
+            self.datoms, self._position = opened.marks.datoms, opened.marks.position
+            self._schema = decode_schema(opened.marks.schema)
         db.ids = self.values
         self._version = 0  # ticks applied: the statistics' key
         self._statistics: tuple[int, dict[int, tuple[int, int]]] | None = None

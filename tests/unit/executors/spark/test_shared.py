@@ -79,10 +79,10 @@ def test_a_manifest_s_stamp_survives_its_file_and_a_restamp_moves_the_position(
     manifest = store.manifest
     assert manifest is not None and manifest.stamp is not None
     assert Manifest.from_json(manifest.location, manifest.to_json()) == manifest
-    assert decode_schema(manifest.stamp.schema).items() == BUILTIN_SCHEMA.items()
+    assert decode_schema(manifest.stamp.marks.schema).items() == BUILTIN_SCHEMA.items()
     store.restamp(_marks(ids, 9, 1))
     assert store.manifest is not None and store.manifest.stamp is not None
-    assert (store.manifest.version, store.manifest.stamp.position) == (manifest.version, 9)
+    assert (store.manifest.version, store.manifest.stamp.marks.position) == (manifest.version, 9)
 
 
 @settings(max_examples=40, deadline=None)
@@ -117,7 +117,7 @@ def test_followers_read_the_writer_s_ids_and_batches(steps: list[tuple[Any, ...]
             store.compact_in_background()
             store.settle()
         elif step[0] == "join":
-            followers.append((StateFollower(location, memory_values=2), {}))
+            followers.append((StateFollower.open(location, memory_values=2), {}))
             pending.append({})
         else:
             for (follower, _), since in zip(followers, pending, strict=True):
@@ -129,7 +129,7 @@ def test_followers_read_the_writer_s_ids_and_batches(steps: list[tuple[Any, ...]
                         delta.w.tolist(), strict=True)} == {d: w for d, w in since.items() if w}
                     follower.manifest = followed.manifest
                 since.clear()
-    for follower, _ in [*followers, (StateFollower(location, memory_values=2), {})]:
+    for follower, _ in [*followers, (StateFollower.open(location, memory_values=2), {})]:
         follower.next()
         assert follower.ids.size == ids.size
         assert follower.ids.values(np.arange(ids.size)) == ids.values(np.arange(ids.size))
@@ -143,7 +143,7 @@ def test_replaced_files_are_kept_retain_seconds(tmp_path: Path) -> None:
         location = str(tmp_path / str(retain))
         ids = ValueIds()
         store = _writer(location, ids, retain)
-        follower = StateFollower(location, memory_values=2)
+        follower = StateFollower.open(location, memory_values=2)
         for position in range(1, 4):
             ids.intern(f"v{position}")
             store.append(DatomColumns.of({(position, 0, 0): 1}), _marks(ids, position))
@@ -203,7 +203,7 @@ def test_a_writer_taking_a_state_up_deletes_what_its_last_writer_left_behind(
     epoch = first.manifest.epoch
     for name in ("batch-left-behind.arrow", f"batch-{epoch}-2.arrow", f"values-{epoch}-2.arrow"):
         (tmp_path / name).write_bytes(b"")  # what a writer stopped mid-tick left
-    opened = StateFollower(location, memory_values=2)
+    opened = StateFollower.open(location, memory_values=2)
     second = StateStore(location, values=DriverValues(lambda: opened.ids.replica))
     second.resume(opened.manifest, reading=False)
     assert not (tmp_path / f"batch-{epoch}-2.arrow").exists()
@@ -216,7 +216,7 @@ def test_a_writer_taking_a_state_up_deletes_what_its_last_writer_left_behind(
     manifest = second.manifest
     assert manifest is not None and manifest.epoch == epoch
     assert sorted(os.listdir(location)) == sorted(["manifest.json", *manifest.files()])
-    follower = StateFollower(location, memory_values=2)
+    follower = StateFollower.open(location, memory_values=2)
     assert follower.ids.values(np.arange(3)) == ["a", "v2", "v3"]
     follower.manifest = opened.manifest  # at version 1: the new writer's ticks are read
     followed = follower.next()
@@ -229,21 +229,21 @@ def test_a_tick_in_pieces_shows_its_last_piece_only(tmp_path: Path) -> None:
     location = str(tmp_path)
     ids = ValueIds()
     store = _writer(location, ids)
-    follower = StateFollower(location, memory_values=2)
+    follower = StateFollower.open(location, memory_values=2)
     store.append(DatomColumns.of({(1, 0, 0): 1}), replace(_marks(ids, 5, 1), complete=False))
     assert follower.next() is None  # the file still shows version 0
     refused = ((4, "tx-conflict", "no"),)
     store.append(DatomColumns.of({(2, 0, 0): 1}), replace(_marks(ids, 5, 2), refused=refused))
     followed = follower.next()
     assert followed is not None and followed.delta.e.tolist() == [1, 2]
-    assert followed.manifest.stamp is not None and followed.manifest.stamp.refused == refused
+    assert followed.manifest.stamp is not None and followed.manifest.stamp.marks.refused == refused
 
 
 def test_a_writer_stops_when_another_wrote_the_state(tmp_path: Path) -> None:
     location = str(tmp_path)
     ids = ValueIds()
     first = _writer(location, ids)
-    opened = StateFollower(location, memory_values=2)
+    opened = StateFollower.open(location, memory_values=2)
     second = StateStore(location, values=DriverValues(lambda: opened.ids.replica))
     second.resume(opened.manifest, reading=False)
     second.append(DatomColumns.of({(1, 0, 0): 1}), _marks(opened.ids.replica, 1, 1))

@@ -190,9 +190,8 @@ class StateWindow:
         self.datoms = len(columns[0])
         self._version += 1
         self._position, self._schema = position, schema
-        self.values = values if isinstance(values, SpilledValueIds) else SpilledValueIds.of(
-            values, self._memory_values)
-        self.db.ids = self.values
+        self.numbering(values if isinstance(values, SpilledValueIds) else SpilledValueIds.of(
+            values, self._memory_values))  # before the reset: a shared state writes it
         self._spark.reset(*columns)
         self.forget()
 

@@ -69,6 +69,18 @@ if TYPE_CHECKING:
 
 Row = tuple[Any, ...]
 Changes = dict[str, dict[Row, int]]
+
+
+class TxReport(dict[str, dict[Row, int]]):
+    """What :meth:`Engine.transact` returns: the changed queries' changes, and ``tempids``,
+    the ids its tempids were given (``{"-1": 4611686018428436480}``; Datomic's report)."""
+
+    tempids: dict[Any, int]
+
+    def __init__(self, changes: Changes, tempids: dict[Any, int]) -> None:
+        super().__init__(changes)
+        self.tempids = tempids
+
 # A batch of this many datoms or more is normalised at once when it can be (workers.db.bulk).
 # A round number above where the arrays' fixed costs (about a hundred NumPy calls a batch)
 # stop outweighing the per-transaction path: ~100 ops of the fleet's stream, without queries
@@ -143,6 +155,8 @@ class Engine:
         self.schema = BUILTIN_SCHEMA
         self.tx = 0
         self.last_work: dict[str, Work] = {}
+        # The last tick's transactions' tempids: {tx id: {tempid: entity id}}
+        self.tempids: dict[int, dict[Any, int]] = {}
         self._delta = TickDelta()
         self.dispatch = Dispatch(executor, self.db, self._delta, spark, auto)
         self.dispatch.vector_datoms = vector_datoms
@@ -159,9 +173,10 @@ class Engine:
 
     # -- transactions --------------------------------------------------------------------
 
-    def transact(self, tx: Any, tx_id: int | None = None) -> Changes:
+    def transact(self, tx: Any, tx_id: int | None = None) -> TxReport:
         """Apply one transaction (EDN text or forms); return the changed queries' changes
-        (weights ±1, but any weight for a bag: ``:with`` without aggregates).
+        (weights ±1, but any weight for a bag: ``:with`` without aggregates) and the ids
+        its tempids were given.
 
         ``tx_id`` numbers it (the worker passes its Kafka offset); by default the next number.
         A refused transaction raises :class:`TransactionError` and changes nothing.
@@ -169,14 +184,16 @@ class Engine:
         self._writable()
         self.tx = self.tx + 1 if tx_id is None else tx_id
         forms = edn.read(tx) if isinstance(tx, str) else tx
+        self.tempids = {}
         # Step 1: normalise against the current state (a big one at once when it can be).
         if isinstance(forms, list | tuple) and len(forms) >= self.bulk_datoms:
             with collector_paused():  # the parsed ops are made and freed inside
                 delta = self._normalise_big(forms)
-            return self._tick(delta)
-        ops = parse_tx(forms)
-        self._read(BatchOps.of(ops))
-        return self._tick(self._normalise(ops))
+        else:
+            ops = parse_tx(forms)
+            self._read(BatchOps.of(ops))
+            delta = self._normalise(ops)
+        return TxReport(self._tick(delta), self.tempids.get(self.tx, {}))
 
     @property
     def following(self) -> bool:
@@ -193,8 +210,10 @@ class Engine:
     def _normalise(self, ops: TxOps) -> IdDelta:
         """Step 1 of one transaction, op by op, against the current state (under
         ``executor=spark`` the caller has fetched what it reads)."""
-        normalised = normalise(ops, self.db, self.schema)
+        normalised = normalise(ops, self.db, self.schema, self.tx)
         self.schema = normalised.schema
+        if normalised.tempids:
+            self.tempids[self.tx] = normalised.tempids
         return self.db.encode(normalised.delta)
 
     def _normalise_big(self, forms: Any) -> IdDelta:
@@ -211,7 +230,7 @@ class Engine:
         return bulk.delta
 
     def transact_columns(self, e: Any, a: Any, v: Any, added: Any = None,
-                         tx_id: int | None = None) -> Changes:
+                         tx_id: int | None = None) -> TxReport:
         """One transaction of datoms given as columns: a bulk import (from NumPy, Arrow,
         Parquet) without a form per datom.  ``e``: entity ids (ints); ``a``: one attribute
         keyword, or one per datom; ``v``: the values (an int array, or any sequence);
@@ -236,7 +255,8 @@ class Engine:
         if delta is None:
             return self.transact(_forms(e, a, v, added), tx_id)
         self.tx = self.tx + 1 if tx_id is None else tx_id
-        return self._tick(delta)
+        self.tempids = {}
+        return TxReport(self._tick(delta), {})
 
     def transact_many(self, txs: Iterable[tuple[Any, int]]) -> tuple[Changes, list[Refusal]]:
         """Apply ``(forms, tx_id)`` transactions as one tick; return the consolidated changes
@@ -282,24 +302,26 @@ class Engine:
         batch = list(txs)
         if batch:
             self.tx = batch[-1][1]
+        self.tempids = {}
         with collector_paused():  # the parsed ops are made and freed inside
-            delta, refused = self._normalise_parsed(parse_batch([forms for forms, _ in batch]))
+            delta, refused = self._normalise_parsed(parse_batch([forms for forms, _ in batch]),
+                                                    [tx_id for _, tx_id in batch])
         return delta, [Refusal(batch[position][1], error)
                        for position, error in sorted(refused, key=itemgetter(0))]
 
-    def _normalise_parsed(self, parsed: BatchOps
+    def _normalise_parsed(self, parsed: BatchOps, tx_ids: list[int]
                           ) -> tuple[IdDelta, list[tuple[int, TransactionError]]]:
-        """Step 1 of a parsed batch: at once when it can be, else transaction after
-        transaction."""
+        """Step 1 of a parsed batch (its transactions numbered ``tx_ids``): at once when it
+        can be, else transaction after transaction."""
         self._read(parsed)
         bulk = None
         if len(parsed.ops.adds) + len(parsed.ops.retracts) >= self.bulk_datoms:
             bulk = normalise_bulk(parsed, self.db, self.schema)
         if bulk is not None:
             return bulk.delta, parsed.refused + bulk.refused
-        return self._normalise_one_by_one(parsed)
+        return self._normalise_one_by_one(parsed, tx_ids)
 
-    def _normalise_one_by_one(self, parsed: BatchOps
+    def _normalise_one_by_one(self, parsed: BatchOps, tx_ids: list[int]
                               ) -> tuple[IdDelta, list[tuple[int, TransactionError]]]:
         """Step 1 transaction after transaction, against the state plus the ones before:
         the summed delta and the refused transactions' positions (the grammar's too)."""
@@ -311,11 +333,14 @@ class Engine:
             if position in unparsed:
                 continue
             try:
-                normalised = normalise(parsed.transaction(position), reader, self.schema)
+                normalised = normalise(parsed.transaction(position), reader, self.schema,
+                                       tx_ids[position])
             except TransactionError as error:
                 refused.append((position, error))
                 continue
             self.schema = normalised.schema
+            if normalised.tempids:
+                self.tempids[tx_ids[position]] = normalised.tempids
             pending.update(normalised.delta)
         return self.db.encode(dict(pending.datoms())), refused
 

@@ -17,6 +17,9 @@ class ErrorCode(StrEnum):
     TX_SHAPE = "tx-shape"
     TX_TYPE = "tx-type"
     TX_CONFLICT = "tx-conflict"
+    TX_LOOKUP = "tx-lookup"  # a lookup ref names no entity, or its attribute is not unique
+    TX_UNIQUE = "tx-unique"  # a unique value asserted for a second entity
+    TX_CAS = "tx-cas"  # a compare-and-swap found another value
     SCHEMA = "schema"
     UNKNOWN_QUERY = "unknown-query"
     DUPLICATE_QUERY = "duplicate-query"

@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> None:
             t0 = time.perf_counter()
             ops = parse_tx([[op, u, TO, v]])
             t1 = time.perf_counter()
-            delta = normalise(ops, db, BUILTIN_SCHEMA).delta
+            delta = normalise(ops, db, BUILTIN_SCHEMA, tx=1).delta
             t2 = time.perf_counter()
             encoded = db.encode(delta)
             delta_arrangement.reset(encoded)

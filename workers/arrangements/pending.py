@@ -55,6 +55,17 @@ class PendingReader:
             yield (e, a, v)
 
 
+    def attribute_datoms(self, a: Any) -> Iterator[Datom]:
+        eav = self.pending.index(IndexOrder.EAV)
+        for datom in self.state.attribute_datoms(a):
+            if eav.get(datom[0], {}).get(a, {}).get(datom[2], 0) >= 0:
+                yield datom
+        for e, attributes in eav.items():
+            for v, weight in attributes.get(a, {}).items():
+                if weight > 0:
+                    yield (e, a, v)
+
+
 def _present(old: Iterator[Any], change: dict[Any, int]) -> Iterator[Any]:
     """The keys of a set after a set-preserving change: the old ones it does not retract,
     then the ones it adds (a weight is +1 only on an absent key, -1 only on a present one)."""

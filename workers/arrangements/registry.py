@@ -116,6 +116,15 @@ class ArrangementRegistry:
         for e in self._keys(VAE, v, a):
             yield e, a, v
 
+    def attribute_datoms(self, a: Any) -> Iterator[Datom]:
+        """Every datom of attribute ``a`` (a schema change checks the data it applies to)."""
+        key = self.ids.lookup(a)
+        if key is None:
+            return
+        value = self.ids.value
+        for (e, v) in self.state.enumerate(AEV, (key,)):
+            yield value(e), a, value(v)
+
     def _keys(self, order: IndexOrder, k0: Any, k1: Any) -> Iterator[Any]:
         first, second = self.ids.lookup(k0), self.ids.lookup(k1)
         if first is None or second is None:

@@ -44,10 +44,16 @@ from workers.datalog.ast import (
     is_flat_binding,
     walk,
 )
-from workers.datalog.parser import frozen, parse_rules
+from workers.datalog.lookup_refs import (
+    collection_of_refs,
+    expand_lookup_refs,
+    renamed_in_patterns,
+)
+from workers.datalog.parser import frozen, is_lookup_ref, parse_rules
 from workers.datalog.pull import PullPattern, parse_pattern
+from workers.db.tx import LookupRef
 from workers.db.values import is_value, type_name
-from workers.edn import Keyword, intern, show
+from workers.edn import intern, show
 from workers.errors import ErrorCode, QueryError
 
 
@@ -284,6 +290,7 @@ def bind_inputs(query: Query, inputs: Sequence[Any]) -> Query:
     patterns: dict[Variable, PullPattern | Variable] = {
         p.pattern: p.pattern for p in query.pulls if isinstance(p.pattern, Variable)}
     grounds: list[Clause] = []
+    entities: dict[Variable, Variable] = {}  # lookup refs' variables -> their entities'
     rules = query.rules
     # The variables whose values are looked up as datoms: by a pattern, or pulled.
     matched = {v for c in walk(query.where) if isinstance(c, Pattern) for v in c.variables}
@@ -296,6 +303,10 @@ def bind_inputs(query: Query, inputs: Sequence[Any]) -> Query:
             patterns[binding.var] = parse_pattern(value, f"input {binding.var}")
             if binding.var in query.basis:  # returned too: the pattern as a value
                 values[binding.var] = _scalar(binding.var, value)
+        elif isinstance(binding, InScalar) and binding.var in matched and is_lookup_ref(value):
+            clauses, entities[binding.var] = collection_of_refs(  # a collection of one
+                binding.var, (LookupRef(value[0], value[1]),), len(entities) + 1)
+            grounds += clauses
         elif isinstance(binding, InScalar):
             values[binding.var] = _scalar(binding.var, value, binding.var in matched)
         elif isinstance(binding, InTuple) and is_flat_binding(_as_binding(binding)):
@@ -303,25 +314,44 @@ def bind_inputs(query: Query, inputs: Sequence[Any]) -> Query:
             for target, item in zip(binding.vars, items, strict=True):
                 if isinstance(target, Variable):
                     values[target] = _scalar(target, item, target in matched)
+        elif isinstance(binding, InColl) and isinstance(binding.var, Variable) and (
+                binding.var in matched and _all_refs(value)):
+            clauses, entities[binding.var] = collection_of_refs(
+                binding.var, tuple(LookupRef(x[0], x[1]) for x in value), len(entities) + 1)
+            grounds += clauses
         else:
             grounds.append(_ground(binding, value, matched))
     # An input returned by :find is a one-row relation too; the clauses see its constant.
-    grounds += [FnBinding("ground", (Constant(values[v]),), BindScalar(v),
+    grounds += [FnBinding("ground", (Constant(_as_written(values[v])),), BindScalar(v),
                           source=f"input {v}") for v in query.basis if v in values]
 
     def substitute(term: Term) -> Term:
         return Constant(values[term]) if isinstance(term, Variable) and term in values else term
 
-    where = tuple(grounds) + tuple(_substitute(c, substitute) for c in query.where)
+    where = expand_lookup_refs(tuple(grounds) + renamed_in_patterns(
+        tuple(_substitute(c, substitute) for c in query.where), entities))
     find = tuple(_bind_n(e, substitute) if isinstance(e, Aggregate)
                  else replace(e, pattern=patterns[e.pattern])
                  if isinstance(e, Pull) and isinstance(e.pattern, Variable) else e
                  for e in query.find)
+    find = tuple(replace(e, var=entities[e.var]) if isinstance(e, Pull) and e.var in entities
+                 else e for e in find)
     bound = replace(query, find=find, where=where, inputs=(), rules=rules)
     if any(isinstance(b, InRules) for b in query.inputs):  # check_query could not see them
         bound = _with_rules(bound)
         check_clauses(bound.where, set())  # the calls now know what they require
     return bound
+
+
+def _all_refs(value: Any) -> bool:
+    """A collection whose every item is a lookup ref (not a map: its items are entries)."""
+    return (isinstance(value, list | tuple | frozenset | set) and bool(value)
+            and all(is_lookup_ref(x) for x in value))
+
+
+def _as_written(value: Any) -> Any:
+    """An input as :find returns it: a lookup ref as the vector it was."""
+    return (value.attribute, value.value) if type(value) is LookupRef else value
 
 
 def _bind_n(aggregate: Aggregate, substitute: Any) -> Aggregate:
@@ -373,19 +403,11 @@ def _scalar(variable: Variable, value: Any, matched: bool = False) -> Any:
     if is_value(value) or (not matched and isinstance(value, list | tuple | Mapping
                                                       | frozenset)):
         return frozen(value)
-    if matched and _is_lookup_ref(value):
-        raise QueryError(f"input {variable}: the lookup ref {show(value)} is not supported (the "
-                         "schema has no :db/unique); bind the entity with a data pattern",
-                         code=ErrorCode.QUERY_UNSUPPORTED, form=value)
+    if matched and is_lookup_ref(value):  # joined in by workers.datalog.lookup_refs
+        return LookupRef(value[0], value[1])
     why = ": a data pattern matches it, and tuple values are not supported" if matched else ""
     raise QueryError(f"input {variable} must be a scalar value, got {type_name(value)}{why}",
                      code=ErrorCode.QUERY_INPUTS, form=value)
-
-
-def _is_lookup_ref(value: Any) -> bool:
-    """``[:name "Ivan"]``: an attribute and a value, as Datomic names an entity by them."""
-    return (isinstance(value, list | tuple) and len(value) == 2
-            and isinstance(value[0], Keyword) and is_value(value[1]))
 
 
 def _sequence(form: Binding, value: Any, width: int | None = None) -> list[Any]:

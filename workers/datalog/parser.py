@@ -52,6 +52,8 @@ from workers.datalog.ast import (
 )
 from workers.datalog.functions import FUNCTIONS, NONDETERMINISTIC, canonical
 from workers.datalog.pull import named_attribute, parse_pull
+from workers.db.tx import LookupRef
+from workers.db.values import is_value
 from workers.edn import Keyword, intern, keyword, read
 from workers.edn import show as _show
 from workers.errors import ErrorCode, QueryError
@@ -552,8 +554,10 @@ def _parse_term(element: Any, where: str) -> Term:
                          code=ErrorCode.QUERY_UNSUPPORTED if element.name.startswith("$")
                          else None)
     if isinstance(element, list):
-        raise QueryError(f"{where}: {_show(element)} in a data pattern (a lookup ref or a "
-                         "tuple value) is not supported; bind the entity with a pattern",
+        if is_lookup_ref(element):  # joined in by workers.datalog.lookup_refs
+            return Constant(LookupRef(element[0], element[1]))
+        raise QueryError(f"{where}: {_show(element)} in a data pattern (a tuple value) is not "
+                         "supported; a lookup ref is [attribute value]",
                          code=ErrorCode.QUERY_UNSUPPORTED, form=element)
     if element is None:
         raise QueryError(f"{where}: nil in a data pattern is not supported: no datom holds "
@@ -563,6 +567,12 @@ def _parse_term(element: Any, where: str) -> Term:
         raise QueryError(f"{where}: {_show(element)} is not a valid pattern constant",
                          form=element)
     return Constant(element)
+
+
+def is_lookup_ref(value: Any) -> bool:
+    """``[:name "Ivan"]``: an attribute and a value, as Datomic names an entity by them."""
+    return (isinstance(value, list | tuple) and len(value) == 2
+            and isinstance(value[0], Keyword) and is_value(value[1]))
 
 
 def _parse_argument(element: Any, where: str) -> Term:

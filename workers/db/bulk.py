@@ -48,6 +48,7 @@ from workers.arrangements.batch import Ids, Ints, Mask, sort_order, sorted_disti
 from workers.arrangements.delta import DatomColumns
 from workers.arrangements.values import ValueIds
 from workers.db.normalise import check_plain
+from workers.db.resolve import names_in_values
 from workers.db.schema import SCHEMA_ATTRIBUTES, Schema
 from workers.db.tx import PLAIN_VALUES, BatchOps, Datom, TxOps
 from workers.db.values import LONG_MAX, LONG_MIN, VALUE_TYPES
@@ -93,10 +94,12 @@ def normalise_bulk(batch: BatchOps, db: ArrangementRegistry,
                    schema: Schema) -> BulkNormalised | None:
     """The parsed batch normalised at once (its refusals those of normalising, the
     grammar's are ``batch.refused``), or None when a transaction retracts an attribute or
-    touches the schema, or retracts an entity while references exist (then normalise it
-    transaction by transaction)."""
+    touches the schema, retracts an entity while references exist, names an entity the
+    database must resolve or asserts a unique attribute (then normalise it transaction by
+    transaction)."""
     ops = batch.ops
-    if ops.retract_attributes or (ops.retract_entities and schema.ref_attributes()):
+    if (ops.retract_attributes or (ops.retract_entities and schema.ref_attributes())
+            or needs_resolving(batch, schema)):
         return None
     events = batch_events(db.ids, schema, batch)
     stored = _stored(db, events)
@@ -128,14 +131,24 @@ def normalise_bulk(batch: BatchOps, db: ArrangementRegistry,
     return BulkNormalised(delta, sorted(refused, key=itemgetter(0)))
 
 
+def needs_resolving(batch: BatchOps, schema: Schema) -> bool:
+    """Whether a transaction of ``batch`` names an entity by tempid or lookup ref (a ref's
+    value too), holds a map to expand or a cas, or asserts a unique attribute: what
+    :func:`~workers.db.resolve.resolve` and the uniqueness check need the database for."""
+    if not batch.simple or names_in_values(batch.ops.adds, schema):
+        return True
+    unique = schema.unique_attributes()
+    return bool(unique) and any(a in unique for _, a, _ in batch.ops.adds)
+
+
 def batch_events(ids: ValueIds, schema: Schema, batch: BatchOps) -> Events:
     """The batch's operations as columns, its added datoms first (in ``batch.ops.adds``'
     order)."""
     ops = batch.ops
     e, a, v = (intern_column(ids, column) for column in _columns(ops.adds + ops.retracts))
     positions = np.arange(len(batch))
-    adds, retracts, _, entities = np.diff(np.array(batch.ends, np.int64).reshape(-1, 4),
-                                          axis=0, prepend=0).T
+    ends = np.array(batch.ends, np.int64).reshape(len(batch), -1)
+    adds, retracts, _, entities = np.diff(ends, axis=0, prepend=0).T[:4]
     position = np.concatenate([np.repeat(positions, adds), np.repeat(positions, retracts)])
     added = np.arange(len(e)) < len(ops.adds)
     return Events(e, a, v, position, added, added & np.isin(a, _cardinality_one_ids(
@@ -369,9 +382,13 @@ def normalise_columns(e: Any, a: Any, v: Any, added: Any, db: ArrangementRegistr
     if isinstance(a, edn_format.Keyword | str) and type(a) is not Keyword:
         return None  # one attribute, not an interned keyword
     attributes = [a] * n if type(a) is Keyword else list(a)
-    if set(map(type, attributes)) - {Keyword} or not SCHEMA_ATTRIBUTES.isdisjoint(
-            dict.fromkeys(attributes)):
-        return None
+    named = dict.fromkeys(attributes)
+    if set(map(type, attributes)) - {Keyword} or not SCHEMA_ATTRIBUTES.isdisjoint(named) or (
+            not schema.unique_attributes().isdisjoint(named)) or (n and e.min() < 0):
+        return None  # the schema, a unique value, a tempid: as forms
+    if not schema.ref_attributes().isdisjoint(named) and not (
+            isinstance(v, np.ndarray) and v.dtype.kind in "iu" and (not n or v.min() >= 0)):
+        return None  # a ref's value may be a tempid or a lookup ref: as forms
     ints = isinstance(v, np.ndarray) and v.dtype.kind in "iu"
     values = v if ints else list(v)
     if ints and v.dtype.kind == "u" and n and v.max() > LONG_MAX:

@@ -14,7 +14,7 @@ from typing import Any
 
 import edn_format
 
-from workers.db.schema import Attribute, Schema
+from workers.db.schema import BUILTIN_SCHEMA, Attribute, Schema
 from workers.edn import keyword
 
 # Each object value as (tag, text), and back (ints are in the dictionary's int64 column).
@@ -31,8 +31,10 @@ DECODE: dict[str, Callable[[str], Any]] = {
     "b": lambda text: text == "true", "k": keyword, "s": str, "d": float,
     "u": uuid.UUID, "t": datetime.datetime.fromisoformat, "D": datetime.date.fromisoformat,
 }
-# A schema as JSON: per attribute its value's tag and text, cardinality one or not, and the
-# tag and text of its value type when it declares one.
+# A schema as JSON: per attribute its value's tag and text, cardinality one or not, the tag
+# and text of its value type when it declares one, and last, when it declares either, a map
+# of its uniqueness ("identity" or "value") and whether it is a component (files written
+# before those keys existed end without the map).
 SchemaData = list[list[Any]]
 
 
@@ -50,11 +52,23 @@ def decode_value(tag: str, text: str) -> Any:
 
 def encode_schema(schema: Schema) -> SchemaData:
     return [[*encode_value(attribute), declared.cardinality_one,
-             *(encode_value(declared.value_type) if declared.value_type else ())]
+             *(encode_value(declared.value_type) if declared.value_type else ()),
+             *([_flags(declared)] if declared.unique or declared.component else [])]
             for attribute, declared in schema.items()]
 
 
+def _flags(declared: Attribute) -> dict[str, Any]:
+    return {"unique": declared.unique.name.split("/")[1] if declared.unique else None,
+            "component": declared.component}
+
+
 def decode_schema(data: SchemaData) -> Schema:
-    return Schema({decode_value(tag, text): Attribute(
-        decode_value(*type_) if type_ else None, cardinality_one=bool(one))
-        for tag, text, one, *type_ in data})
+    attributes = dict(BUILTIN_SCHEMA.items())  # a file older than a built-in keeps it
+    for tag, text, one, *rest in data:
+        flags = rest.pop() if rest and isinstance(rest[-1], dict) else {}
+        unique = flags.get("unique")
+        attributes[decode_value(tag, text)] = Attribute(
+            decode_value(*rest) if rest else None, cardinality_one=bool(one),
+            unique=keyword(f"db.unique/{unique}") if unique else None,
+            component=bool(flags.get("component")))
+    return Schema(attributes)

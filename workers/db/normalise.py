@@ -4,9 +4,21 @@
 delta = { d: +1 | d asserted, d not in db } ∪ { d: -1 | d retracted, d in db }
 ```
 The database is a set: asserting a present datom or retracting an absent one is a no-op.
-A cardinality-one assertion retracts the attribute's other value.  A datom both asserted
-and retracted, or two values asserted for one cardinality-one attribute, refuse the whole
-transaction (Datomic's datoms-conflict), as does a value of the wrong declared type.
+A transaction's entities are resolved first (:mod:`workers.db.resolve`: tempids, upserts,
+lookup refs, nested maps).  Then, in order:
+
+1. ``[:db/retract e a]`` retracts every value of ``a`` on ``e``; ``[:db/retractEntity e]``
+   every datom of ``e``, the refs pointing at it, and its components' (recursively);
+2. ``[:db/cas e a old new]`` asserts ``new`` if ``e``'s ``a`` is ``old`` now (``nil``: none;
+   of a cardinality-many attribute, one of its values), else refuses the transaction,
+   naming the datom (Datascript's rule);
+3. a datom both asserted and retracted refuses it (Datomic's datoms-conflict);
+4. schema datoms update the schema — refused when the data breaks the new definition
+   (cardinality one over several values, uniqueness over a shared value, a value type over
+   values of another);
+5. a value of the wrong declared type refuses it; a cardinality-one assertion retracts the
+   attribute's other value (two asserted values conflict);
+6. a unique value (``:db/unique``) held by two entities after it refuses it.
 """
 
 from __future__ import annotations
@@ -16,9 +28,10 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any, Protocol
 
-from workers.db.schema import SCHEMA_ATTRIBUTES, Schema
+from workers.db.resolve import resolve
+from workers.db.schema import SCHEMA_ATTRIBUTES, UNSUPPORTED_ATTRIBUTES, Attribute, Schema
 from workers.db.tx import Datom, TxOps
-from workers.db.values import VALUE_TYPES, type_name
+from workers.db.values import VALUE_TYPES, kind, same_value, type_name
 from workers.edn import dumps
 from workers.errors import ErrorCode, TransactionError
 
@@ -35,34 +48,151 @@ class DatabaseReader(Protocol):
 
     def referrers(self, v: Any, a: Any) -> Iterator[Datom]: ...
 
+    def attribute_datoms(self, a: Any) -> Iterator[Datom]: ...
+
 
 @dataclass(frozen=True, slots=True)
 class Normalised:
-    """A transaction's effective delta and the schema in force after it."""
+    """A transaction's effective delta, the schema in force after it, and the ids its
+    named tempids were given."""
 
     delta: dict[Datom, int]
     schema: Schema
+    tempids: dict[Any, int]
 
 
-def normalise(ops: TxOps, db: DatabaseReader, schema: Schema) -> Normalised:
-    """Turn one transaction's ops into its effective delta against ``db``."""
+def normalise(ops: TxOps, db: DatabaseReader, schema: Schema, tx: int) -> Normalised:
+    """Turn the ops of the transaction numbered ``tx`` into its effective delta against
+    ``db`` (the module's steps)."""
+    resolved = resolve(ops, db, schema, tx)
+    ops = resolved.ops
+    # Step 1: what retractions of attributes and entities retract.
     retracts = set(ops.retracts)
     for e, a in ops.retract_attributes:
         retracts.update((e, a, v) for v in db.values(e, a))
-    for e in ops.retract_entities:
-        retracts.update(db.entity_datoms(e))
-        for a in schema.ref_attributes():
-            retracts.update(db.referrers(e, a))
+    if ops.retract_entities:
+        retracts |= _entity_retractions(ops.retract_entities, db, schema)
     adds = set(ops.adds)
+    # Step 2: compare and swap.
+    for e, a, old, new in ops.cas:
+        _compare(e, a, old, new, db)
+        adds.add((e, a, new))  # a cardinality-one attribute's old value goes in step 5
+    # Steps 3-5.
     _refuse_conflicts(adds, retracts)
     schema_retracts = [d for d in retracts if d[1] in SCHEMA_ATTRIBUTES and db.has(d)]
+    if any(a in UNSUPPORTED_ATTRIBUTES for _, a, _ in adds):
+        datom = next(d for d in adds if d[1] in UNSUPPORTED_ATTRIBUTES)
+        raise TransactionError(f"{dumps(datom[1])} is not supported (in {dumps(datom)}): "
+                               "deltalog does not maintain it", code=ErrorCode.SCHEMA,
+                               form=datom)
     if schema_retracts or any(a in SCHEMA_ATTRIBUTES for _, a, _ in adds):
-        schema = schema.updated(adds, schema_retracts)
+        updated = schema.updated(adds, schema_retracts)
+        _check_schema_change(schema, updated, db)
+        schema = updated
     _check_types(adds, schema)
     retracts |= _cardinality_one_retractions(adds, db, schema)
     delta = {d: 1 for d in adds if not db.has(d)}
     delta.update((d, -1) for d in retracts if db.has(d))
-    return Normalised(delta, schema)
+    # Step 6.
+    if schema.unique_attributes():
+        _check_unique(delta, db, schema)
+    return Normalised(delta, schema, resolved.tempids)
+
+
+def _entity_retractions(entities: list[Any], db: DatabaseReader, schema: Schema
+                        ) -> set[Datom]:
+    """The datoms of ``entities``, of the refs pointing at them, and of their components,
+    recursively (Datomic's retractEntity)."""
+    retracts: set[Datom] = set()
+    components = schema.component_attributes()
+    seen: set[Any] = set()
+    todo = list(entities)
+    while todo:
+        e = todo.pop()
+        if e in seen:
+            continue
+        seen.add(e)
+        for datom in db.entity_datoms(e):
+            retracts.add(datom)
+            if datom[1] in components:
+                todo.append(datom[2])
+        for a in schema.ref_attributes():
+            retracts.update(db.referrers(e, a))
+    return retracts
+
+
+def _compare(e: Any, a: Any, old: Any, new: Any, db: DatabaseReader) -> None:
+    """Refuse the transaction unless ``e``'s ``a`` is ``old`` (None: no value) now."""
+    now = list(db.values(e, a))
+    if (not now) if old is None else any(same_value(old, x) for x in now):
+        return
+    held = ", ".join(sorted(map(dumps, now))) or "no value"
+    raise TransactionError(f"compare-and-swap failed: [:db/cas {dumps(e)} {dumps(a)} "
+                           f"{dumps(old)} {dumps(new)}]: {dumps(e)} {dumps(a)} is {held}",
+                           code=ErrorCode.TX_CAS, form=[e, a, old, new])
+
+
+def _check_schema_change(old: Schema, new: Schema, db: DatabaseReader) -> None:
+    """Refuse a schema change the data breaks: cardinality one over an entity with several
+    values, uniqueness over a value two entities hold, a value type over other values."""
+    for attribute, declared in new.items():
+        before = old[attribute]
+        if declared == before:
+            continue
+        checks = []
+        if declared.cardinality_one and not before.cardinality_one:
+            checks.append("one")
+        if declared.unique is not None and before.unique is None:
+            checks.append("unique")
+        if declared.value_type is not None and before.value_type is None:
+            checks.append("type")
+        if checks:
+            _check_data(attribute, declared, checks, db)
+
+
+def _check_data(attribute: Any, declared: Attribute, checks: list[str],
+                db: DatabaseReader) -> None:
+    values_of: dict[Any, Any] = {}
+    owners: dict[tuple[Any, Any], Any] = {}
+    valid = VALUE_TYPES.get(declared.value_type)
+    for e, _, v in db.attribute_datoms(attribute):
+        if "one" in checks and values_of.setdefault(e, v) is not v and not same_value(
+                values_of[e], v):
+            raise TransactionError(f"cannot make {dumps(attribute)} :db.cardinality/one: "
+                                   f"entity {dumps(e)} holds several values "
+                                   f"({dumps(values_of[e])}, {dumps(v)})",
+                                   code=ErrorCode.SCHEMA, form=attribute)
+        if "unique" in checks and owners.setdefault((kind(v), v), e) != e:
+            raise TransactionError(f"cannot make {dumps(attribute)} unique: the value "
+                                   f"{dumps(v)} is held by entities {dumps(owners[kind(v), v])} "
+                                   f"and {dumps(e)}", code=ErrorCode.SCHEMA, form=attribute)
+        if "type" in checks and valid is not None and not valid(v):
+            raise TransactionError(f"cannot declare {dumps(attribute)} :db/valueType "
+                                   f"{dumps(declared.value_type)}: entity {dumps(e)} holds "
+                                   f"{dumps(v)} ({type_name(v)})", code=ErrorCode.SCHEMA,
+                                   form=attribute)
+
+
+def _check_unique(delta: dict[Datom, int], db: DatabaseReader, schema: Schema) -> None:
+    """Step 6: each unique value asserted is held by one entity after the transaction."""
+    unique = schema.unique_attributes()
+    asserted: dict[tuple[Any, Any, Any], Any] = {}
+    for datom, weight in delta.items():
+        e, a, v = datom
+        if weight < 0 or a not in unique:
+            continue
+        key = (a, kind(v), v)
+        other = asserted.setdefault(key, e)
+        if other == e:
+            others = [x for x, _, held in db.referrers(v, a)
+                      if x != e and kind(held) is kind(v) and delta.get((x, a, held), 0) >= 0]
+            if not others:
+                continue
+            other = others[0]
+        raise TransactionError(f"unique conflict: [{dumps(a)} {dumps(v)}] is held by entity "
+                               f"{dumps(other)}; the transaction asserts it for entity "
+                               f"{dumps(e)} ({dumps(schema[a].unique)})",
+                               code=ErrorCode.TX_UNIQUE, form=datom)
 
 
 _ATTRIBUTE = itemgetter(1)
@@ -95,6 +225,9 @@ class _Nothing:
         return iter(())
 
     def referrers(self, v: Any, a: Any) -> Iterator[Datom]:
+        return iter(())
+
+    def attribute_datoms(self, a: Any) -> Iterator[Datom]:
         return iter(())
 
 

@@ -52,6 +52,18 @@ def load_schema(name: str) -> Any:
     return fastavro.parse_schema(declared_schema(name), named_schemas={})
 
 
+@cache
+def previous_schemas(name: str) -> tuple[Any, ...]:
+    """The earlier versions of ``schemas/<name>.avsc`` (``schemas/previous/<name>.N.avsc``):
+    records they wrote stay readable — the tx log is read again from its start on replay."""
+    folder = resources.files("workers").joinpath("schemas", "previous")
+    if not folder.is_dir():
+        return ()
+    return tuple(fastavro.parse_schema(json.loads(file.read_text()), named_schemas={})
+                 for file in sorted(folder.iterdir(), key=lambda f: f.name)
+                 if file.name.startswith(f"{name}.") and file.name.endswith(".avsc"))
+
+
 def fingerprint(schema: Any) -> bytes:
     """CRC-64-AVRO of the schema's parsing canonical form, little-endian, as the spec writes it."""
     return bytes.fromhex(avro_fingerprint(to_parsing_canonical_form(schema), "CRC-64-AVRO"))
@@ -113,6 +125,8 @@ class AvroCodec:
         self.schema = load_schema(name)
         self._registry = registry
         self._fingerprint = fingerprint(self.schema)
+        # writer schemas by fingerprint: this one and its earlier versions
+        self._writers = {fingerprint(s): s for s in (*previous_schemas(name), self.schema)}
         if registry is None:
             self._header = SINGLE_OBJECT_MAGIC + self._fingerprint
         else:
@@ -126,14 +140,16 @@ class AvroCodec:
         return buffer.getvalue()
 
     def decode(self, data: bytes) -> dict[str, Any]:
-        """Decode either framing; a writer schema other than ours is resolved to ours."""
+        """Decode either framing; a writer schema other than ours (an earlier version, or
+        the registry's) is resolved to ours."""
         if data[:2] == SINGLE_OBJECT_MAGIC and len(data) >= 10:
             found = data[2:10]
-            if found != self._fingerprint:
+            writer = self._writers.get(found)
+            if writer is None:
                 raise DecodeError(f"unknown schema: fingerprint {found.hex()} is not "
-                                  f"{self.name} ({self._fingerprint.hex()})",
-                                  code=ErrorCode.UNKNOWN_SCHEMA)
-            return self._read(data[10:], self.schema)
+                                  f"{self.name} ({self._fingerprint.hex()}) nor an earlier "
+                                  "version of it", code=ErrorCode.UNKNOWN_SCHEMA)
+            return self._read(data[10:], writer)
         if data[:1] == CONFLUENT_MAGIC and len(data) >= 5:
             if self._registry is None:
                 raise DecodeError("Confluent-framed record but no schema registry is "

@@ -5,8 +5,10 @@ keywords as ``Keyword {name}``, instants as ``Instant {micros}`` (UTC), uuids as
 ``Uuid``; the set a ``(distinct ?x)`` aggregate returns as ``Set {items}``, the vector a
 ``(min n ?x)`` aggregate returns (a tuple) as ``Vector {elements}``; any other value — a
 pulled entity map, or nil — as ``Edn {text}``, its canonical EDN text.
-A transaction travels as its ops (entity maps expanded to ``:db/add``s) so the
-worker never parses EDN text.
+A transaction travels as its ops (entity maps expanded to ``:db/add``s; tempids as the
+negative longs and strings they are, lookup refs as ``LookupRef {attribute, value}``) so the
+worker never parses EDN text — unless its ops cannot carry it (an entity map that only the
+schema can expand: nested, reverse, or without ``:db/id``): then it travels as EDN text.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import edn_format
 from workers import edn
 from workers.datalog.pull import frozen
 from workers.db import parse_tx
-from workers.db.tx import DB_ADD, DB_RETRACT, DB_RETRACT_ENTITY
+from workers.db.tx import DB_ADD, DB_CAS, DB_RETRACT, DB_RETRACT_ENTITY, LookupRef, TempId
 from workers.edn import keyword
 
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
@@ -84,31 +86,55 @@ def _micros(value: datetime.date) -> int:
 def transaction_to_avro(forms: Any, source: str | None = None) -> dict[str, Any]:
     """A transaction's forms (EDN text read, or Python values) as a ``Transaction`` record."""
     ops = parse_tx(forms)
+    if ops.maps or any(type(x) is TempId and x.name is None
+                       for datom in ops.adds for x in (datom[0], datom[2])):
+        return {"ops": [], "source": source, "edn": edn.dumps(forms)}
     records = [_op("ADD", e, a, v) for e, a, v in ops.adds]
     records += [_op("RETRACT", e, a, v) for e, a, v in ops.retracts]
     records += [_op("RETRACT_ATTRIBUTE", e, a, None) for e, a in ops.retract_attributes]
     records += [_op("RETRACT_ENTITY", e, None, None) for e in ops.retract_entities]
-    return {"ops": records, "source": source}
+    records += [_op("CAS", e, a, new, old) for e, a, old, new in ops.cas]
+    return {"ops": records, "source": source, "edn": None}
 
 
-def _op(kind: str, e: Any, a: Any, v: Any) -> dict[str, Any]:
-    return {"op": kind, "e": value_to_avro(e), "a": None if a is None else a.name,
-            "v": None if v is None else value_to_avro(v)}
+def _op(kind: str, e: Any, a: Any, v: Any, old: Any = None) -> dict[str, Any]:
+    return {"op": kind, "e": _named_to_avro(e), "a": None if a is None else a.name,
+            "v": None if v is None else _named_to_avro(v),
+            "old": None if old is None else _named_to_avro(old)}
+
+
+def _named_to_avro(x: Any) -> Any:
+    """An op's entity or value: a tempid as written, a lookup ref as ``LookupRef``."""
+    if type(x) is TempId:
+        return x.name
+    if type(x) is LookupRef:
+        return {"attribute": x.attribute.name, "value": value_to_avro(x.value)}
+    return value_to_avro(x)
+
+
+def _named_from_avro(x: Any) -> Any:
+    if isinstance(x, dict) and "attribute" in x:
+        return [keyword(x["attribute"]), value_from_avro(x["value"])]
+    return value_from_avro(x)
 
 
 _OP_FORMS = {"ADD": DB_ADD, "RETRACT": DB_RETRACT, "RETRACT_ATTRIBUTE": DB_RETRACT,
-             "RETRACT_ENTITY": DB_RETRACT_ENTITY}
+             "RETRACT_ENTITY": DB_RETRACT_ENTITY, "CAS": DB_CAS}
 
 
-def transaction_from_avro(record: dict[str, Any]) -> list[list[Any]]:
+def transaction_from_avro(record: dict[str, Any]) -> Any:
     """The transaction's ops as forms for ``Engine.transact`` (which validates them)."""
+    if record.get("edn") is not None:
+        return edn.read(record["edn"])
     forms = []
     for op in record["ops"]:
-        form = [_OP_FORMS[op["op"]], value_from_avro(op["e"])]
+        form = [_OP_FORMS[op["op"]], _named_from_avro(op["e"])]
         if op["a"] is not None:
             form.append(keyword(op["a"]))
-        if op["op"] in ("ADD", "RETRACT"):
-            form.append(None if op["v"] is None else value_from_avro(op["v"]))
+        if op["op"] == "CAS":
+            form.append(None if op.get("old") is None else _named_from_avro(op["old"]))
+        if op["op"] in ("ADD", "RETRACT", "CAS"):
+            form.append(None if op["v"] is None else _named_from_avro(op["v"]))
         forms.append(form)
     return forms
 

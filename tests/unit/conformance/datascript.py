@@ -41,8 +41,6 @@ Forms = list[list[Any]]
 FUNCTION_INPUT = ("functions passed as inputs: a query's inputs are data (EDN, Avro) and it "
                   "calls built-ins by name")
 OTHER_SOURCE = "sources other than $: deltalog queries its one database"
-LOOKUP_REF = ("lookup refs: the schema has no :db/unique, so [:name \"Ivan\"] names no "
-              "entity; bind the entity with a pattern")
 DB_ADD, DB_RETRACT_ENTITY = edn.keyword("db/add"), edn.keyword("db/retractEntity")
 CARDINALITY, ONE = edn.keyword("db/cardinality"), edn.keyword("db.cardinality/one")
 VALUE_TYPE, REF = edn.keyword("db/valueType"), edn.keyword("db.type/ref")
@@ -135,14 +133,16 @@ def from_scratch(case: Case, datoms: list[tuple[Any, Any, Any]]) -> dict[tuple[A
 
 def perturbations(engine: Engine) -> list[Forms]:
     """Transactions made from the database's own data datoms: retract every other one; add
-    them back with a copy of every entity (its id + 100, or its name primed); retract the
-    first entity whole."""
+    them back with a copy of every entity (its id + 100, or its name primed, and so are its
+    values of unique attributes, which a copy may not share); retract the first entity
+    whole."""
     datoms = sorted((d for d in engine.db.datoms() if not d[1].name.startswith("db/")),
                     key=repr)  # not the schema's
     if not datoms:
         return []
     half = [[edn.keyword("db/retract"), *d] for d in datoms[::2]]
-    copies = [[DB_ADD, _copy(e), a, v] for e, a, v in datoms]
+    unique = engine.schema.unique_attributes()
+    copies = [[DB_ADD, _copy(e), a, _copy(v) if a in unique else v] for e, a, v in datoms]
     restore = [[DB_ADD, *d] for d in datoms[::2]]
     return [half, restore + copies, [[DB_RETRACT_ENTITY, datoms[0][0]]]]
 

@@ -105,9 +105,8 @@ def test_malformed_query_is_refused_with_query_shape(text, message):
         ":where clause 2 [?e :a ?v ?t ?op]: the transaction position (4th element) is not "
         "supported nor the added flag (5th)"),
     row("[:find ?e :where [?e :a [1 2]]]", ":where clause 1 [?e :a [1 2]]: [1 2] in a data "
-                                          "pattern (a lookup ref or a tuple value) is not "
-                                          "supported"),
-    row('[:find ?e :where [[:name "Ivan"] :age ?e]]', "(a lookup ref or a tuple value)"),
+                                          "pattern (a tuple value) is not supported; a lookup "
+                                          "ref is [attribute value]"),
     row("[:find ?e :where [$db ?e :a]]", ":where clause 1 [$db ?e :a]: $db is not allowed in a "
                                          "data pattern (only the default source $ is supported)"),
     row("[:find ?e :in $db :where [?e :a]]",

@@ -84,7 +84,7 @@ def test_the_bulk_refusal_is_the_one_normalise_raises() -> None:
     tx = '[[:db/add 8 :age 1] [:db/add 8 :age 2] [:db/add 8 :age "x"]]'
     db = _db()
     with pytest.raises(TransactionError) as raised:
-        normalise(parse_tx(edn.read(tx)), db.db, db.schema)
+        normalise(parse_tx(edn.read(tx)), db.db, db.schema, 1)
     bulk = _bulk(db, [tx])
     assert bulk is not None and [str(e) for _, e in bulk.refused] == [str(raised.value)]
 

@@ -34,7 +34,6 @@ def typed(value_type: str, value: str, *expected: str) -> object:
     typed("uuid", UUID),
     typed("ref", "2"),
     typed("ref", ":ivan"),
-    typed("ref", '"tmp-1"'),
     typed("ref", UUID),
 ])
 def test_value_of_the_declared_type_is_accepted(value_type, value):

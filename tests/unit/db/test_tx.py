@@ -9,6 +9,7 @@ import pytest
 from tests.unit.db.txdb import TxDb, case, kw, row
 from workers import edn
 from workers.db import parse_tx
+from workers.db.resolve import allocated_id
 from workers.db.tx import parse_batch
 from workers.edn import Keyword
 from workers.errors import ErrorCode, TransactionError
@@ -28,7 +29,12 @@ IVAN = '[{:db/id 1 :name "Ivan" :tag [:a :b]} {:db/id 2 :name "Petr" :likes 1}]'
     case([], "[{:db/id 1}]", {}),
     case([], '[[:db/add :ivan :name "Ivan"]]', {(kw("ivan"), NAME, "Ivan"): 1}),
     case([], '[{:db/id :ivan :likes :pizza}]', {(kw("ivan"), LIKES, kw("pizza")): 1}),
-    case([], '[[:db/add "tmp-1" :name "Ivan"]]', {("tmp-1", NAME, "Ivan"): 1}),
+    case([], '[[:db/add "tmp-1" :name "Ivan"]]', {(allocated_id(1, 0), NAME, "Ivan"): 1}),
+    case([], '[[:db/add -1 :name "Ivan"] [:db/add -1 :age 3]]',
+         {(allocated_id(1, 0), NAME, "Ivan"): 1, (allocated_id(1, 0), AGE, 3): 1}),
+    case([], '[{:name "Ivan"} {:name "Oleg"}]',
+         {(allocated_id(1, 0), NAME, "Ivan"): 1, (allocated_id(1, 1), NAME, "Oleg"): 1}),
+    case([IVAN], '[{:db/id "x" :name "Ivan"}]', {(allocated_id(2, 0), NAME, "Ivan"): 1}),
     case([], f'[[:db/add #uuid "{UUID_TEXT}" :name "Ivan"]]',
          {(uuid.UUID(UUID_TEXT), NAME, "Ivan"): 1}),
     case([], "[{:db/ident :name :db/cardinality :db.cardinality/one}]",
@@ -58,7 +64,6 @@ def test_transaction_gives_its_effective_delta(before, tx, delta):
     row("[[]]", "not a transaction op: []"),
     row("[1]", "not a transaction op: 1"),
     row('["op"]', 'not a transaction op: "op"'),
-    row('[{:name "Ivan"}]', "entity map needs :db/id (or :db/ident for a schema entity)"),
 ])
 def test_malformed_transaction_is_refused_with_tx_shape(db, tx, message):
     with pytest.raises(TransactionError, match=re.escape(message)) as info:
@@ -67,7 +72,8 @@ def test_malformed_transaction_is_refused_with_tx_shape(db, tx, message):
 
 
 @pytest.mark.parametrize(("tx", "message"), [
-    row('[[:db/add 1.5 :name "Ivan"]]', "entity id must be a long, keyword, string or uuid, "
+    row('[[:db/add 1.5 :name "Ivan"]]', "entity id must be a long, keyword or uuid, a tempid "
+        "(a negative long or a string) or a lookup ref [attribute value], "
         'got double 1.5 in [:db/add 1.5 :name "Ivan"]'),
     row('[[:db/add true :name "Ivan"]]', "got boolean true"),
     row('[{:db/id 1.5 :name "Ivan"}]', 'got double 1.5 in {:db/id 1.5 :name "Ivan"}'),
@@ -79,8 +85,10 @@ def test_malformed_transaction_is_refused_with_tx_shape(db, tx, message):
     row("[[:db/add 1 :name nil]]", "unsupported value nil (NoneType) in [:db/add 1 :name nil]"),
     row("[{:db/id 1 :name nil}]", "unsupported value nil (NoneType) in {:db/id 1 :name nil}"),
     row("[{:db/id 1 :tag [:a nil]}]", "unsupported value nil"),
-    row('[{:db/id 1 :name {:first "Ivan"}}]', 'unsupported value {:first "Ivan"} (dict)'),
-    row("[[:db/add 1 :tag [:a :b]]]", "unsupported value [:a :b] (list)"),
+    row('[{:db/id 1 :name {:first "Ivan"}}]', "a nested map is the value of :name, which is "
+        "not a :db.type/ref attribute"),
+    row("[[:db/add 1 :tag [:a :b]]]", "unsupported value [:a :b] (a vector) of :tag"),
+    row("[[:db/add 1 :tag [1 2]]]", "unsupported value [1 2] (list)"),
 ])
 def test_ill_typed_id_attribute_or_value_is_refused_with_tx_type(db, tx, message):
     with pytest.raises(TransactionError, match=re.escape(message)) as info:

@@ -21,15 +21,19 @@ class TxDb:
     def __init__(self, *txs: str) -> None:
         self.db = ArrangementRegistry()
         self.schema = BUILTIN_SCHEMA
+        self.tx = 0  # transactions numbered from 1, as the engine does
+        self.tempids: dict[Any, int] = {}  # the last transaction's
         for tx in txs:
             self.transact(tx)
 
     def transact(self, tx: Any) -> dict[Any, int]:
         """Normalise ``tx`` (EDN text or Python forms), apply its delta and return the delta."""
         forms = edn.read(tx) if isinstance(tx, str) else tx
-        normalised = normalise(parse_tx(forms), self.db, self.schema)
+        self.tx += 1
+        normalised = normalise(parse_tx(forms), self.db, self.schema, self.tx)
         self.db.apply(self.db.encode(normalised.delta))
         self.schema = normalised.schema
+        self.tempids = normalised.tempids
         return normalised.delta
 
     def transact_one_by_one(self, batch: list[Any]) -> tuple[dict[Any, int],

@@ -14,8 +14,8 @@ import pytest
 from fastavro.schema import fingerprint as avro_fingerprint
 from fastavro.schema import to_parsing_canonical_form
 
-from tests.fixtures.golden import Golden
-from tests.unit.kafka.records import RECORDS
+from tests.fixtures.golden import GOLDEN, Golden
+from tests.unit.kafka.records import RECORDS, TRANSACTION_1
 from workers.errors import ErrorCode, WorkersError
 from workers.kafka.avro import SCHEMAS, AvroCodec, DecodeError, fingerprint, load_schema
 
@@ -75,6 +75,13 @@ def test_round_trip(name: str) -> None:
 @pytest.mark.parametrize("name", SCHEMAS)
 def test_encoding_matches_golden_bytes(name: str, golden: Golden) -> None:
     golden(f"avro/{name}.bin", AvroCodec(name).encode(RECORDS[name]))
+
+
+def test_records_of_an_earlier_schema_version_still_decode() -> None:
+    """BACKWARD: a transaction the first schema wrote (the tx log is read again from its
+    start on replay) decodes with the current one, its new fields at their defaults."""
+    data = (GOLDEN / "avro" / "transaction.1.bin").read_bytes()
+    assert AvroCodec("transaction").decode(data) == TRANSACTION_1
 
 
 @pytest.mark.parametrize("data", [b"", b"garbage", b"\xc3", b"\xc3\x01\x00", b"\x00\x00"],

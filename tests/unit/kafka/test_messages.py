@@ -150,13 +150,38 @@ def _via_avro(text: str) -> list[list[Any]]:
 
 def test_transaction_ops_by_kind() -> None:
     record = transaction_to_avro(edn.read(CHANGE_TX))
-    assert record == {"source": None, "ops": [
-        {"op": "ADD", "e": 1, "a": "name", "v": "Ivanov"},
-        {"op": "RETRACT", "e": 1, "a": "tag", "v": "a"},
-        {"op": "RETRACT", "e": 6, "a": "z", "v": 0},
-        {"op": "RETRACT_ATTRIBUTE", "e": 4, "a": "alive", "v": None},
-        {"op": "RETRACT_ENTITY", "e": 5, "a": None, "v": None},
+    assert record == {"source": None, "edn": None, "ops": [
+        {"op": "ADD", "e": 1, "a": "name", "v": "Ivanov", "old": None},
+        {"op": "RETRACT", "e": 1, "a": "tag", "v": "a", "old": None},
+        {"op": "RETRACT", "e": 6, "a": "z", "v": 0, "old": None},
+        {"op": "RETRACT_ATTRIBUTE", "e": 4, "a": "alive", "v": None, "old": None},
+        {"op": "RETRACT_ENTITY", "e": 5, "a": None, "v": None, "old": None},
     ]}
+
+
+MODEL_SCHEMA_TX = """[{:db/ident :email :db/valueType :db.type/string
+                       :db/unique :db.unique/identity}
+                      {:db/ident :lines :db/valueType :db.type/ref :db/isComponent true
+                       :db/cardinality :db.cardinality/many}]"""
+MODEL_TXS = [
+    '[{:db/id "ivan" :email "i@x" :name "Ivan" :friend "petr"} {:db/id -2 :email "p@x"}]',
+    '[[:db/add [:email "i@x"] :age 30] [:db/cas [:email "p@x"] :age nil 20]]',
+    '[{:db/id [:email "i@x"] :lines [{:sku 1} {:sku 2}]} {:db/id 9 :_friend [:email "p@x"]}]',
+    '[{:email "i@x" :name "Ivan I."} [:db.fn/cas [:email "i@x"] :age 30 31]]',
+    '[[:db.fn/retractEntity [:email "i@x"]]]',
+]
+
+
+def test_the_data_model_through_avro_gives_the_same_database_and_ids() -> None:
+    """Tempids, upserts, lookup refs, cas and nested or reverse maps (as EDN text) cross
+    Avro with the same meaning: the same ids, the same datoms."""
+    direct, via = Engine(), Engine()
+    for text in ("[{:db/ident :friend :db/valueType :db.type/ref}]", MODEL_SCHEMA_TX,
+                 *MODEL_TXS):
+        expected = direct.transact(text)
+        assert via.transact(_via_avro(text)).tempids == expected.tempids
+        assert set(via.db.datoms()) == set(direct.db.datoms())
+    assert len(direct.db) > 0
 
 
 def test_entity_map_multi_values_become_one_add_each() -> None:

@@ -142,8 +142,8 @@ def test_roots_are_the_entities_whose_pull_reads_a_changed_datom(
 def _datoms(engine: Engine, tx: str) -> list[tuple[Any, Any, Any]]:
     """The datoms ``tx`` adds, as the engine would (normalised against its database)."""
     from workers.db import normalise, parse_tx
-    return [d for d, w in normalise(parse_tx(edn.read(tx)), engine.db, engine.schema).delta.items()
-            if w > 0]
+    normalised = normalise(parse_tx(edn.read(tx)), engine.db, engine.schema, engine.tx + 1)
+    return [d for d, w in normalised.delta.items() if w > 0]
 
 
 def test_query_resumed_without_its_result_still_retracts_the_old_map(people: Engine) -> None:

@@ -8,6 +8,7 @@ from edn_format.immutable_dict import ImmutableDict
 
 from workers.datalog.functions import FUNCTIONS, CallFailed, call, canonical, truthy
 from workers.edn import keyword
+from workers.zset.row import ValueSet
 
 
 @pytest.mark.parametrize(("name", "args", "result"), [
@@ -62,7 +63,8 @@ from workers.edn import keyword
     ("re-seq", ("(.)=(.)", "a=b c=d"), (("a=b", "a", "b"), ("c=d", "c", "d"))),
     ("re-find", (re.compile("[a-z]+"), "12ab"), "ab"),
     ("list", (1, "a"), (1, "a")),
-    ("set", ((1, 2, 2),), frozenset({1, 2})),
+    ("set", ((1, 2, 2),), ValueSet([1, 2])),  # a frozenset that keeps kinds apart
+    ("set", ((1, 1.0, True),), ValueSet([1, 1.0, True])),
     ("vec", (frozenset({1}),), (1,)),
     ("vec", (ImmutableDict({keyword("a"): 1}),), ((keyword("a"), 1),)),
     ("get", (ImmutableDict({keyword("a"): 1}), keyword("a")), 1),

@@ -94,9 +94,12 @@ class KindedRow(tuple):  # type: ignore[type-arg]
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, tuple):
             return NotImplemented
-        if self is other:
+        if tuple.__eq__(self, other) is not True:
+            return False
+        kinds = tuple(map(type, self))  # the usual case at C speed: the same scalar types
+        if kinds == tuple(map(type, other)) and SCALARS.issuperset(kinds):
             return True
-        return tuple.__eq__(self, other) is True and _kinds_agree(self, other)
+        return _kinds_agree(self, other)
 
     def __ne__(self, other: object) -> bool:
         equal = self.__eq__(other)

@@ -63,11 +63,11 @@ from workers.plan.ir import Plan
 from workers.pull import Pulling, PullReader
 from workers.pull.maintain import PullReads
 from workers.zset.aggregate import Aggregation, Projection, result_of
+from workers.zset.row import Row
 
 if TYPE_CHECKING:
     from workers.executors.spark import SparkExecutor, SparkSettings
 
-Row = tuple[Any, ...]
 Changes = dict[str, dict[Row, int]]
 
 
@@ -463,14 +463,15 @@ class Engine:
             self.dispatch.spark.idle()
 
     def _decode(self, rows: IdRows) -> dict[Row, int]:
-        """Rows of value ids as rows of values (one value per id: no two rows merge); the
+        """Rows of value ids as rows of values, each a :class:`~workers.zset.row.Row` (one
+        value per id, and ``1``, ``1.0``, ``true`` kept apart: no two rows merge); the
         vectorised executor's columns a column at a time, then zipped into rows once."""
         if isinstance(rows, Frame):
             columns = [self.db.ids.values(column) for column in rows.columns]
-            keys = zip(*columns, strict=True) if columns else [()] * len(rows)
+            keys = map(Row, zip(*columns, strict=True)) if columns else [Row()] * len(rows)
             return dict(zip(keys, rows.weights.tolist(), strict=True))
         value = self.db.ids.value
-        return {tuple(map(value, row)): weight for row, weight in rows.items()}
+        return {Row(map(value, row)): weight for row, weight in rows.items()}
 
     def _affected(self, attributes: set[Any]) -> list[str]:
         names = set(self._any_attribute)

@@ -5,6 +5,11 @@ evaluated by naive backtracking over a plain list of datoms (rules by bottom-up 
 iteration, stratum by stratum), and transactions by a direct reading of Datomic's rules.
 Incremental results are checked against these (integrating a query's changes must equal
 re-running it).
+
+Values keep their kind here too (``1``, ``1.0`` and ``true`` are three values): the oracle
+compares values with its own :func:`_same` and keeps rows, datoms and bags as
+:class:`~workers.zset.row.Row` (only the container: a tuple whose equality is kind-aware, so
+results compare with the engine's).
 """
 
 from __future__ import annotations
@@ -12,10 +17,13 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from random import Random
 from typing import Any, Protocol
+
+from edn_format.immutable_list import ImmutableList
 
 from workers.datalog import Blank, Constant, Pattern, Query, Variable, compile_query
 from workers.datalog.ast import (
@@ -38,9 +46,9 @@ from workers.datalog.ast import (
 from workers.datalog.functions import FUNCTIONS, CallFailed, call, sort_key, truthy
 from workers.edn import keyword
 from workers.zset import add_into
+from workers.zset.row import Row, ValueSet
 
 Datom = tuple[Any, Any, Any]
-Row = tuple[Any, ...]
 Bindings = dict[Variable, Any]
 Relations = dict[str, set[Row]]
 
@@ -59,7 +67,7 @@ def evaluate_from_scratch(query: Any, datoms: Iterable[Datom],
         before = _size(demand)
         context = _Context(datoms, {}, demand)
         _derive_rules(context, compiled.rules, compiled.where)
-        basis = {tuple(binding[v] for v in compiled.basis)
+        basis = {Row(binding[v] for v in compiled.basis)
                  for binding in _solve(context, compiled.where, {})}
         if _size(demand) == before:
             return _find_rows(compiled, basis)
@@ -141,7 +149,7 @@ def _apply(context: _Context, clause: Clause, binding: Bindings) -> Iterator[Bin
         yield from _matches(clause.terms, context.datoms, binding)
     elif isinstance(clause, RuleCall):
         if clause.required:
-            context.demand[clause.name].add(tuple(_arguments(
+            context.demand[clause.name].add(Row(_arguments(
                 [clause.args[i] for i in clause.required], binding)))
         yield from _matches(clause.args, context.relations[clause.name], binding)
     elif isinstance(clause, Predicate):
@@ -184,7 +192,21 @@ def _unify(terms: Sequence[Any], values: Sequence[Any], binding: Bindings) -> Bi
 
 
 def _same(a: Any, b: Any) -> bool:
-    return bool(a == b)
+    """One value: equal, and of one kind all the way down (``1``, ``1.0``, ``true`` differ)."""
+    return bool(a == b) and _kinds(a) == _kinds(b)
+
+
+def _kinds(x: Any) -> Any:
+    """``x``'s shape of kinds: what must agree besides equality for two values to be one."""
+    if isinstance(x, bool | float | Decimal):
+        return type(x).__name__
+    if isinstance(x, Mapping):
+        return sorted((repr(_kinds(k)), repr(_kinds(v))) for k, v in x.items())
+    if isinstance(x, tuple | list | ImmutableList):
+        return [_kinds(i) for i in x]
+    if isinstance(x, frozenset | set):
+        return sorted(repr(_kinds(i)) + repr(i) for i in x)
+    return "value"
 
 
 # --- predicates, functions, or ------------------------------------------------------------
@@ -243,7 +265,7 @@ def _or(context: _Context, clause: Or, binding: Bindings) -> Iterator[Bindings]:
     seen: set[Row] = set()
     for branch in clause.branches:
         for solution in _solve(context, branch, start):
-            values = tuple(solution[v] for v in shared)
+            values = Row(solution[v] for v in shared)
             if values not in seen:
                 seen.add(values)
                 yield {**binding, **dict(zip(shared, values, strict=True))}
@@ -331,7 +353,7 @@ def _fixpoint(context: _Context, rules: Sequence[Rule]) -> None:
         for rule in rules:
             starts = [dict(zip([rule.params[i] for i in rule.required], values, strict=True))
                       for values in list(context.demand[rule.name])] if rule.required else [{}]
-            heads = {tuple(b[p] for p in rule.params)
+            heads = {Row(b[p] for p in rule.params)
                      for start in starts for b in _solve(context, rule.body, start)}
             relation = context.relations[rule.name]
             if not heads <= relation:
@@ -359,7 +381,7 @@ def _median(values: list[Any]) -> Any:
 
 AGGREGATE_FUNCTIONS: dict[str, Callable[[list[Any]], Any]] = {
     "count": len,
-    "count-distinct": lambda values: len(set(values)),
+    "count-distinct": lambda values: len({Row((v,)) for v in values}),
     "sum": lambda values: sum(_numbers(values)),
     "min": lambda values: min(values, key=sort_key),
     "max": lambda values: max(values, key=sort_key),
@@ -367,7 +389,7 @@ AGGREGATE_FUNCTIONS: dict[str, Callable[[list[Any]], Any]] = {
     "median": _median,
     "variance": lambda values: float(statistics.pvariance(_numbers(values))),
     "stddev": lambda values: math.sqrt(statistics.pvariance(_numbers(values))),
-    "distinct": frozenset,
+    "distinct": ValueSet,
 }
 
 
@@ -378,20 +400,20 @@ def _find_rows(query: Query, basis: set[Row]) -> dict[Row, int]:
     if not query.aggregates:
         bag: dict[Row, int] = defaultdict(int)
         for row in basis:
-            bag[tuple(row[column[v]] for v in query.find_variables)] += 1
+            bag[Row(row[column[v]] for v in query.find_variables)] += 1
         return dict(bag)
     keys = [e.var if isinstance(e, Pull) else e for e in query.find
             if not isinstance(e, Aggregate)]  # a pulled entity groups as its variable
     groups: dict[Row, list[Row]] = {}
     for row in basis:
-        groups.setdefault(tuple(row[column[v]] for v in keys), []).append(row)
+        groups.setdefault(Row(row[column[v]] for v in keys), []).append(row)
     found = set()
     for key, rows in groups.items():
         group = dict(zip(keys, key, strict=True))
         try:
-            found.add(tuple(_aggregate(e, [r[column[e.var]] for r in rows])
-                            if isinstance(e, Aggregate) else group[e.var if isinstance(e, Pull)
-                                                                   else e] for e in query.find))
+            found.add(Row(_aggregate(e, [r[column[e.var]] for r in rows])
+                          if isinstance(e, Aggregate) else group[e.var if isinstance(e, Pull)
+                                                                 else e] for e in query.find))
         except (TypeError, ArithmeticError):
             continue  # an aggregate that cannot be computed: the group has no row
     return dict.fromkeys(found, 1)
@@ -410,7 +432,8 @@ class ReferenceDb:
     """A set of datoms changed by transactions as Datomic defines them (the oracle's data).
 
     Supports ``:db/add``, ``:db/retract`` and ``:db/retractEntity`` ops, and cardinality-one
-    attributes given up front.  Returns False (and changes nothing) for a refused tx.
+    attributes given up front.  Returns False (and changes nothing) for a refused tx.  Datoms
+    are :class:`~workers.zset.row.Row`: ``[1 :x 1]`` and ``[1 :x true]`` are two datoms.
     """
 
     def __init__(self, cardinality_one: Iterable[Any] = ()) -> None:
@@ -422,19 +445,20 @@ class ReferenceDb:
         retracts: set[Datom] = set()
         for op in ops:
             if op[0] == keyword("db/add"):
-                adds.add((op[1], op[2], op[3]))
+                adds.add(Row((op[1], op[2], op[3])))
             elif op[0] == keyword("db/retract"):
-                retracts.add((op[1], op[2], op[3]))
+                retracts.add(Row((op[1], op[2], op[3])))
             else:
                 retracts |= {d for d in self.datoms if d[0] == op[1]}
         if adds & retracts:
             return False
-        one_values: dict[tuple[Any, Any], Any] = {}
+        one_values: dict[Row, Any] = {}
         for e, a, v in adds:
             if a in self.cardinality_one:
-                if one_values.setdefault((e, a), v) != v:
+                if not _same(one_values.setdefault(Row((e, a)), v), v):
                     return False
-                retracts |= {d for d in self.datoms if d[:2] == (e, a) and d[2] != v}
+                retracts |= {d for d in self.datoms
+                             if Row(d[:2]) == Row((e, a)) and not _same(d[2], v)}
         self.datoms = (self.datoms - retracts) | adds
         return True
 

@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from workers.arrangements.batch import sorted_distinct
+from workers.zset.row import SCALARS, typed
 
 IdArray = npt.NDArray[np.int32]
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -52,9 +53,13 @@ def int_key(x: Any) -> int | None:
 
 def object_key(x: Any) -> Any:
     """The dict key of a value outside the int column: doubles and booleans tagged with
-    their type, so that ``1.0``, ``True`` and a long ``1`` stay apart."""
+    their type, so that ``1.0``, ``True`` and a long ``1`` stay apart — and so collections
+    (a function's vector, set or map) with their elements' kinds tagged
+    (:func:`~workers.zset.row.typed`): ``[1]`` and ``[true]`` are two values too."""
     kind = type(x)
-    return (kind, x) if kind is float or kind is bool else x
+    if kind is float or kind is bool:
+        return (kind, x)
+    return x if kind in SCALARS else typed(x)
 
 
 class ValueIds:

@@ -22,17 +22,19 @@ from edn_format.immutable_dict import ImmutableDict
 
 from workers.db.values import LONG_MAX, LONG_MIN
 from workers.edn import dumps, keyword
+from workers.zset.row import ValueSet, same
 
 Function = Callable[..., Any]
 NAMESPACES = ("clojure.core/", "clojure.string/")
-ALIASES = {"!=": "not=", "==": "="}
+ALIASES = {"!=": "not="}
 # Built-ins Datomic has that cannot be kept live: a standing query's rows would change with
 # no datom changing, and a replay would not reproduce the change stream.
 NONDETERMINISTIC = ("rand", "rand-int", "rand-nth", "shuffle", "random-uuid")
 
 
 def canonical(name: str) -> str:
-    """``clojure.string/starts-with?`` → ``starts-with?``; ``!=`` → ``not=``."""
+    """``clojure.string/starts-with?`` → ``starts-with?``; ``!=`` → ``not=``.  (``==`` is
+    a function of its own: numeric equality, where ``=`` is Clojure's equality of values.)"""
     for namespace in NAMESPACES:
         if name.startswith(namespace):
             name = name[len(namespace):]
@@ -92,9 +94,28 @@ def _compare(test: Callable[[Any, Any], bool]) -> Function:
     return compare
 
 
-def sort_key(x: Any) -> tuple[int, Any]:
-    """Order for ``min``/``max`` over mixed values: by kind, then within the kind."""
-    return _rank(x)
+# Equal numbers of different kinds (``1``, ``1.0``, ``1M``) are different values: ``sort_key``
+# orders them long first, so ``min``/``max``/``median`` do not depend on the order values came.
+_NUMBER_KIND_ORDER = {int: 0, float: 1, Decimal: 2}
+
+
+def sort_key(x: Any) -> tuple[Any, ...]:
+    """Order for ``min``/``max`` over mixed values: by kind, then within the kind; a long
+    before an equal double (``1`` before ``1.0``: a total order of the values)."""
+    rank, value = _rank(x)
+    return (rank, value, _NUMBER_KIND_ORDER.get(type(x), 0))
+
+
+def _equal(*xs: Any) -> bool:
+    """Clojure's ``=``: values of one kind and equal (``(= 1 1.0)``, ``(= 1 true)`` false)."""
+    return all(same(x, xs[0]) for x in xs)
+
+
+def _numerically_equal(*xs: Any) -> bool:
+    """Clojure's ``==``: numbers of any kind with equal values (``(== 1 1.0)`` true); not a
+    number (a boolean included) fails the call."""
+    _numbers(*xs)
+    return all(x == xs[0] for x in xs)
 
 
 def _long(x: Any) -> Any:
@@ -389,8 +410,9 @@ def _extreme(pick: Callable[..., Any]) -> Function:
 
 
 PREDICATES: dict[str, Function] = {
-    "=": lambda *xs: all(x == xs[0] for x in xs),
-    "not=": lambda *xs: not all(x == xs[0] for x in xs),
+    "=": _equal,
+    "not=": lambda *xs: not _equal(*xs),
+    "==": _numerically_equal,
     "<": _compare(lambda a, b: a < b),
     "<=": _compare(lambda a, b: a <= b),
     ">": _compare(lambda a, b: a > b),
@@ -479,7 +501,7 @@ FUNCTIONS: dict[str, Function] = {
     "list": lambda *xs: tuple(xs),
     "tuple": lambda *xs: tuple(xs),
     "untuple": lambda xs: xs,
-    "set": lambda xs: frozenset(_elements(xs)),
+    "set": lambda xs: ValueSet(_elements(xs)),
     "vec": _elements,
     "hash-map": _hash_map,
     "not-empty": lambda x: x if _count(x) else None,

@@ -20,6 +20,7 @@ from workers.datalog.ast import Pull
 from workers.edn import Keyword, keyword, read
 from workers.edn import show as _show
 from workers.errors import ErrorCode, QueryError
+from workers.zset.row import typed
 
 DB_ID = keyword("db/id")
 DEFAULT_LIMIT = 1000  # values of a cardinality-many attribute, as Datomic and Datascript
@@ -166,26 +167,13 @@ class PulledMap(ImmutableDict):  # type: ignore[misc]
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, PulledMap):
-            return bool(_typed(self) == _typed(other))
+            return bool(typed(self) == typed(other))
         return bool(ImmutableDict.__eq__(self, other))
 
     def __hash__(self) -> int:
         if self.hash is None:  # ImmutableDict's cache
-            self.hash: int | None = hash(_typed(self))
+            self.hash: int | None = hash(typed(self))
         return self.hash
-
-
-def _typed(x: Any) -> Any:
-    """``x`` with every boolean and double tagged with its kind (what PulledMap compares)."""
-    if isinstance(x, Mapping):
-        return frozenset((_typed(k), _typed(v)) for k, v in x.items())
-    if isinstance(x, ImmutableList | list | tuple):
-        return ("[]", tuple(_typed(i) for i in x))
-    if isinstance(x, frozenset):
-        return frozenset(_typed(i) for i in x)
-    if isinstance(x, bool | float):
-        return (type(x).__name__, x)
-    return x
 
 
 def frozen(value: Any) -> Any:

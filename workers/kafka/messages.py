@@ -4,7 +4,9 @@ EDN values map onto the Avro ``Value`` union: long, double, string, boolean as t
 keywords as ``Keyword {name}``, instants as ``Instant {micros}`` (UTC), uuids as the 16-byte
 ``Uuid``; the set a ``(distinct ?x)`` aggregate returns as ``Set {items}``, the vector a
 ``(min n ?x)`` aggregate returns (a tuple) as ``Vector {elements}``; any other value — a
-pulled entity map, or nil — as ``Edn {text}``, its canonical EDN text.
+pulled entity map, or nil — as ``Edn {text}``, its canonical EDN text.  A value keeps its
+kind both ways (``1``, ``1.0``, ``true`` are three arms); decoded rows are
+:class:`~workers.zset.row.Row` and sets :class:`~workers.zset.row.ValueSet`.
 A transaction travels as its ops (entity maps expanded to ``:db/add``s; tempids as the
 negative longs and strings they are, lookup refs as ``LookupRef {attribute, value}``) so the
 worker never parses EDN text — unless its ops cannot carry it (an entity map that only the
@@ -25,9 +27,9 @@ from workers.datalog.pull import frozen
 from workers.db import parse_tx
 from workers.db.tx import DB_ADD, DB_CAS, DB_RETRACT, DB_RETRACT_ENTITY, LookupRef, TempId
 from workers.edn import keyword
+from workers.zset.row import Row, ValueSet
 
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
-Row = tuple[Any, ...]
 
 
 def value_to_avro(value: Any) -> Any:
@@ -51,7 +53,7 @@ def value_from_avro(value: Any) -> Any:
         if "text" in value:
             return frozen(edn.read(value["text"]))
         if "items" in value:
-            return frozenset(value_from_avro(x) for x in value["items"])
+            return ValueSet(value_from_avro(x) for x in value["items"])
         if "elements" in value:
             return tuple(value_from_avro(x) for x in value["elements"])
         if "name" in value:
@@ -144,4 +146,6 @@ def row_to_avro(row: Sequence[Any]) -> list[Any]:
 
 
 def row_from_avro(values: Sequence[Any]) -> Row:
-    return tuple(value_from_avro(value) for value in values)
+    """A row as the engine made it: a :class:`~workers.zset.row.Row`, its booleans, doubles
+    and longs as the ``Value`` union's arms say (``1``, ``1.0`` and ``true`` three rows)."""
+    return Row(value_from_avro(value) for value in values)

@@ -33,9 +33,9 @@ from workers.datalog.pull import PullPattern
 from workers.plan.ir import Find
 from workers.pull.read import PullReader, attributes_read, depth
 from workers.zset import add_into
+from workers.zset.row import Row
 
-Row = tuple[Any, ...]
-Key = tuple[int, Any]  # (pull column, entity)
+Key = Row  # (pull column, entity): a Row, so that entities 1 and true are two keys
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,8 +107,8 @@ class Pulling:
         for row, weight in changes.items():
             self._hold(row, weight)
         touched = set(changes)
-        entering = {(i, row[column.source]) for row, weight in changes.items() if weight > 0
-                    for i, column in enumerate(self.pulls)} - self.maps.keys()
+        entering = {Row((i, row[column.source])) for row, weight in changes.items()
+                    if weight > 0 for i, column in enumerate(self.pulls)} - self.maps.keys()
         for key in before.keys() | entering:
             if key not in self.holders:
                 continue
@@ -126,7 +126,7 @@ class Pulling:
                 add_into(out, {self._render(row, {}): new})
         for row, weight in changes.items():
             for i, column in enumerate(self.pulls):
-                key = (i, row[column.source])
+                key = Row((i, row[column.source]))
                 if weight < 0 and key not in self.holders:
                     self.maps.pop(key, None)
         return out
@@ -141,7 +141,7 @@ class Pulling:
             if roots is None:  # a schema change: every held entity
                 keys += [key for key in self.maps if key[0] == i]
             else:
-                keys += [key for root in roots if (key := (i, root)) in self.maps]
+                keys += [key for root in roots if (key := Row((i, root))) in self.maps]
         return keys
 
     def _hold(self, row: Row, weight: int) -> None:
@@ -152,7 +152,7 @@ class Pulling:
         else:
             self.rows.pop(row, None)
         for i, column in enumerate(self.pulls):
-            key = (i, row[column.source])
+            key = Row((i, row[column.source]))
             held = self.holders.setdefault(key, set())
             if total:
                 held.add(row)
@@ -165,9 +165,9 @@ class Pulling:
         """The output row: each pulled column's map (``previous`` first: the old maps)."""
         out = [row[source] for source in self.sources]
         for i, column in enumerate(self.pulls):
-            key = (i, row[column.source])
+            key = Row((i, row[column.source]))
             out[column.output] = previous[key] if key in previous else self.maps[key]
-        return tuple(out)
+        return Row(out)
 
 
 @dataclass(frozen=True, slots=True)

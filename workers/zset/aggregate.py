@@ -9,6 +9,12 @@ aggregated column, a multiset ``value → multiplicity``: every aggregate is a f
 multiset; ``median``, ``variance`` and ``(min n ?x)`` are recomputed from the multiset of a
 changed group only).  A tick emits ``-old row`` and ``+new row`` for every group whose row changed;
 a group whose basis empties disappears (Datomic returns no row for it).
+
+Values keep their kind (:mod:`workers.zset.row`): a bag is keyed by
+:func:`~workers.zset.row.value_key`, groups and rows are :class:`~workers.zset.row.Row`, so
+``1``, ``1.0`` and ``true`` are three values of a bag (``count-distinct`` 3, ``distinct`` a
+:class:`~workers.zset.row.ValueSet` of three) and a group's row changing from ``1`` to
+``true`` emits ``-[1] +[true]``, as the change stream must to integrate to the result.
 """
 
 from __future__ import annotations
@@ -23,14 +29,14 @@ from typing import Any
 from workers.datalog.functions import FUNCTIONS, CallFailed, call, sort_key
 from workers.edn import Symbol, keyword
 from workers.plan.ir import Find, FindColumn
+from workers.zset.row import Row, ValueSet, value_key
 from workers.zset.zset import consolidate
 
-Row = tuple[Any, ...]
-Bag = dict[Any, int]
+Bag = dict[Row, int]  # value_key(value) -> multiplicity: 1, 1.0 and true are three keys
 
 
 def aggregate_value(fn: str, bag: Bag, n: int | None = None) -> Any:
-    """The aggregate of a non-empty multiset ``value → multiplicity``.
+    """The aggregate of a non-empty multiset ``value_key(value) → multiplicity``.
 
     Raises :class:`CallFailed` when it cannot be computed (``sum`` of strings, the mean of
     two middle keywords): the group then has no row, as a failed call binds nothing.
@@ -43,51 +49,56 @@ def _aggregate(fn: str, bag: Bag, n: int | None) -> Any:
         return sum(bag.values())
     if fn == "count-distinct":
         return len(bag)
+    counted: list[tuple[Any, int]] = [(k[0], m) for k, m in bag.items()]
     if fn == "distinct":
-        return frozenset(bag)
+        return ValueSet(v for v, _ in counted)
     if n is not None:  # (min n ?x) / (max n ?x): ascending, duplicates kept (Datascript)
         pick = heapq.nsmallest if fn == "min" else heapq.nlargest
-        values = [v for v in sorted(pick(n, bag, key=sort_key), key=sort_key)
-                  for _ in range(bag[v])]
-        return tuple(values[:n] if fn == "min" else values[max(len(values) - n, 0):])
+        ordered = [v for v, m in sorted(pick(n, counted, key=_by_value), key=_by_value)
+                   for _ in range(m)]
+        return tuple(ordered[:n] if fn == "min" else ordered[max(len(ordered) - n, 0):])
     if fn == "min":
-        return min(bag, key=sort_key)
+        return min(counted, key=_by_value)[0]
     if fn == "max":
-        return max(bag, key=sort_key)
+        return max(counted, key=_by_value)[0]
     if fn == "median":
-        return _median(bag)
-    size, total = sum(bag.values()), _sum(bag)
+        return _median(counted)
+    size, total = sum(bag.values()), _sum(counted)
     if fn == "sum":
         return total
     if fn == "avg":
         return total / size
-    variance = _variance(bag, size, total)
+    variance = _variance(counted, size, total)
     return variance if fn == "variance" else math.sqrt(variance)
 
 
-def _sum(bag: Bag) -> Any:
+def _by_value(counted: tuple[Any, int]) -> tuple[Any, ...]:
+    return sort_key(counted[0])
+
+
+def _sum(counted: list[tuple[Any, int]]) -> Any:
     """Exact for longs; for doubles ``fsum``, so the order the bag was built in is moot."""
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in bag):
-        if not all(isinstance(v, float | int) and not isinstance(v, bool) for v in bag):
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v, _ in counted):
+        if not all(isinstance(v, float | int) and not isinstance(v, bool) for v, _ in counted):
             raise TypeError("sum of a non-number")
-        return math.fsum(v * m for v, m in bag.items())
-    return sum(v * m for v, m in bag.items())
+        return math.fsum(v * m for v, m in counted)
+    return sum(v * m for v, m in counted)
 
 
-def _variance(bag: Bag, size: int, total: Any) -> float:
+def _variance(counted: list[tuple[Any, int]], size: int, total: Any) -> float:
     """Population variance ``(n·Σx² − (Σx)²) / n²``, computed exactly then rounded once."""
-    squares = sum(Fraction(v) ** 2 * m for v, m in bag.items())
+    squares = sum(Fraction(v) ** 2 * m for v, m in counted)
     return float((size * squares - Fraction(total) ** 2) / size ** 2)
 
 
-def _median(bag: Bag) -> Any:
+def _median(counted: list[tuple[Any, int]]) -> Any:
     """The middle value; for an even count the mean of the two middle ones (by ``/``)."""
-    size = sum(bag.values())
+    size = sum(m for _, m in counted)
     wanted = sorted({(size - 1) // 2, size // 2})  # positions in the sorted bag
     middle: list[Any] = []
     seen = 0
-    for value in sorted(bag, key=sort_key):
-        seen += bag[value]
+    for value, multiplicity in sorted(counted, key=_by_value):
+        seen += multiplicity
         while wanted and wanted[0] < seen:
             middle.append(value)
             wanted.pop(0)
@@ -129,7 +140,7 @@ class Aggregation:
         return {row: w for row, w in out.items() if w}
 
     def _key(self, row: Row) -> Row:
-        return tuple(row[c.index] for c in self.columns if c.fn is None)
+        return Row(row[c.index] for c in self.columns if c.fn is None)
 
     def _aggregated(self) -> list[FindColumn]:
         return [c for c in self.columns if c.fn is not None]
@@ -137,7 +148,7 @@ class Aggregation:
     def _update(self, key: Row, row: Row, weight: int) -> None:
         size, bags = self.groups.get(key) or (0, tuple({} for _ in self._aggregated()))
         for bag, column in zip(bags, self._aggregated(), strict=True):
-            value = row[column.index]
+            value = value_key(row[column.index])
             n = bag.get(value, 0) + weight
             if n:
                 bag[value] = n
@@ -156,8 +167,8 @@ class Aggregation:
         _, bags = self.groups[key]
         keys, aggregates = iter(key), iter(bags)
         try:
-            return tuple(aggregate_value(c.fn, next(aggregates), c.n) if c.fn is not None
-                         else next(keys) for c in self.columns)
+            return Row(aggregate_value(c.fn, next(aggregates), c.n) if c.fn is not None
+                       else next(keys) for c in self.columns)
         except CallFailed:
             return None
 
@@ -178,7 +189,7 @@ class Projection:
         return self.step(basis)
 
     def step(self, changes: Mapping[Row, int]) -> dict[Row, int]:
-        return consolidate((tuple(row[i] for i in self.columns), weight)
+        return consolidate((Row(row[i] for i in self.columns), weight)
                            for row, weight in changes.items())
 
 

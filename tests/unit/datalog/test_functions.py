@@ -8,6 +8,7 @@ from edn_format.immutable_dict import ImmutableDict
 
 from workers.datalog.functions import FUNCTIONS, CallFailed, call, canonical, truthy
 from workers.edn import keyword
+from workers.zset.row import ValueSet
 
 
 @pytest.mark.parametrize(("name", "args", "result"), [
@@ -22,6 +23,20 @@ from workers.edn import keyword
     ("<", (keyword("a/z"), keyword("b/a")), True),
     ("=", (1, 1, 1), True),
     ("not=", (1, 2), True),
+    # Clojure's = : values of one kind (1, 1.0 and true are three); == : numbers' values
+    ("=", (1, 1.0), False),
+    ("=", (1, True), False),
+    ("=", (0, False), False),
+    ("=", (0.0, 0.0), True),
+    ("=", (True, True), True),
+    ("=", ((1, 2), (1.0, 2)), False),
+    ("=", ((1, 2), (1, 2)), True),
+    ("not=", (1, 1.0), True),
+    ("not=", (False, 0), True),
+    ("not=", (1.0, 1.0), False),
+    ("==", (1, 1.0), True),
+    ("==", (0, 0.0, -0.0), True),
+    ("==", (1, 2.0), False),
     ("+", (1, 2, 3), 6),
     ("-", (5,), -5),
     ("-", (5, 1, 1), 3),
@@ -62,7 +77,8 @@ from workers.edn import keyword
     ("re-seq", ("(.)=(.)", "a=b c=d"), (("a=b", "a", "b"), ("c=d", "c", "d"))),
     ("re-find", (re.compile("[a-z]+"), "12ab"), "ab"),
     ("list", (1, "a"), (1, "a")),
-    ("set", ((1, 2, 2),), frozenset({1, 2})),
+    ("set", ((1, 2, 2),), ValueSet([1, 2])),  # a frozenset that keeps kinds apart
+    ("set", ((1, 1.0, True),), ValueSet([1, 1.0, True])),
     ("vec", (frozenset({1}),), (1,)),
     ("vec", (ImmutableDict({keyword("a"): 1}),), ((keyword("a"), 1),)),
     ("get", (ImmutableDict({keyword("a"): 1}), keyword("a")), 1),
@@ -124,6 +140,8 @@ def test_builtin(name: str, args: tuple[Any, ...], result: Any) -> None:
     ("range", (0, 5, 0)),
     ("hash-map", (1,)),
     ("join", (",", 1)),
+    ("==", (1, True)),  # Clojure: a boolean is not a number
+    ("==", ("a", "a")),
 ])
 def test_a_call_that_cannot_be_evaluated_fails_as_call_failed(name: str,
                                                               args: tuple[Any, ...]) -> None:
@@ -134,4 +152,5 @@ def test_a_call_that_cannot_be_evaluated_fails_as_call_failed(name: str,
 def test_names_are_canonical_and_truth_is_clojure_truth() -> None:
     assert canonical("clojure.string/starts-with?") == "starts-with?"
     assert canonical("!=") == "not="
+    assert canonical("==") == "=="  # numeric equality, not an alias of =
     assert [truthy(x) for x in (None, False, 0, "", ())] == [False, False, True, True, True]

@@ -24,6 +24,7 @@ from workers.kafka.messages import (
     value_from_avro,
     value_to_avro,
 )
+from workers.zset.row import ValueSet
 
 UTC = datetime.UTC
 UUID = uuid.UUID("0b7d6d4e-3f43-4c4b-9d50-1b2c3d4e5f60")
@@ -81,6 +82,18 @@ def test_row_round_trip_through_result_key_codec() -> None:
     assert back == row
     assert type(back[3]) is bool
     assert back[4] is keyword("k/w")
+
+
+def test_1_1dot0_and_true_travel_as_three_rows_and_print_as_written() -> None:
+    rows = [(1,), (1.0,), (True,), (0,), (0.0,), (False,), (ValueSet([1, 1.0, True]),)]
+    codec = AvroCodec("result_change")
+    back = [row_from_avro(codec.decode(codec.encode({
+        "query": "q", "values": row_to_avro(row), "weight": 1, "tx_first": 1, "tx_last": 1,
+        "snapshot": False}))["values"]) for row in rows]
+    assert [type(row[0]) for row in back] == [int, float, bool, int, float, bool, ValueSet]
+    assert len(dict.fromkeys(back)) == 7 and len(back[-1][0]) == 3  # keys of their own
+    assert [Change(row, 1, 1, 1, False).as_json("q")["row"] for row in back[:6]] == [
+        "[1]", "[1.0]", "[true]", "[0]", "[0.0]", "[false]"]
 
 
 @pytest.mark.parametrize("collection", [

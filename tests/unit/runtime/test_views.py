@@ -4,6 +4,7 @@ kept; a bag's from its committed view, staged until the tick commits."""
 from __future__ import annotations
 
 from workers.runtime.views import ViewWrites
+from workers.zset.row import Row
 
 
 def test_a_set_writes_one_or_a_tombstone() -> None:
@@ -45,3 +46,14 @@ def test_a_forgotten_query_starts_again_from_what_it_owns() -> None:
     views.forget("degree")
     views.own("degree", bag=True, committed={})
     assert views.changed("degree", {(1,): 1}) == {(1,): 1}
+
+
+def test_rows_of_1_and_true_are_two_rows_of_a_bag_view() -> None:
+    views = ViewWrites()
+    views.own("values", bag=True, committed={Row((1,)): 2, Row((True,)): 1})
+    assert views.changed("values", {Row((True,)): -1, Row((1.0,)): 1}) == {
+        Row((True,)): 0, Row((1.0,)): 1}
+    views.committed()
+    assert views.changed("values", {Row((1,)): 1}) == {(1,): 3}
+    assert views.replaced("values", {Row((1,)): 2, Row((True,)): 1}, {Row((1.0,)): 1}) == {
+        Row((1,)): 0, Row((True,)): 0, Row((1.0,)): 1}

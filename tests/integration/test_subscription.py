@@ -167,7 +167,8 @@ def _integrated(changes: Iterable[Change]) -> dict[Any, int]:
 
 
 def _retained(config: WorkerConfig, topic: str) -> dict[Any, int]:
-    """The change records retention left, integrated, read as any consumer would."""
+    """The change records retention left, integrated, read as any consumer would; each
+    carries its query, registration and transactions in its headers too."""
     codec = AvroCodec("result_change")
     consumer = Consumer(config.kafka(**{"group.id": "retained", "enable.partition.eof": True,
                                         "isolation.level": "read_committed"}))
@@ -182,6 +183,10 @@ def _retained(config: WorkerConfig, topic: str) -> dict[Any, int]:
                 assert error.code() == KafkaError._PARTITION_EOF, error
                 return view
             record = codec.decode(message.value() or b"")
+            headers = {key: value.decode() for key, value in message.headers() or []}
+            assert headers == {"deltalog.query": record["query"], "deltalog.registration": "0",
+                               "deltalog.tx_first": str(record["tx_first"]),
+                               "deltalog.tx_last": str(record["tx_last"])}
             add_into(view, {row_from_avro(record["values"]): record["weight"]})
     finally:
         consumer.close()

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from workers.config import WorkerConfig
 from workers.edn import dumps
@@ -37,6 +37,15 @@ from workers.kafka.views import MARKER, View, read_views
 log = logging.getLogger(__name__)
 
 PROBE_WAIT_S = 10.0  # longest one record takes to arrive from a broker holding it
+# A tick's last row is known at the next tick's first or at the end of what is committed,
+# which the reader learns from an empty fetch: the broker answers one after this long (its
+# default, 500 ms, would hold every tick's last row that long; an idle reader fetches 20
+# times a second instead of twice).
+FETCH_WAIT_MS = 50
+# Errors of a partition created a moment ago (no leader yet): asked again until it has one.
+PARTITION_READY_WAIT_S = 0.1
+NOT_READY = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+             KafkaError.UNKNOWN_TOPIC_OR_PART}
 READ_THE_VIEW = "read it without --from-beginning (the view, then the changes after it)"
 
 
@@ -132,8 +141,7 @@ def subscribe(config: WorkerConfig, query: str, poll_s: float = 0.5,
     with _changes_consumer(config, **{"auto.offset.reset": "error"}) as consumer:
         if not _created(consumer, topic, poll_s, stop_at_end, stop):
             return
-        start = int(consumer.get_watermark_offsets(TopicPartition(topic, 0),  # Step 1
-                                                   timeout=METADATA_TIMEOUT_S)[1])
+        start = _watermarks(consumer, topic)[1]  # Step 1
         offset = None if after is None else _resume_offset(
             consumer, AvroCodec("result_change", registry_for(config.registry_url)), topic,
             after, start)
@@ -200,8 +208,7 @@ def _from_beginning(consumer: Consumer, config: WorkerConfig, topic: str, poll_s
     (the low watermark is 0) and the first record a registration's first — a snapshot row (a
     registration writes its current result, or the row of no values when that is empty,
     before any change); else :class:`HeadGoneError`, before any row."""
-    low = int(consumer.get_watermark_offsets(TopicPartition(topic, 0),
-                                             timeout=METADATA_TIMEOUT_S)[0])
+    low = _watermarks(consumer, topic)[0]
     if low > 0:
         raise HeadGoneError(f"{topic}: retention deleted its records before offset {low}, so "
                             f"reading it from the beginning would miss changes; {READ_THE_VIEW}")
@@ -245,8 +252,7 @@ def _resume_offset(consumer: Consumer, codec: AvroCodec, topic: str, after: Posi
     retention deleted some of those changes or the query was registered anew since.  A binary
     search on the offsets below ``start`` (positions never go down along the stream): a few
     records read, not the history."""
-    low = int(consumer.get_watermark_offsets(TopicPartition(topic, 0),
-                                             timeout=METADATA_TIMEOUT_S)[0])
+    low = _watermarks(consumer, topic)[0]
     first = _probe(consumer, codec, topic, low, start)
     if low > 0 and (first is None or first[1] > after):
         return None  # what lay between ``after`` and the first record retained is gone
@@ -291,6 +297,21 @@ def _probe(consumer: Consumer, codec: AvroCodec, topic: str, offset: int, end: i
                        f"{PROBE_WAIT_S:.0f} s", code=ErrorCode.KAFKA)
 
 
+def _watermarks(consumer: Consumer, topic: str) -> tuple[int, int]:
+    """The first offset retention kept and the last stable offset of ``topic``'s partition,
+    once it has a leader (a results topic is read as soon as it exists)."""
+    deadline = time.monotonic() + METADATA_TIMEOUT_S
+    while True:
+        try:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0),
+                                                       timeout=METADATA_TIMEOUT_S)
+            return int(low), int(high)
+        except KafkaException as err:
+            if err.args[0].code() not in NOT_READY or time.monotonic() > deadline:
+                raise WorkersError(f"reading {topic}: {err}", code=ErrorCode.KAFKA) from err
+            time.sleep(PARTITION_READY_WAIT_S)
+
+
 def _created(consumer: Consumer, topic: str, poll_s: float, once: bool,
              stop: threading.Event | None) -> bool:
     """Wait for ``topic`` to exist (a query's results topic appears when a worker takes the
@@ -308,7 +329,8 @@ def _created(consumer: Consumer, topic: str, poll_s: float, once: bool,
 def _changes_consumer(config: WorkerConfig, **settings: str) -> Consumer:
     return Consumer(config.kafka(**{
         "group.id": f"deltalog-tail-{uuid.uuid4()}", "enable.auto.commit": False,
-        "isolation.level": "read_committed", "enable.partition.eof": True, **settings}))
+        "isolation.level": "read_committed", "enable.partition.eof": True,
+        "fetch.wait.max.ms": FETCH_WAIT_MS, **settings}))
 
 
 def _changes(consumer: Consumer, config: WorkerConfig, topic: str, start: int, poll_s: float,

@@ -97,12 +97,24 @@ def _parser() -> argparse.ArgumentParser:
     query.add_argument("--input", action="append", default=[], metavar="EDN",
                        help=INPUT_HELP)
 
-    tail = _command(commands, "tail", _tail, "print a query's committed change stream")
+    tail = _command(commands, "tail", _tail, "print a query's current result (its rows "
+                    "flagged as the snapshot), then every change committed after it")
     _kafka_options(tail)
     tail.add_argument("name")
     tail.add_argument("--view", action="store_true",
                       help="show the current result as a table (from the query's view topic)")
-    tail.add_argument("--json", action="store_true", help="one JSON object per changed row")
+    tail.add_argument("--json", action="store_true",
+                      help="one JSON object per row; store registration and tx_last of a row "
+                           "flagged last as your position")
+    tail.add_argument("--after", type=int, metavar="TX",
+                      help="resume after this transaction (with --registration): only the "
+                           "changes since, or the current result again (said on stderr) when "
+                           "they are no longer retained")
+    tail.add_argument("--registration", type=int, metavar="R",
+                      help="the registration of the position --after names")
+    tail.add_argument("--from-beginning", action="store_true",
+                      help="the raw change stream from its first record instead; refused once "
+                           "retention deleted its head")
 
     status = _command(commands, "status", _status,
                       "the fleet: workers, the queries each owns, progress and lag")
@@ -273,18 +285,31 @@ def _query(args: argparse.Namespace) -> int:
 
 
 def _tail(args: argparse.Namespace) -> int:
-    from workers.kafka.clients import follow
+    from workers.kafka.clients import Position, follow
     from workers.zset import signed
 
+    if (args.after is None) != (args.registration is None):
+        raise WorkersError("--after TX and --registration R name a position together",
+                           code=ErrorCode.USAGE)
+    if args.view and (args.after is not None or args.from_beginning):
+        raise WorkersError("--view starts from the view: no --after or --from-beginning",
+                           code=ErrorCode.USAGE)
+    if args.from_beginning and args.after is not None:
+        raise WorkersError("--from-beginning or --after, not both", code=ErrorCode.USAGE)
     if args.view:
         return _tail_view(args)
-    for change in follow(_config(args), args.name):
+    after = None if args.after is None else Position(args.registration, args.after)
+    for change in follow(_config(args), args.name, after=after,
+                         from_beginning=args.from_beginning):
         if args.json:
             print(json.dumps(change.as_json(args.name)), flush=True)
+        elif change.weight == 0:  # an empty snapshot
+            print(f"tx {change.tx_first}..{change.tx_last} no rows (snapshot)", flush=True)
         else:
             mark = " (snapshot)" if change.snapshot else ""
             print(f"tx {change.tx_first}..{change.tx_last} {signed(change.weight)} "
                   f"{dumps(change.row)}{mark}", flush=True)
+    print(f"{args.name} was registered anew: run tail again", file=sys.stderr)
     return 0
 
 

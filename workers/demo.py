@@ -193,7 +193,8 @@ def _check_committed(config: Any) -> str | None:
         states.append(list(database.db.datoms()))
     for name, text in LIVE_QUERIES.items():
         try:
-            check_change_stream(text, follow(config, name, stop_at_end=True), states)
+            check_change_stream(text, follow(config, name, stop_at_end=True,
+                                             from_beginning=True), states)
         except ChangeStreamMismatch as error:
             return f"{name}: {error}"
     return None
@@ -205,7 +206,8 @@ def _print_changes(config: Any, name: str, out: Callable[[str], None],
     from workers.kafka.clients import follow
 
     def run() -> None:
-        for count, change in enumerate(follow(config, name, stop=stop), 1):
+        rows = (change for change in follow(config, name, stop=stop) if change.weight)
+        for count, change in enumerate(rows, 1):  # not an empty snapshot's row of weight 0
             if count <= SHOWN_PER_QUERY:
                 out(f"{CLEAR_LINE}  {name:<10} tx {change.tx_first}..{change.tx_last} "
                     f"{signed(change.weight)} {dumps(change.row)}")

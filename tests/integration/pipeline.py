@@ -115,7 +115,9 @@ def wait_committed(config: WorkerConfig, queries: Sequence[str], tx_last: int,
 
 
 def committed_changes(config: WorkerConfig, query: str) -> list[Change]:
-    return list(follow(config, query, stop_at_end=True))
+    """Every change row the workers committed, from the stream's first record (the raw
+    history: what exactly-once is checked on, not a consumer's view-first reading)."""
+    return list(follow(config, query, stop_at_end=True, from_beginning=True))
 
 
 def reference_states(stream: Sequence[list[list[Any]]]) -> list[frozenset[tuple[Any, ...]]]:

@@ -1,5 +1,6 @@
 """The ``deltalog`` command line against the real broker: query add/ls/rm, tx (text and
-file), tail --json; a refused query exits non-zero with the parser's message."""
+file), tail --json (the view, or the raw stream from its beginning); a refused query exits
+non-zero with the parser's message."""
 
 from __future__ import annotations
 
@@ -46,9 +47,15 @@ def test_commands_drive_a_live_worker(kafka_bootstrap: str, tmp_path: Path) -> N
         wait_committed(config, ["tri"], 1, worker)  # commit before the retraction: its own tick
         assert deltalog(env, "tx", "[[:db/retract 1 :g/to 2]]").returncode == 0
         wait_committed(config, ["tri"], 2, worker)
-        assert _tail_json(env, "tri") == [
-            {"query": "tri", "row": "[1 2 3]", "weight": 1, "snapshot": False},
-            {"query": "tri", "row": "[1 2 3]", "weight": -1, "snapshot": False}]
+        # The raw stream: the registration's (empty) snapshot, the triangle in, then out.
+        assert _tail_json(env, "tri", "--from-beginning") == [
+            {"query": "tri", "row": "[]", "weight": 0, "snapshot": True, "last": True},
+            {"query": "tri", "row": "[1 2 3]", "weight": 1, "snapshot": False, "last": True},
+            {"query": "tri", "row": "[1 2 3]", "weight": -1, "snapshot": False, "last": True}]
+        # By default the view first: empty after tx 2 (the row of no values says so).
+        view = _tail_json(env, "tri")
+        assert view == [{"query": "tri", "row": "[]", "weight": 0, "snapshot": True,
+                         "last": True}]
     finally:
         worker.stop()
     assert deltalog(env, "query", "rm", "tri").returncode == 0
@@ -57,13 +64,13 @@ def test_commands_drive_a_live_worker(kafka_bootstrap: str, tmp_path: Path) -> N
     assert missing.returncode == 2 and "no query named 'tri'" in missing.stderr
 
 
-def _tail_json(env: dict[str, str], name: str) -> list[dict[str, object]]:
-    """The non-snapshot changes ``deltalog tail --json`` prints within a few seconds (it
-    follows forever, so it is stopped by the timeout)."""
+def _tail_json(env: dict[str, str], name: str, *flags: str) -> list[dict[str, object]]:
+    """The rows ``deltalog tail --json`` prints within a few seconds (it follows forever,
+    so it is stopped by the timeout)."""
     try:
-        output = deltalog(env, "tail", name, "--json", timeout_s=TAIL_S).stdout
+        output = deltalog(env, "tail", name, "--json", *flags, timeout_s=TAIL_S).stdout
     except subprocess.TimeoutExpired as stopped:
         output = stopped.stdout.decode() if isinstance(stopped.stdout, bytes) else stopped.stdout
     changes = [json.loads(line) for line in (output or "").splitlines()]
-    return [{k: change[k] for k in ("query", "row", "weight", "snapshot")}
-            for change in changes if not change["snapshot"]]
+    return [{k: change[k] for k in ("query", "row", "weight", "snapshot", "last")}
+            for change in changes]

@@ -286,8 +286,9 @@ def _wait_compacted(config: WorkerConfig, datoms: Any) -> None:
 
 
 def _integrated(config: WorkerConfig, query: str) -> dict[Any, int]:
+    """The change stream integrated from its first record (what compaction breaks)."""
     view: dict[Any, int] = {}
-    for change in follow(config, query, stop_at_end=True):
+    for change in follow(config, query, stop_at_end=True, from_beginning=True):
         add_into(view, {change.row: change.weight})
     return view
 

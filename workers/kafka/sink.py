@@ -36,9 +36,14 @@ HUNG_EXIT_CODE = 75  # EX_TEMPFAIL: restart me
 # of change and view records took ~33 MB more than one of this size, and glibc kept it after
 # the queue drained; the big ticks were no slower (docs/fleet.md, "Worker memory").
 QUEUE_MAX_RECORDS = 10_000
-# Header of every change row: the registration it belongs to, so that a subscriber can tell
-# the changes after its snapshot from those of an earlier registration of the same name.
+# Headers of every change and view record (docs/pipeline.md, "The record contract"), decimal
+# text but the query's name: the registration it belongs to, so that a subscriber can tell
+# the changes after its snapshot from those of an earlier registration of the same name, and
+# the tick's transactions, so that any client can route and position a record unread.
+QUERY_HEADER = "deltalog.query"
 REGISTRATION_HEADER = "deltalog.registration"
+TX_FIRST_HEADER = "deltalog.tx_first"
+TX_LAST_HEADER = "deltalog.tx_last"
 log = logging.getLogger(__name__)
 
 
@@ -81,7 +86,7 @@ class ResultSink(Closing):
                       self._changes.encode({"query": query, "values": values, "weight": weight,
                                             "tx_first": tx_first, "tx_last": tx_last,
                                             "snapshot": snapshot}),
-                      [(REGISTRATION_HEADER, str(registration).encode())])
+                      _headers(query, registration, tx_last, tx_first))
         return key
 
     def view(self, query: str, registration: int, row: Row, weight: int, tx_last: int,
@@ -91,12 +96,13 @@ class ResultSink(Closing):
         self._produce(self._topics.view(query),
                       key or self._keys.encode({"values": row_to_avro(row)}),
                       self._views.encode(view_row(query, row, weight, tx_last, registration))
-                      if weight else None)
+                      if weight else None, _headers(query, registration, tx_last))
 
     def view_marker(self, query: str, registration: int, tx_last: int) -> None:
         """The last record of the tick in the view topic: the view is complete at tx_last."""
         self._produce(self._topics.view(query), self._keys.encode({"values": row_to_avro(MARKER)}),
-                      self._views.encode(view_row(query, MARKER, 0, tx_last, registration)))
+                      self._views.encode(view_row(query, MARKER, 0, tx_last, registration)),
+                      _headers(query, registration, tx_last))
 
     def progress(self, query: str, registration: int, tx_last: int) -> None:
         self._produce(self._topics.progress, query.encode(), self._progress.encode(
@@ -184,6 +190,16 @@ class ResultSink(Closing):
                 method(*args)
         except KafkaException as err:
             raise _failed(err) from err
+
+
+def _headers(query: str, registration: int, tx_last: int, tx_first: int | None = None
+             ) -> list[tuple[str, str | bytes | None]]:
+    """The headers of a change (``tx_first`` given) or view record."""
+    headers: list[tuple[str, str | bytes | None]] = [
+        (QUERY_HEADER, query.encode()), (REGISTRATION_HEADER, str(registration).encode())]
+    if tx_first is not None:
+        headers.append((TX_FIRST_HEADER, str(tx_first).encode()))
+    return [*headers, (TX_LAST_HEADER, str(tx_last).encode())]
 
 
 def _failed(err: KafkaException) -> TransactionFailed:

@@ -90,7 +90,7 @@ from workers.kafka.messages import Row, row_from_avro, transaction_from_avro
 from workers.kafka.sink import ResultSink, TransactionFailed
 from workers.kafka.source import TxRecord, TxSource
 from workers.kafka.topics import Topics, check_query_name, create, ensure_topics
-from workers.kafka.views import View, read_views
+from workers.kafka.views import MARKER, View, read_views
 from workers.runtime.backpressure import TickSize, resident_bytes
 from workers.runtime.checkpoint import Snapshots, SnapshotStore
 from workers.runtime.faults import crash_point
@@ -442,7 +442,10 @@ class Worker(Closing):
             sink.begin()
             for query, (at, rows) in output.snapshots.items():
                 registration = self._queries[query].offset
-                for row, weight in rows.items():
+                # A registration's first record is a snapshot row, even when its result is
+                # empty (the row of no values, weight 0): a reader from offset 0 can tell
+                # that retention deleted nothing of its change stream (subscription.py).
+                for row, weight in (rows or {MARKER: 0}).items():
                     sink.change(query, registration, row, weight, at, at, snapshot=True)
             for query, (held, view) in output.replaced.items():
                 self._write_view(query, self._views.replaced(

@@ -341,8 +341,8 @@ class Engine:
             self.schema = normalised.schema
             if normalised.tempids:
                 self.tempids[tx_ids[position]] = normalised.tempids
-            pending.update(normalised.delta)
-        return self.db.encode(dict(pending.datoms())), refused
+            pending.update(self.db.encode(normalised.delta))
+        return dict(pending.datoms()), refused
 
     def _read(self, batch: BatchOps) -> None:
         """Under ``executor=spark``: fetch the datoms normalising ``batch`` reads (and step
@@ -475,6 +475,8 @@ class Engine:
 
     def _affected(self, attributes: set[Any]) -> list[str]:
         names = set(self._any_attribute)
+        if self.schema.component_attributes():  # a pulled component reads any attribute
+            names.update(name for name, q in self._queries.items() if q.pulling is not None)
         for attribute in attributes:
             names |= self._by_attribute.get(attribute, set())
         return sorted(names)

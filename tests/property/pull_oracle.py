@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from edn_format import ImmutableList
@@ -22,22 +23,35 @@ Datom = tuple[Any, Any, Any]
 
 
 def pulled_from_scratch(query: str, datoms: Iterable[Datom], cardinality_one: Collection[Any],
-                        refs: Collection[Any] = (), inputs: Sequence[Any] = ()
-                        ) -> dict[tuple[Any, ...], int]:
+                        refs: Collection[Any] = (), inputs: Sequence[Any] = (),
+                        components: Collection[Any] = ()) -> dict[tuple[Any, ...], int]:
     """The query's result as a bag: rows of equal maps add up."""
     datoms = set(datoms)
     compiled = compile_query(query, inputs)
     pulls = {i: e.pattern for i, e in enumerate(compiled.find) if isinstance(e, Pull)}
     out: Counter[tuple[Any, ...]] = Counter()
     for row, weight in evaluate_from_scratch(query, datoms, inputs).items():
-        out[tuple(pull(datoms, cardinality_one, refs, pulls[i], x) if i in pulls else x
+        out[tuple(pull(datoms, Schema(cardinality_one, refs, components), pulls[i], x)
+                  if i in pulls else x
                   for i, x in enumerate(row))] += weight
     return dict(out)
 
 
-def pull(datoms: set[Datom], one: Collection[Any], refs: Collection[Any], pattern: Any,
-         entity: Any) -> Any:
-    """One entity's map (None when empty), as the pull documentation describes it."""
+@dataclass(frozen=True)
+class Schema:
+    """What the pull reads of the schema: the cardinality-one, ref and component attributes."""
+
+    one: Collection[Any]
+    refs: Collection[Any]
+    components: Collection[Any] = ()
+
+
+EVERYTHING = PullPattern(True, ())
+
+
+def pull(datoms: set[Datom], schema: Schema, pattern: Any, entity: Any) -> Any:
+    """One entity's map (None when empty), as the pull documentation describes it: a
+    component pulled whole (``[*]``) unless a map spec says otherwise, its reverse one map."""
     assert isinstance(pattern, PullPattern)
     out: dict[Any, Any] = {}
     explicit = {s.attribute for s in pattern.attrs if not s.reverse}
@@ -45,7 +59,7 @@ def pull(datoms: set[Datom], one: Collection[Any], refs: Collection[Any], patter
         if DB_ID not in explicit:
             out[DB_ID] = entity
         for a in sorted({a for e, a, _ in datoms if e == entity} - explicit, key=value_order):
-            out[a] = _show(datoms, one, refs, AttrSpec(a, False, a),
+            out[a] = _show(datoms, schema, AttrSpec(a, False, a),
                            [v for e, b, v in datoms if e == entity and b == a])
     for spec in pattern.attrs:
         if spec.attribute == DB_ID:
@@ -55,7 +69,7 @@ def pull(datoms: set[Datom], one: Collection[Any], refs: Collection[Any], patter
             values = [e for e, a, v in datoms if a == spec.attribute and v == entity]
         else:
             values = [v for e, a, v in datoms if e == entity and a == spec.attribute]
-        shown = _show(datoms, one, refs, spec, values)
+        shown = _show(datoms, schema, spec, values)
         if shown is not None:
             out[spec.key] = shown
         elif spec.has_default:
@@ -63,16 +77,17 @@ def pull(datoms: set[Datom], one: Collection[Any], refs: Collection[Any], patter
     return PulledMap(out) if out else None
 
 
-def _show(datoms: set[Datom], one: Collection[Any], refs: Collection[Any], spec: AttrSpec,
-          values: list[Any]) -> Any:
-    many = spec.reverse or spec.attribute not in one
+def _show(datoms: set[Datom], schema: Schema, spec: AttrSpec, values: list[Any]) -> Any:
+    component = spec.attribute in schema.components
+    many = not component if spec.reverse else spec.attribute not in schema.one
     values = sorted(values, key=value_order)
     if many and spec.limit is not None:
         values = values[:spec.limit]
-    if spec.pattern is not None:
-        items = [pull(datoms, one, refs, spec.pattern, v) for v in values if is_entity_id(v)]
+    pattern = spec.pattern or (EVERYTHING if component and not spec.reverse else None)
+    if pattern is not None:
+        items = [pull(datoms, schema, pattern, v) for v in values if is_entity_id(v)]
         items = [m for m in items if m is not None]
-    elif spec.reverse or spec.attribute in refs:
+    elif spec.reverse or spec.attribute in schema.refs:
         items = [PulledMap({DB_ID: v}) for v in values]
     else:
         items = values

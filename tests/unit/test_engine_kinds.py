@@ -176,9 +176,6 @@ def test_count_distinct_emits_minus_old_plus_new_when_a_kind_leaves() -> None:
     assert made.result("q") == {(1,): 1}
 
 
-@pytest.mark.xfail(strict=True, reason="known limitation (docs/semantics.md): normalisation "
-                   "compares 1, 1.0 and true as Python does within a transaction and between "
-                   "the transactions of one batch (workers/db, workers/arrangements/pending.py)")
 @pytest.mark.parametrize("bulk_datoms", [10**9, 1], ids=["one-by-one", "bulk"])
 def test_a_batch_adds_1_and_true_as_two_datoms(bulk_datoms: int) -> None:
     made = Engine(bulk_datoms=bulk_datoms)

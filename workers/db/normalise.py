@@ -31,9 +31,10 @@ from typing import Any, Protocol
 from workers.db.resolve import resolve
 from workers.db.schema import SCHEMA_ATTRIBUTES, UNSUPPORTED_ATTRIBUTES, Attribute, Schema
 from workers.db.tx import Datom, TxOps
-from workers.db.values import VALUE_TYPES, kind, same_value, type_name
+from workers.db.values import VALUE_TYPES, type_name
 from workers.edn import dumps
 from workers.errors import ErrorCode, TransactionError
+from workers.zset.row import Row, same, value_key
 
 
 class DatabaseReader(Protocol):
@@ -67,16 +68,16 @@ def normalise(ops: TxOps, db: DatabaseReader, schema: Schema, tx: int) -> Normal
     resolved = resolve(ops, db, schema, tx)
     ops = resolved.ops
     # Step 1: what retractions of attributes and entities retract.
-    retracts = set(ops.retracts)
+    retracts = set(map(Row, ops.retracts))  # datoms as Rows: 1, 1.0 and true stay apart
     for e, a in ops.retract_attributes:
-        retracts.update((e, a, v) for v in db.values(e, a))
+        retracts.update(Row((e, a, v)) for v in db.values(e, a))
     if ops.retract_entities:
         retracts |= _entity_retractions(ops.retract_entities, db, schema)
-    adds = set(ops.adds)
+    adds = set(map(Row, ops.adds))
     # Step 2: compare and swap.
     for e, a, old, new in ops.cas:
         _compare(e, a, old, new, db)
-        adds.add((e, a, new))  # a cardinality-one attribute's old value goes in step 5
+        adds.add(Row((e, a, new)))  # a cardinality-one attribute's old value goes in step 5
     # Steps 3-5.
     _refuse_conflicts(adds, retracts)
     schema_retracts = [d for d in retracts if d[1] in SCHEMA_ATTRIBUTES and db.has(d)]
@@ -113,18 +114,18 @@ def _entity_retractions(entities: list[Any], db: DatabaseReader, schema: Schema
             continue
         seen.add(e)
         for datom in db.entity_datoms(e):
-            retracts.add(datom)
+            retracts.add(Row(datom))
             if datom[1] in components:
                 todo.append(datom[2])
         for a in schema.ref_attributes():
-            retracts.update(db.referrers(e, a))
+            retracts.update(map(Row, db.referrers(e, a)))
     return retracts
 
 
 def _compare(e: Any, a: Any, old: Any, new: Any, db: DatabaseReader) -> None:
     """Refuse the transaction unless ``e``'s ``a`` is ``old`` (None: no value) now."""
     now = list(db.values(e, a))
-    if (not now) if old is None else any(same_value(old, x) for x in now):
+    if (not now) if old is None else any(same(old, x) for x in now):
         return
     held = ", ".join(sorted(map(dumps, now))) or "no value"
     raise TransactionError(f"compare-and-swap failed: [:db/cas {dumps(e)} {dumps(a)} "
@@ -153,18 +154,18 @@ def _check_schema_change(old: Schema, new: Schema, db: DatabaseReader) -> None:
 def _check_data(attribute: Any, declared: Attribute, checks: list[str],
                 db: DatabaseReader) -> None:
     values_of: dict[Any, Any] = {}
-    owners: dict[tuple[Any, Any], Any] = {}
+    owners: dict[Any, Any] = {}
     valid = VALUE_TYPES.get(declared.value_type)
     for e, _, v in db.attribute_datoms(attribute):
-        if "one" in checks and values_of.setdefault(e, v) is not v and not same_value(
+        if "one" in checks and values_of.setdefault(e, v) is not v and not same(
                 values_of[e], v):
             raise TransactionError(f"cannot make {dumps(attribute)} :db.cardinality/one: "
                                    f"entity {dumps(e)} holds several values "
                                    f"({dumps(values_of[e])}, {dumps(v)})",
                                    code=ErrorCode.SCHEMA, form=attribute)
-        if "unique" in checks and owners.setdefault((kind(v), v), e) != e:
+        if "unique" in checks and owners.setdefault(value_key(v), e) != e:
             raise TransactionError(f"cannot make {dumps(attribute)} unique: the value "
-                                   f"{dumps(v)} is held by entities {dumps(owners[kind(v), v])} "
+                                   f"{dumps(v)} is held by entities {dumps(owners[value_key(v)])} "
                                    f"and {dumps(e)}", code=ErrorCode.SCHEMA, form=attribute)
         if "type" in checks and valid is not None and not valid(v):
             raise TransactionError(f"cannot declare {dumps(attribute)} :db/valueType "
@@ -176,16 +177,16 @@ def _check_data(attribute: Any, declared: Attribute, checks: list[str],
 def _check_unique(delta: dict[Datom, int], db: DatabaseReader, schema: Schema) -> None:
     """Step 6: each unique value asserted is held by one entity after the transaction."""
     unique = schema.unique_attributes()
-    asserted: dict[tuple[Any, Any, Any], Any] = {}
+    asserted: dict[tuple[Any, Any], Any] = {}
     for datom, weight in delta.items():
         e, a, v = datom
         if weight < 0 or a not in unique:
             continue
-        key = (a, kind(v), v)
+        key = (a, value_key(v))
         other = asserted.setdefault(key, e)
         if other == e:
             others = [x for x, _, held in db.referrers(v, a)
-                      if x != e and kind(held) is kind(v) and delta.get((x, a, held), 0) >= 0]
+                      if x != e and same(held, v) and delta.get(Row((x, a, held)), 0) >= 0]
             if not others:
                 continue
             other = others[0]
@@ -202,7 +203,7 @@ def check_plain(ops: TxOps, schema: Schema) -> tuple[set[Datom], set[Datom]]:
     """A plain transaction's added and retracted datoms, or the :class:`TransactionError`
     :func:`normalise` raises for it — the same checks in the same order on the same sets
     (an empty database stands in: none of them reads it)."""
-    adds, retracts = set(ops.adds), set(ops.retracts)
+    adds, retracts = set(map(Row, ops.adds)), set(map(Row, ops.retracts))
     _refuse_conflicts(adds, retracts)
     attributes = [schema[a] for a in set(map(_ATTRIBUTE, adds))]
     if any(attribute.value_type is not None for attribute in attributes):
@@ -267,5 +268,5 @@ def _cardinality_one_retractions(adds: set[Datom], db: DatabaseReader,
             raise TransactionError(f"datoms conflict: {first} and {second} assert two values "
                                    f"for cardinality-one {dumps(a)}", code=ErrorCode.TX_CONFLICT,
                                    form=datom)
-        retracts.update((e, a, old) for old in db.values(e, a) if old != v)
+        retracts.update(Row((e, a, old)) for old in db.values(e, a) if not same(old, v))
     return retracts

@@ -47,9 +47,10 @@ from workers.db.tx import (
     parse_entity,
     parse_value,
 )
-from workers.db.values import LONG_MIN, kind
+from workers.db.values import LONG_MIN
 from workers.edn import dumps, show
 from workers.errors import ErrorCode, TransactionError
+from workers.zset.row import same, value_key
 
 if TYPE_CHECKING:  # normalise resolves first: it imports this module
     from workers.db.normalise import DatabaseReader
@@ -163,7 +164,7 @@ class _Lookups:
                                    "unique attribute (:db/unique)", code=ErrorCode.TX_LOOKUP,
                                    form=_form(ref))
         for e, _, v in self.db.referrers(ref.value, ref.attribute):
-            if kind(v) is kind(ref.value):
+            if same(v, ref.value):
                 return e
         raise TransactionError(f"lookup ref {_show(ref)} names no entity",
                                code=ErrorCode.TX_LOOKUP, form=_form(ref))
@@ -175,10 +176,10 @@ def _identities(adds: list[Datom], db: DatabaseReader, schema: Schema) -> dict[A
     identity = {a for a in schema.unique_attributes() if schema[a].identity}
     if not identity:
         return {}
-    holders: dict[tuple[Any, Any, Any], list[Any]] = {}  # (a, kind, v) -> who asserts it
+    holders: dict[tuple[Any, Any], list[Any]] = {}  # (a, v) kept apart by kind -> who
     for e, a, v in adds:
         if a in identity and type(v) is not TempId:
-            holders.setdefault((a, kind(v), v), []).append(e)
+            holders.setdefault((a, value_key(v)), []).append(e)
     parent: dict[Any, Any] = {}
 
     def root(t: Any) -> Any:
@@ -187,7 +188,8 @@ def _identities(adds: list[Datom], db: DatabaseReader, schema: Schema) -> dict[A
         return t
 
     owner: dict[Any, tuple[Any, tuple[Any, Any]]] = {}  # root -> (entity, (a, v) naming it)
-    for (a, value_kind, v), entities in holders.items():
+    for (a, key), entities in holders.items():
+        v = key[0]
         tempids = [e for e in entities if type(e) is TempId]
         if not tempids:
             continue
@@ -195,7 +197,7 @@ def _identities(adds: list[Datom], db: DatabaseReader, schema: Schema) -> dict[A
         for t in tempids[1:]:
             parent[root(t)] = first
         named = [e for e in entities if type(e) is not TempId]
-        named += [e for e, _, held in db.referrers(v, a) if kind(held) is value_kind]
+        named += [e for e, _, held in db.referrers(v, a) if same(held, v)]
         for e in named:
             found = owner.get(first)
             if found is not None and found[0] != e:

@@ -54,16 +54,3 @@ def type_name(x: Any) -> str:
         return "keyword"
     return {int: "long", float: "double", str: "string"}.get(type(x), type(x).__name__)
 
-
-def kind(x: Any) -> type | None:
-    """What tells values Python finds equal apart: ``1``, ``1.0`` and ``true`` are three
-    values (Datomic's long, double and boolean); other types compare as they are."""
-    return type(x) if type(x) in _NUMERIC_KINDS else None
-
-
-_NUMERIC_KINDS = (bool, int, float)
-
-
-def same_value(x: Any, y: Any) -> bool:
-    """Equal and of one kind: Clojure's ``=`` on the values a datom may hold."""
-    return x == y and kind(x) is kind(y)

@@ -106,6 +106,9 @@ def attributes_read(pattern: PullPattern) -> tuple[Any, ...] | None:
                                 *sorted(SCHEMA_ATTRIBUTES, key=value_order)]))
 
 
+EVERYTHING = PullPattern(True, ())  # [*]: how a component is pulled
+
+
 class PullReader:
     """Pulls over the database as it stands (value ids inside, values out)."""
 
@@ -152,13 +155,17 @@ class PullReader:
         return [self.db.ids.value(x) for x in self.db.state.propose(order, (entity, attribute))]
 
     def _shown(self, spec: AttrSpec, values: list[Any]) -> Any:
-        """The values as the map holds them, or None when there is nothing to show."""
-        many = spec.reverse or not self.schema[spec.attribute].cardinality_one
+        """The values as the map holds them, or None when there is nothing to show.  A
+        component is pulled whole (``[*]``, recursively) unless the spec says otherwise, and
+        has one owner: its reverse attribute is one map, not a vector (Datomic's pull)."""
+        declared = self.schema[spec.attribute]
+        many = (not declared.component) if spec.reverse else not declared.cardinality_one
         values.sort(key=value_order)
         if many and spec.limit is not None:
             values = values[:spec.limit]
-        if spec.pattern is not None:
-            pattern = spec.pattern
+        pattern = spec.pattern or (EVERYTHING if declared.component and not spec.reverse
+                                   else None)
+        if pattern is not None:
             items = [m for v in values if is_entity_id(v) and (m := self.pull(pattern, v))]
         elif spec.reverse or self.schema.is_ref(spec.attribute):
             items = [PulledMap({DB_ID: v}) for v in values]
@@ -167,6 +174,19 @@ class PullReader:
         if not items:
             return None
         return ImmutableList(items) if many else items[0]
+
+    def _owners(self, entity: int, components: set[int]) -> set[int]:
+        """The entities ``entity`` is a component of, directly or not (ids)."""
+        owners: set[int] = set()
+        stack = [entity]
+        while stack and components:
+            part = stack.pop()
+            for attribute in components:
+                for owner in self.db.state.propose(VAE, (part, attribute)):
+                    if owner not in owners:
+                        owners.add(owner)
+                        stack.append(owner)
+        return owners
 
     def roots(self, pattern: PullPattern, delta: IdDelta) -> set[Any] | None:
         """The entities whose map under ``pattern`` the tick's ``delta`` may have changed
@@ -179,8 +199,13 @@ class PullReader:
         schema = {lookup(a) for a in SCHEMA_ATTRIBUTES}
         read = set().union(*forward, *backward) - {None}
         wildcard = any(n.pattern.wildcard for n in nodes)
+        components = {lookup(a) for a in self.schema.component_attributes()} - {None}
+        # The nodes that pull components whole: a change inside one changes its owners' maps.
+        expanding = [i for i, n in enumerate(nodes) if components and (
+            n.pattern.wildcard or any(lookup(s.attribute) in components and s.pattern is None
+                                      for s in n.pattern.attrs if not s.reverse))]
         seeds: set[tuple[int, int]] = set()
-        for x, a, y in _datoms(delta, None if wildcard else read | schema):
+        for x, a, y in _datoms(delta, None if wildcard or expanding else read | schema):
             if a in schema and (wildcard or x in read):  # how an attribute read reads
                 return None
             for i, node in enumerate(nodes):
@@ -188,6 +213,7 @@ class PullReader:
                     seeds.add((i, x))
                 if a in backward[i]:
                     seeds.add((i, y))
+            seeds.update((i, owner) for owner in self._owners(x, components) for i in expanding)
         found: set[Any] = set()
         seen, stack = set(seeds), list(seeds)
         while stack:

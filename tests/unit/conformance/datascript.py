@@ -44,6 +44,7 @@ OTHER_SOURCE = "sources other than $: deltalog queries its one database"
 DB_ADD, DB_RETRACT_ENTITY = edn.keyword("db/add"), edn.keyword("db/retractEntity")
 CARDINALITY, ONE = edn.keyword("db/cardinality"), edn.keyword("db.cardinality/one")
 VALUE_TYPE, REF = edn.keyword("db/valueType"), edn.keyword("db.type/ref")
+IS_COMPONENT = edn.keyword("db/isComponent")
 
 
 @dataclass(frozen=True)
@@ -128,7 +129,8 @@ def from_scratch(case: Case, datoms: list[tuple[Any, Any, Any]]) -> dict[tuple[A
     shares no code with the engine: the schema it needs is read from the datoms."""
     one = {e for e, a, v in datoms if (a, v) == (CARDINALITY, ONE)}
     refs = {e for e, a, v in datoms if (a, v) == (VALUE_TYPE, REF)}
-    return pulled_from_scratch(case.query, datoms, one, refs, case.arguments())
+    components = {e for e, a, v in datoms if a == IS_COMPONENT and v is True}
+    return pulled_from_scratch(case.query, datoms, one, refs, case.arguments(), components)
 
 
 def perturbations(engine: Engine) -> list[Forms]:

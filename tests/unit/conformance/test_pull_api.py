@@ -14,15 +14,17 @@ from tests.unit.conformance.datascript import (
 )
 
 SOURCE = "pull_api.cljc"
-# Datascript's schema, its default cardinality one spelled out; no :db/isComponent.
+# Datascript's schema, its default cardinality one spelled out.
 SCHEMA = ("[{:db/ident :name :db/cardinality :db.cardinality/one} "
           "{:db/ident :aka :db/cardinality :db.cardinality/many} "
           "{:db/ident :child :db/cardinality :db.cardinality/many :db/valueType :db.type/ref} "
           "{:db/ident :friend :db/cardinality :db.cardinality/many :db/valueType :db.type/ref} "
           "{:db/ident :enemy :db/cardinality :db.cardinality/many :db/valueType :db.type/ref} "
           "{:db/ident :father :db/cardinality :db.cardinality/one :db/valueType :db.type/ref} "
-          "{:db/ident :part :db/cardinality :db.cardinality/many :db/valueType :db.type/ref} "
-          "{:db/ident :spec :db/cardinality :db.cardinality/one :db/valueType :db.type/ref}]")
+          "{:db/ident :part :db/cardinality :db.cardinality/many :db/valueType :db.type/ref "
+          ":db/isComponent true} "
+          "{:db/ident :spec :db/cardinality :db.cardinality/one :db/valueType :db.type/ref "
+          ":db/isComponent true}]")
 DATOMS = """[1 :name "Petr"] [1 :aka "Devil"] [1 :aka "Tupen"] [2 :name "David"]
   [3 :name "Thomas"] [4 :name "Lucy"] [5 :name "Elizabeth"] [6 :name "Matthew"]
   [7 :name "Eunan"] [8 :name "Kerri"] [9 :name "Rebecca"] [1 :child 2] [1 :child 3]
@@ -50,8 +52,6 @@ RECURSION_DB = ("[{:db/ident :friend :db/valueType :db.type/ref :db/cardinality 
                 ":db/cardinality :db.cardinality/one}]",
                 "[{:db/id 1 :friend 2} {:db/id 2 :enemy 3} {:db/id 3 :friend 4} "
                 "{:db/id 4 :enemy 5} {:db/id 5 :friend 6} {:db/id 6 :enemy 7}]")
-COMPONENTS = ("components: the schema has no :db/isComponent, so a component is pulled as "
-              "{:db/id n} (not expanded) and its reverse attribute is a vector")
 RECURSION = "recursive pull patterns ({:friend ...}, {:friend 2}): refused"
 
 
@@ -92,12 +92,11 @@ CASES = [
          "[:name {:_father [:name]}]", 1,
          '{:name "Petr" :_father [{:name "David"} {:name "Thomas"}]}'),
     pull("test-pull-component-attr Component entities are expanded recursively",
-         "[:name :part]", 10, PARTS, differs=COMPONENTS),
+         "[:name :part]", 10, PARTS),
     pull("test-pull-component-attr Reverse component references yield a single result",
-         "[:name :_part]", 11, '{:name "Part A.A" :_part {:db/id 10}}', differs=COMPONENTS),
+         "[:name :_part]", 11, '{:name "Part A.A" :_part {:db/id 10}}'),
     pull("test-pull-component-attr Reverse component references yield a single result",
-         "[:name {:_part [:name]}]", 11, '{:name "Part A.A" :_part {:name "Part A"}}',
-         differs=COMPONENTS),
+         "[:name {:_part [:name]}]", 11, '{:name "Part A.A" :_part {:name "Part A"}}'),
     pull("test-pull-wildcard", "[*]", 1,
          '{:db/id 1 :name "Petr" :aka ["Devil" "Tupen"] :child [{:db/id 2} {:db/id 3}]}'),
     pull("test-pull-wildcard", "[* :_child]", 2,

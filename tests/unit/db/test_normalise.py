@@ -125,9 +125,6 @@ def test_values_of_different_kinds_are_different_datoms_across_transactions(befo
     assert _typed(TxDb(*before).transact(tx)) == delta
 
 
-@pytest.mark.xfail(strict=True, reason="known limitation (docs/semantics.md): a transaction "
-                   "compares 1, 1.0 and true as Python does: one value inside it, and a "
-                   "cardinality-one assertion keeps an equal value of another kind")
 @pytest.mark.parametrize(("before", "tx", "delta"), [
     case([], "[[:db/add 1 :x 1] [:db/add 1 :x true]]",
          {(1, X, 1, "int"): 1, (1, X, True, "bool"): 1}),

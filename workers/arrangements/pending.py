@@ -40,7 +40,7 @@ class PendingReader:
         key = self._ids(datom)
         if key is None:  # a value never numbered is in no datom
             return False
-        change = self.pending.weight(key)
+        change = self.pending.weight((key[0], key[1], key[2]))
         return change > 0 if change else self.state.state.weight(EAV, key) > 0
 
     def values(self, e: Any, a: Any) -> Iterator[Any]:

@@ -199,7 +199,8 @@ class PullReader:
         schema = {lookup(a) for a in SCHEMA_ATTRIBUTES}
         read = set().union(*forward, *backward) - {None}
         wildcard = any(n.pattern.wildcard for n in nodes)
-        components = {lookup(a) for a in self.schema.component_attributes()} - {None}
+        components = {i for i in map(lookup, self.schema.component_attributes())
+                      if i is not None}
         # The nodes that pull components whole: a change inside one changes its owners' maps.
         expanding = [i for i, n in enumerate(nodes) if components and (
             n.pattern.wildcard or any(lookup(s.attribute) in components and s.pattern is None

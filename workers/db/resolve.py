@@ -113,6 +113,37 @@ def resolve(ops: TxOps, db: DatabaseReader, schema: Schema, tx: int) -> Resolved
     return Resolved(resolved, {t.name: i for t, i in final.items() if t.name is not None})
 
 
+def named(ops: TxOps, schema: Schema) -> tuple[list[Any], list[Any]]:
+    """What resolving and normalising ``ops`` reads, before it does (a Spark window fetches
+    it): the entities its ops name by id, and the values whose owners it looks up — lookup
+    refs' and unique attributes' (a map's too, expanded)."""
+    adds = list(ops.adds)
+    for form in ops.maps:
+        _expand(form, schema, adds)
+    unique = schema.unique_attributes()
+    entities: list[Any] = []
+    values: list[Any] = []
+
+    def entity(x: Any) -> None:
+        if type(x) is LookupRef:
+            values.append(x.value)
+        elif type(x) is not TempId and x is not None:
+            entities.append(x)
+
+    for e, a, v in adds + ops.retracts:
+        entity(e)
+        if type(v) is LookupRef:
+            values.append(v.value)
+        elif a in unique:
+            values.append(v)
+    for e, _, old, new in ops.cas:
+        entity(e)
+        values += [x.value for x in (old, new) if type(x) is LookupRef]
+    for e in [e for e, _ in ops.retract_attributes] + ops.retract_entities:
+        entity(e)
+    return entities, values
+
+
 def _allocate(tx: int, n: int) -> int:
     if not 0 <= tx < TX_LIMIT:
         raise TransactionError(f"transaction number {tx} is beyond {TX_LIMIT - 1}: it cannot "

@@ -249,20 +249,21 @@ class SparkExecutor:
         self._speculated = self._pulled = None
 
     def fetch(self, forward: Ints, backward: Ints, pairs: Ints, triples: Ints,
-              hops: int = 0) -> tuple[Ids, Ids, Ids]:
+              hops: int = 0, attributes: Ints | None = None) -> tuple[Ids, Ids, Ids]:
         """The datoms of the entities ``forward`` and those pointing at the ids ``backward``
         (then ``hops`` more steps along what they hold), those under the ``(e, a)`` rows of
-        ``pairs`` and the present ones of the ``(e, a, v)`` rows of ``triples``, in no
-        order: one job, keyed by entity over the shares when the request is large — or
+        ``pairs``, the present ones of the ``(e, a, v)`` rows of ``triples`` and every datom
+        of the ``attributes``, in no order: one job, keyed by entity over the shares when the request is large — or
         none, when the tick's step was done ahead and read it already (pulls)."""
         pulled, manifest = self._pulled, self.manifest()
         self.forget_step()
-        if pulled is not None and pulled.answers((manifest.epoch, manifest.version), forward,
-                                                 backward, pairs, triples, hops):
+        if attributes is None and pulled is not None and pulled.answers(
+                (manifest.epoch, manifest.version), forward, backward, pairs, triples, hops):
             return pulled.datoms
+        wanted = np.zeros(0, np.int64) if attributes is None else attributes
         size = len(forward) + len(backward) + len(pairs) + len(triples)
-        shares = self.shares if hops == 0 and size >= self.split_datoms else 1
-        request = Fetch(manifest, forward, backward, hops, shares, pairs, triples)
+        shares = self.shares if hops == 0 and (size >= self.split_datoms or len(wanted)) else 1
+        request = Fetch(manifest, forward, backward, hops, shares, pairs, triples, wanted)
         with self.jobs.action(f"read of {size} entities"):
             table = self._shares(shares).mapInArrow(partial(tasks.fetch, request),
                                                     schema(3)).toArrow()

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from itertools import pairwise
 from typing import Any
@@ -132,8 +132,9 @@ class Fetch:
     """Datoms the driver asks for: those whose entity is one of ``forward`` and those whose
     value is one of ``backward`` (ids); then, ``hops`` times, those of every entity or value
     the datoms found so far hold (one share only: a hop crosses shares).  Besides, those
-    under each ``(e, a)`` row of ``pairs``, and each ``(e, a, v)`` row of ``triples`` that
-    is present."""
+    under each ``(e, a)`` row of ``pairs``, each ``(e, a, v)`` row of ``triples`` that
+    is present, and every datom of the ``attributes`` (a schema change checks their data;
+    keyed by entity like the rest, so each share reads its own entities' datoms)."""
 
     manifest: Manifest
     forward: Ints
@@ -142,6 +143,7 @@ class Fetch:
     shares: int
     pairs: Ints
     triples: Ints
+    attributes: Ints = field(default_factory=lambda: np.zeros(0, np.int64))
 
 
 @dataclass(frozen=True, slots=True)
@@ -372,9 +374,20 @@ def _fetched(db: ArrangementRegistry, request: Fetch, share: Share) -> tuple[Int
     pairs = request.pairs[share.keys(request.pairs[:, 0])]
     triples = request.triples[share.keys(request.triples[:, 0])]
     under, present = _under(db, pairs), _present(db, triples)
-    e, a, v = (np.concatenate([under[i], present[i]]).astype(np.int64) for i in range(3))
+    of = _of_attributes(db, request.attributes, share)
+    e, a, v = (np.concatenate([under[i], present[i], of[i]]).astype(np.int64)
+               for i in range(3))
     return _walked(partial(_datoms_of, db), sorted_distinct(np.concatenate([forward, backward])),
                    (e, a, v), request.hops, forward, backward)
+
+
+def _of_attributes(db: ArrangementRegistry, attributes: Ints, share: Share
+                   ) -> tuple[Ints, Ints, Ints]:
+    """Every datom of ``attributes`` whose entity is in ``share``."""
+    rows, (e, v), _ = db.state.enumerations(IndexOrder.AEV, attributes[:, None].astype(np.int64))
+    a = attributes[rows].astype(np.int64)
+    mine = share.keys(e.astype(np.int64))
+    return e[mine].astype(np.int64), a[mine], v[mine].astype(np.int64)
 
 
 DatomsOf = Callable[[Ints, Ints], tuple[Ints | Ids, Ints | Ids, Ints | Ids]]

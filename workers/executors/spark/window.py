@@ -16,7 +16,9 @@ bounded by the tick, not by the degree of the entities it touches):
 - ``[:db/retractEntity e]``: every datom of ``e``, and when the schema has references,
   every datom whose value is ``e``;
 - a transaction that touches the schema (it may change what the others read): every datom
-  of every entity named.
+  of every entity named, and of every attribute it redefines (the data must allow it);
+- a batch naming entities by tempid, lookup ref or unique value: the datoms of the entities
+  it names, of the owners of the unique values and lookup refs it names, and one hop on.
 
 The window holds what one tick reads while the tick runs; it is emptied after it.
 """
@@ -33,10 +35,11 @@ from workers.arrangements import ArrangementRegistry
 from workers.arrangements.batch import Ids, Ints, sorted_distinct
 from workers.arrangements.spilled import SpilledValueIds
 from workers.arrangements.values import ValueIds
-from workers.db.bulk import batch_events, by_identity, lookup_column
+from workers.db.bulk import batch_events, by_identity, lookup_column, needs_resolving
+from workers.db.resolve import named
 from workers.db.codec import decode_schema, encode_schema
 from workers.db.schema import BUILTIN_SCHEMA, SCHEMA_ATTRIBUTES, Schema
-from workers.db.tx import BatchOps
+from workers.db.tx import BatchOps, LookupRef, TempId
 from workers.executors.spark.shared import FollowerIds
 from workers.executors.spark.state import Marks
 from workers.plan.ir import Plan
@@ -88,13 +91,18 @@ class StateWindow:
         (:meth:`SparkExecutor.read_and_step`): when normalising here gives that delta —
         the usual case — the tick is one Spark job, not two or three."""
         ops = batch.ops
+        if needs_resolving(batch, schema) or (ops.retract_entities
+                                              and schema.component_attributes()):
+            self._read_resolving(batch, schema)
+            return
         backward = self.ids_of(ops.retract_entities if schema.ref_attributes() else ())
         datoms = ops.adds + ops.retracts
         attributes, of_datom = by_identity([datom[1] for datom in datoms])
         if any(attribute in SCHEMA_ATTRIBUTES for attribute in attributes):
             entities = [datom[0] for datom in datoms]
             entities += [e for e, _ in ops.retract_attributes]
-            self.read(self.ids_of(entities + ops.retract_entities), backward)
+            self.read(self.ids_of(entities + ops.retract_entities), backward,
+                      attributes=self._redefined(batch))
             return
         plain = not (len(backward) or ops.retract_attributes)
         plans, pulls = (steps(set(attributes)) if plain and len(datoms) < self._spark.split_datoms
@@ -115,20 +123,65 @@ class StateWindow:
         self.read(self.ids_of(ops.retract_entities), backward, pairs=_known(pairs),
                   triples=_known(triples))
 
+    def _read_resolving(self, batch: BatchOps, schema: Schema) -> None:
+        """What a batch naming entities by tempid, lookup ref or unique value reads
+        (:mod:`workers.db.resolve`): the datoms of the entities it names, those holding the
+        unique values and lookup refs it names (their owners), and one hop on (the owners'
+        datoms).  An entity it retracts is read with the refs pointing at it, and so are
+        its components, found a level at a time (each read replaces the last)."""
+        entities, values = named(batch.ops, schema)
+        forward, backward = self.ids_of(entities), self.ids_of(values)
+        self.read(forward, backward, hops=1, attributes=self._redefined(batch))
+        retracted: set[Any] = set()
+        while batch.ops.retract_entities and schema.ref_attributes():
+            found = retracted | self._retracted(batch.ops.retract_entities, schema)
+            if found == retracted:
+                return
+            retracted = found
+            ids = self.ids_of(retracted)
+            self.read(np.concatenate([forward, ids]), np.concatenate([backward, ids]), hops=1)
+
+    def _redefined(self, batch: BatchOps) -> Ints:
+        """The attributes whose schema ``batch`` changes: a change the data breaks is
+        refused, so their datoms are read (:func:`~workers.db.normalise.normalise`)."""
+        ops = batch.ops
+        return self.ids_of({datom[0] for datom in ops.adds + ops.retracts
+                            if datom[1] in SCHEMA_ATTRIBUTES})
+
+    def _retracted(self, entities: list[Any], schema: Schema) -> set[Any]:
+        """The entities retracting ``entities`` retracts, as far as the window holds them:
+        themselves (a lookup ref's owner) and their components, recursively."""
+        found: set[Any] = set()
+        stack = [resolved for e in entities
+                 if (resolved := self._entity(e)) is not None]
+        while stack:
+            e = stack.pop()
+            if e not in found:
+                found.add(e)
+                stack += [v for a in schema.component_attributes() for v in self.db.values(e, a)]
+        return found
+
+    def _entity(self, e: Any) -> Any:
+        """An op's entity as the window resolves it: a lookup ref's owner (None: unknown)."""
+        if type(e) is LookupRef:
+            return next((x for x, _, _ in self.db.referrers(e.value, e.attribute)), None)
+        return None if type(e) is TempId else e
+
     def read_datoms(self, pairs: Ints, triples: Ints) -> None:
         """The datoms under the ``(e, a)`` rows of ``pairs`` (ids), and those of the
         ``(e, a, v)`` rows of ``triples`` that are present: what normalising columns reads."""
         self.read(_NO_IDS, _NO_IDS, pairs=pairs, triples=triples)
 
     def read(self, forward: Ints, backward: Ints, hops: int = 0, pairs: Ints = _NO_KEYS[2],
-             triples: Ints = _NO_KEYS[3]) -> None:
+             triples: Ints = _NO_KEYS[3], attributes: Ints = _NO_IDS) -> None:
         """The datoms of the entity ids ``forward``, those whose value is one of
         ``backward``, and ``hops`` times more those of every id they hold; those under the
         ``(e, a)`` rows of ``pairs``; those of the ``(e, a, v)`` rows of ``triples`` that are
-        present — replacing what the window held."""
-        if len(forward) or len(backward) or len(pairs) or len(triples):
+        present; every datom of the ``attributes`` — replacing what the window held."""
+        if len(forward) or len(backward) or len(pairs) or len(triples) or len(attributes):
             self.db.load(self.db.ids, self._spark.fetch(
-                *_distinct(forward, backward, pairs, triples), hops=hops))
+                *_distinct(forward, backward, pairs, triples), hops=hops,
+                attributes=sorted_distinct(attributes) if len(attributes) else None))
         else:
             self.forget()
 

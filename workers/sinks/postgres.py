@@ -45,6 +45,7 @@ import time
 from dataclasses import dataclass, field
 
 import psycopg
+from confluent_kafka import KafkaException
 
 from workers.config import WorkerConfig
 from workers.datalog import compile_query
@@ -99,6 +100,7 @@ class PostgresSink:
         self.table_name = table or default_table(query)
         self.batch_rows, self.commit_interval_s = batch_rows, commit_interval_s
         self.rows_written = 0  # changed rows written (view rows included)
+        self.rebuilds = 0  # views loaded into a table that held one already
         self.ready = threading.Event()  # set once the table holds a view (tests, benchmarks)
 
     def run(self, stop: threading.Event) -> None:
@@ -109,7 +111,7 @@ class PostgresSink:
                 return
             except SinkFenced:
                 raise
-            except (psycopg.OperationalError, WorkersError) as error:
+            except (psycopg.OperationalError, KafkaException, WorkersError) as error:
                 if isinstance(error, WorkersError) and error.code is not ErrorCode.KAFKA:
                     raise
                 log.warning("sink %s: %s; starting again in %.0f s", self.table_name,
@@ -184,21 +186,22 @@ class PostgresSink:
                 stop: threading.Event) -> None:
         """Steps 4 and 5."""
         pending = _Pending()
+        registration = position.registration
+        assert registration is not None  # the table holds a view
         while not stop.is_set():
             try:
                 rebuild = None
                 for event in reader.poll(POLL_S):
                     if isinstance(event, Record):
                         change = event.change
-                        if change.registration > (position.registration or -1):
+                        if change.registration > registration:
                             rebuild = "a change of a later registration"
                             break
                         if pending.tx is not None and change.tx_last != pending.tx and (
                                 self._due(pending)):
                             position = self._write(table, pending, position, event.offset)
                             pending = _Pending()
-                        if (change.registration, change.tx_last) <= (position.registration,
-                                                                     position.tx):
+                        if (change.registration, change.tx_last) <= (registration, position.tx):
                             continue
                         if pending.tx is None:
                             pending.since = time.monotonic()
@@ -208,8 +211,7 @@ class PostgresSink:
                         if pending.tx is not None:
                             position = self._write(table, pending, position, event.offset)
                             pending = _Pending()
-                    elif isinstance(event, Registered) and event.offset > (
-                            position.registration or -1):
+                    elif isinstance(event, Registered) and event.offset > registration:
                         if event.removed:
                             log.warning("query %s was removed: sink %s stops, the table "
                                         "keeps its last result", self.query, table.qualified)
@@ -219,6 +221,7 @@ class PostgresSink:
             except PositionLost as lost:
                 rebuild = str(lost)
             if rebuild is not None:
+                self.rebuilds += 1
                 log.info("sink %s rebuilds from the view: %s", table.qualified, rebuild)
                 reader.note_registrations()
                 current = self._registered(reader, stop)
@@ -227,6 +230,8 @@ class PostgresSink:
                 if rebuilt is None:
                     return
                 position, pending = rebuilt, _Pending()
+                registration = rebuilt.registration
+                assert registration is not None
 
     def _due(self, pending: _Pending) -> bool:
         return (pending.rows >= self.batch_rows

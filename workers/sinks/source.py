@@ -191,8 +191,15 @@ class ChangeReader(Closing):
     def stable_end(self) -> int:
         """The change stream's last stable offset: every record of a transaction open now, or
         begun later, lies at or after it."""
-        return int(self._consumer.get_watermark_offsets(TopicPartition(self.topic, 0),
-                                                        timeout=METADATA_TIMEOUT_S)[1])
+        deadline = time.monotonic() + METADATA_TIMEOUT_S
+        while True:  # a topic just made may be unknown to this client for a moment
+            try:
+                return int(self._consumer.get_watermark_offsets(
+                    TopicPartition(self.topic, 0), timeout=METADATA_TIMEOUT_S)[1])
+            except KafkaException:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
 
     def start(self, offset: int) -> None:
         self._consumer.assign([TopicPartition(self.topic, 0, offset), *self._watch_from])

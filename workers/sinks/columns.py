@@ -8,7 +8,7 @@ letters, digits and ``_`` replaced by ``_``, made unique with a ``_2`` suffix.  
   (:func:`workers.kafka.messages.canonical_edn`), the identity the worker keys rows by;
 - ``weight bigint``: 1 in a set, the multiplicity in a bag (``:with`` without aggregates) —
   one table row per distinct row, never a weight of 0 or less once a transaction commits
-  (``CHECK (weight >= 0)``, and a row whose weight reaches 0 is deleted in the same one).
+  (a row whose weight reaches 0 is deleted in the same one; one below 0 fails it).
 
 A column is typed when the query says what its values are (:func:`column_kinds`):
 

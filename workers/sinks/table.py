@@ -137,12 +137,11 @@ class SinkTable:
             if columns != self.columns:
                 self.conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(self.table))
                 self.conn.execute(sql.SQL(
-                    "CREATE TABLE {} ({} bytea PRIMARY KEY, {}, {} bigint NOT NULL "
-                    "CHECK ({} >= 0))").format(
+                    "CREATE TABLE {} ({} bytea PRIMARY KEY, {}, {} bigint NOT NULL)").format(
                         self.table, sql.Identifier(ROW_KEY),
                         sql.SQL(", ").join(sql.SQL("{} {}").format(
                             sql.Identifier(c.name), sql.SQL(c.sql_type)) for c in columns),
-                        sql.Identifier(WEIGHT), sql.Identifier(WEIGHT)))
+                        sql.Identifier(WEIGHT)))
                 self.conn.execute(sql.SQL("DROP TABLE IF EXISTS pg_temp.{}").format(
                     sql.Identifier(DELTA)))
                 self._delta_ready = False
@@ -155,7 +154,7 @@ class SinkTable:
     def apply(self, delta: Mapping[Row, int], position: Position) -> None:
         """Add ``delta`` (row → weight change) to the table, at ``position``: one
         transaction.  A row whose weight reaches 0 is deleted; one that would go below 0
-        fails the transaction (``CHECK``): the table was not the view the changes follow."""
+        fails the transaction: the table was not the view the changes follow."""
         assert self.columns is not None
         with self.conn.transaction():
             self._fence(position, self.columns)
@@ -169,10 +168,19 @@ class SinkTable:
             encode = encoders(self.columns)
             d = sql.Identifier(DELTA)
             self._copy(d, (table_row(row, weight, encode) for row, weight in delta.items()))
-            self.conn.execute(sql.SQL(
-                "INSERT INTO {t} AS t SELECT * FROM {d} ON CONFLICT ({k}) "
-                "DO UPDATE SET {w} = t.{w} + EXCLUDED.{w}").format(
-                    t=self.table, d=d, k=sql.Identifier(ROW_KEY), w=sql.Identifier(WEIGHT)))
+            # A CHECK (weight >= 0) would refuse the -1 of a row present: PostgreSQL checks
+            # the row proposed for insertion before it finds the conflict.  So the upsert
+            # counts the weights it leaves below 0, and any fails the transaction.
+            below = self.conn.execute(sql.SQL(
+                "WITH up AS (INSERT INTO {t} AS t SELECT * FROM {d} ON CONFLICT ({k}) "
+                "DO UPDATE SET {w} = t.{w} + EXCLUDED.{w} RETURNING t.{w}) "
+                "SELECT count(*) FROM up WHERE {w} < 0").format(
+                    t=self.table, d=d, k=sql.Identifier(ROW_KEY),
+                    w=sql.Identifier(WEIGHT))).fetchone()
+            if below is not None and below[0]:
+                raise SinkError(f"{below[0]} rows of {self.qualified} would weigh less than 0:"
+                                " the table is not the view its changes follow (changed by "
+                                "hand?); drop it to have it made again", form=self.qualified)
             self.conn.execute(sql.SQL(
                 "DELETE FROM {t} AS t USING {d} AS d WHERE t.{k} = d.{k} AND t.{w} = 0"
             ).format(t=self.table, d=d, k=sql.Identifier(ROW_KEY), w=sql.Identifier(WEIGHT)))

@@ -1,18 +1,18 @@
 # Two commands on a fresh machine: `make demo` runs the main job on embedded defaults,
 # `make test` runs every test.  Each installs what it needs on first use (the virtualenv; for
-# the tests also Prometheus) and is quiet about it unless something fails.
+# the tests also Prometheus and PostgreSQL) and is quiet about it unless something fails.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test bench java prometheus
+.PHONY: demo test bench java prometheus postgresql
 
 demo: java $(BIN)/deltalog
 	$(BIN)/deltalog demo
 
 # --max-worker-restart 0: a worker that crashes fails the run; a replaced worker under loadgroup
 # can wait forever for work (pytest-xdist issues 1323, 1378), and CI would time out silently.
-test: java prometheus $(BIN)/deltalog
+test: java prometheus postgresql $(BIN)/deltalog
 	$(BIN)/ruff check workers tests bench
 	$(BIN)/mypy workers bench
 	$(BIN)/python -m pytest -n 2 --dist loadgroup --max-worker-restart 0 -m "not serial"
@@ -38,3 +38,6 @@ java:
 
 prometheus:
 	@deploy/install-prometheus.sh
+
+postgresql:
+	@deploy/install-postgresql.sh

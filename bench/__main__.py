@@ -32,6 +32,7 @@ BENCHMARKS = {
     "replay": "bench.service.replay",
     "pipeline": "bench.service.pipeline",
     "views": "bench.service.views",
+    "pgsink": "bench.service.pgsink",
     "memory": "bench.service.memory",
     "tombstones": "bench.service.tombstones",
     "sweep": "bench.service.sweep",

@@ -11,7 +11,7 @@ settings.register_profile("ci", max_examples=150, deadline=None, derandomize=Tru
 settings.register_profile("dev", max_examples=30, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 pytest_plugins = ["tests.fixtures.kafka", "tests.fixtures.spark", "tests.fixtures.spark_cluster",
-                  "tests.fixtures.golden"]
+                  "tests.fixtures.golden", "tests.fixtures.postgres"]
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups

@@ -116,6 +116,18 @@ def _parser() -> argparse.ArgumentParser:
                       help="the raw change stream from its first record instead; refused once "
                            "retention deleted its head")
 
+    sink = commands.add_parser("sink", help="keep a query's view in a database table")
+    sinks = sink.add_subparsers(dest="sink", required=True)
+    postgres = _command(sinks, "postgres", _sink_postgres,
+                        "keep a query's view in a PostgreSQL table, exactly once")
+    _kafka_options(postgres)
+    postgres.add_argument("name", help="the query")
+    postgres.add_argument("--dsn", default=os.environ.get("DELTALOG_POSTGRES_DSN"),
+                          help="libpq connection string or URL "
+                               "(default: $DELTALOG_POSTGRES_DSN)")
+    postgres.add_argument("--table", help="table or schema.table (default: the query's name)")
+    postgres.add_argument("-v", "--verbose", action="store_true")
+
     status = _command(commands, "status", _status,
                       "the fleet: workers, the queries each owns, progress and lag")
     _kafka_options(status)
@@ -330,6 +342,20 @@ def _tail_view(args: argparse.Namespace) -> int:
             print(f"  {row}" + (f" x{copies}" if copies != 1 else ""))  # a bag's copies
         sys.stdout.flush()
     print(f"{args.name} was registered anew: run tail again", file=sys.stderr)
+    return 0
+
+
+def _sink_postgres(args: argparse.Namespace) -> int:
+    from workers.sinks.postgres import PostgresSink
+
+    if not args.dsn:
+        raise WorkersError("sink postgres needs --dsn (or $DELTALOG_POSTGRES_DSN)",
+                           code=ErrorCode.USAGE)
+    sink = PostgresSink(_config(args), args.dsn, args.name, args.table)
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    sink.run(stop)
     return 0
 
 

@@ -31,6 +31,8 @@ class ErrorCode(StrEnum):
     BROKER = "broker"
     REGISTRY = "registry"
     SPARK = "spark"
+    SINK = "sink"  # a sink cannot keep its table (the table is not its own, a value misfits)
+    SINK_FENCED = "sink-fenced"  # another sink keeps the table
 
 
 class WorkersError(Exception):

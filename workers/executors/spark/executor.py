@@ -253,8 +253,9 @@ class SparkExecutor:
         """The datoms of the entities ``forward`` and those pointing at the ids ``backward``
         (then ``hops`` more steps along what they hold), those under the ``(e, a)`` rows of
         ``pairs``, the present ones of the ``(e, a, v)`` rows of ``triples`` and every datom
-        of the ``attributes``, in no order: one job, keyed by entity over the shares when the request is large — or
-        none, when the tick's step was done ahead and read it already (pulls)."""
+        of the ``attributes``, in no order: one job, keyed by entity over the shares when the
+        request is large (or names attributes) — or none, when the tick's step was done ahead
+        and read it already (pulls)."""
         pulled, manifest = self._pulled, self.manifest()
         self.forget_step()
         if attributes is None and pulled is not None and pulled.answers(

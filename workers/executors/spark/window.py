@@ -36,8 +36,8 @@ from workers.arrangements.batch import Ids, Ints, sorted_distinct
 from workers.arrangements.spilled import SpilledValueIds
 from workers.arrangements.values import ValueIds
 from workers.db.bulk import batch_events, by_identity, lookup_column, needs_resolving
-from workers.db.resolve import named
 from workers.db.codec import decode_schema, encode_schema
+from workers.db.resolve import named
 from workers.db.schema import BUILTIN_SCHEMA, SCHEMA_ATTRIBUTES, Schema
 from workers.db.tx import BatchOps, LookupRef, TempId
 from workers.executors.spark.shared import FollowerIds

@@ -78,10 +78,8 @@ def resolve(ops: TxOps, db: DatabaseReader, schema: Schema, tx: int) -> Resolved
     steps); what cannot be resolved raises :class:`TransactionError`."""
     if not ops.named and not names_in_values(ops.adds, schema):
         return Resolved(ops, {})
-    # Step 1: the maps, expanded with the schema.
-    adds = list(ops.adds)
-    for form in ops.maps:
-        _expand(form, schema, adds)
+    # Step 1: the maps, expanded with the schema where they stand.
+    adds = _with_maps(ops, schema)
     # Step 2: lookup refs resolved; tempids in ref values marked.
     look = _Lookups(db, schema)
     adds = [(look.entity(e), a, look.value(a, v)) for e, a, v in adds]
@@ -117,9 +115,7 @@ def named(ops: TxOps, schema: Schema) -> tuple[list[Any], list[Any]]:
     """What resolving and normalising ``ops`` reads, before it does (a Spark window fetches
     it): the entities its ops name by id, and the values whose owners it looks up — lookup
     refs' and unique attributes' (a map's too, expanded)."""
-    adds = list(ops.adds)
-    for form in ops.maps:
-        _expand(form, schema, adds)
+    adds = _with_maps(ops, schema)
     unique = schema.unique_attributes()
     entities: list[Any] = []
     values: list[Any] = []
@@ -142,6 +138,19 @@ def named(ops: TxOps, schema: Schema) -> tuple[list[Any], list[Any]]:
     for e in [e for e, _ in ops.retract_attributes] + ops.retract_entities:
         entity(e)
     return entities, values
+
+
+def _with_maps(ops: TxOps, schema: Schema) -> list[Datom]:
+    """The transaction's adds with its maps expanded where they were written."""
+    if not ops.maps:
+        return list(ops.adds)
+    adds: list[Datom] = []
+    taken = 0
+    for at, form in ops.maps:
+        adds += ops.adds[taken:at]
+        taken = at
+        _expand(form, schema, adds)
+    return adds + ops.adds[taken:]
 
 
 def _allocate(tx: int, n: int) -> int:

@@ -74,7 +74,9 @@ class TxOps:
     retract_attributes: list[tuple[Any, Any]] = field(default_factory=list)
     retract_entities: list[Any] = field(default_factory=list)
     cas: list[tuple[Any, Any, Any, Any]] = field(default_factory=list)  # (e, a, old, new)
-    maps: list[Mapping[Any, Any]] = field(default_factory=list)  # expanded with the schema
+    # Maps to expand with the schema, each with where it stands among ``adds`` (its
+    # expansion goes there: new entities are numbered in the order they are written).
+    maps: list[tuple[int, Mapping[Any, Any]]] = field(default_factory=list)
     named: bool = False  # an op names an entity by tempid or lookup ref: resolve it first
 
     def lists(self) -> tuple[list[Any], ...]:
@@ -122,7 +124,9 @@ class BatchOps:
                                                              self._start(position), ends,
                                                              strict=True)]
         adds, retracts, retract_attributes, retract_entities, cas, maps = parts
-        return TxOps(adds, retracts, retract_attributes, retract_entities, cas, maps,
+        first_add = self._start(position)[0]
+        return TxOps(adds, retracts, retract_attributes, retract_entities, cas,
+                     [(at - first_add, form) for at, form in maps],
                      named=position in self.named)
 
     @property
@@ -213,8 +217,8 @@ _MAP_NUMBERS = itertools.count(1)  # tells maps without :db/id apart
 
 def _parse_entity_map(form: Mapping[Any, Any], ops: TxOps) -> None:
     attrs = {parse_attribute(a, form): v for a, v in form.items()}
-    if any(needs_schema(a, v) for a, v in attrs.items()):
-        ops.maps.append(form)  # expanded by workers.db.resolve, which knows the schema
+    if any(needs_schema(a, v) for a, v in attrs.items() if a is not DB_ID):
+        ops.maps.append((len(ops.adds), form))  # expanded by workers.db.resolve
         ops.named = True
         return
     e = map_entity(attrs, form, ops)

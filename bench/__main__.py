@@ -26,6 +26,7 @@ BENCHMARKS = {
     "handwritten": "bench.engine.handwritten",
     "spine": "bench.engine.spine",
     "load": "bench.engine.load",
+    "model": "bench.engine.model",
     "scale": "bench.engine.scale",
     "vector": "bench.engine.vector",
     "fleet": "bench.service.fleet",

@@ -51,7 +51,7 @@ def send(engine: Engine, make: Callable[[int], list[Any]], entities: int, per_tx
     for first in range(0, entities, per_tx):
         tx += 1
         forms = [op for i in range(first, min(first + per_tx, entities)) for op in make(i)]
-        changes, refused = engine.transact_many([(forms, tx)])
+        _, refused = engine.transact_many([(forms, tx)])
         assert not refused, refused[0].error
     return time.perf_counter() - started, tx
 

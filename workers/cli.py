@@ -88,6 +88,8 @@ def _parser() -> argparse.ArgumentParser:
     _kafka_options(tx)
     tx.add_argument("edn", nargs="?", help="one transaction as EDN, e.g. '[[:db/add 1 :a 2]]'")
     tx.add_argument("--file", type=Path, help="a file of EDN transactions, one form each")
+    tx.add_argument("--report-timeout", type=float, default=30.0, metavar="S",
+                    help="seconds to wait for the ids of a transaction's tempids (default 30)")
 
     query = _command(commands, "query", _query, "add, remove or list standing queries")
     _kafka_options(query)
@@ -258,21 +260,34 @@ def _status(args: argparse.Namespace) -> int:
 
 def _tx(args: argparse.Namespace) -> int:
     from workers.kafka.clients import TxProducer
+    from workers.kafka.reports import outcome
     from workers.progress import ProgressBar
 
     if args.file is None and args.edn is None:
         raise WorkersError("give a transaction as EDN text or --file data.edn",
                            code=ErrorCode.USAGE)
-    with TxProducer(_config(args), source="deltalog tx") as producer:
+    config = _config(args)
+    with TxProducer(config, source="deltalog tx") as producer:
         if args.file is not None:
             transactions = read_all(args.file.read_text())
             with ProgressBar(len(transactions), "tx") as bar:
                 for tx in transactions:
                     producer.send(tx)
                     bar.advance()
-        else:
-            producer.send(args.edn)
+            producer.flush()
+            return 0
+        sent = producer.send(args.edn)
         producer.flush()
+    assert sent.offset is not None  # flushed: acknowledged
+    if not sent.tempids:
+        print(f"tx {sent.offset}")
+        return 0
+    # Its tempids' ids: the report the fleet commits (or its dead letter).
+    result = outcome(config, sent.offset, sent.sent_ms, args.report_timeout)
+    if result.code is not None:
+        print(f"tx {sent.offset} refused ({result.code}): {result.reason}", file=sys.stderr)
+        return 1
+    print(f"tx {sent.offset} {dumps(result.tempids)}")
     return 0
 
 

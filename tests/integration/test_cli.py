@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.pipeline import TRIANGLE, isolated_config, wait_committed
+from workers.db.resolve import allocated_id
 from workers.runtime.process import WorkerProcess
 
 pytestmark = pytest.mark.kafka
@@ -47,6 +48,15 @@ def test_commands_drive_a_live_worker(kafka_bootstrap: str, tmp_path: Path) -> N
         wait_committed(config, ["tri"], 1, worker)  # commit before the retraction: its own tick
         assert deltalog(env, "tx", "[[:db/retract 1 :g/to 2]]").returncode == 0
         wait_committed(config, ["tri"], 2, worker)
+        # A transaction naming tempids: the ids the fleet gave them (its committed report),
+        # as every worker gives them: a function of the log (offset 3: the 4th record).
+        named = deltalog(env, "tx", '[{:db/id "ivan" :p/name "Ivan" :p/friend -1} '
+                                    '[:db/add -1 :p/name "Oleg"]]')
+        assert named.returncode == 0, named.stderr
+        assert named.stdout.strip() == (f'tx 3 {{"ivan" {allocated_id(3, 0)} '
+                                        f'-1 {allocated_id(3, 1)}}}')
+        refused = deltalog(env, "tx", '[[:db/add "x" :p/age 1] [:db/retract "x" :p/age 1]]')
+        assert refused.returncode == 1 and "tx 4 refused (tx-conflict)" in refused.stderr
         # The raw stream: the registration's (empty) snapshot, the triangle in, then out.
         assert _tail_json(env, "tri", "--from-beginning") == [
             {"query": "tri", "row": "[]", "weight": 0, "snapshot": True, "last": True},

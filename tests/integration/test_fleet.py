@@ -33,6 +33,8 @@ from tests.integration.pipeline import (
     with_bad_records,
 )
 from workers.config import WorkerConfig
+from workers.db.resolve import allocated_id
+from workers.edn import keyword
 from workers.kafka.avro import AvroCodec
 from workers.kafka.broker import free_port
 from workers.kafka.clients import QueryAdmin, TxProducer
@@ -382,3 +384,46 @@ def _dead_letters(config: WorkerConfig, at_least: int) -> list[dict[str, Any]]:
         letters = [codec.decode(r.value or b"") for r in reader.catch_up()]
     assert len(letters) >= at_least, letters
     return letters
+
+
+def test_tempids_get_the_same_ids_on_every_worker_and_one_report_each(
+        kafka_bootstrap: str, tmp_path: Path) -> None:
+    """Transactions naming tempids among plain ones, while the owner of queries partition 0
+    (the reports' writer) is killed twice and started again (it replays from its snapshot):
+    one committed report per such transaction, its ids the log's function of the offset, and
+    a query over the new entities — moved between workers, caught up — integrates to rows
+    of exactly those ids."""
+    config = isolated_config(kafka_bootstrap)
+    workers = {w.worker_id: w for w in _fleet(config, tmp_path, ["w1", "w2"])}
+    records: list[Record] = []
+    named: dict[int, dict[Any, int]] = {}  # offset -> the ids its report must say
+    people: set[tuple[Any, ...]] = set()  # the rows of PEOPLE at the end
+    for i, tx in enumerate(random_stream(seed=8, count=400)):
+        records.append(tx)
+        if i % 7 == 3:
+            offset = len(records)
+            named[offset] = {f"p{i}": allocated_id(offset, 0), -1: allocated_id(offset, 1)}
+            people |= {(allocated_id(offset, 0), f"n{i}"), (allocated_id(offset, 1), "x")}
+            records.append([{DB_ID: f"p{i}", NAME: f"n{i}", FRIEND: -1}, [ADD, -1, NAME, "x"]])
+    queries = {**QUERIES, "people": PEOPLE}
+    killing_the_dead_letters_writer_twice(config, workers, queries, records, set(), 20)
+    reports = _reports(config, len(named))
+    assert Counter(r["tx"] for r in reports) == dict.fromkeys(named, 1)
+    assert {r["tx"]: {t["tempid"]: t["id"] for t in r["tempids"]} for r in reports} == named
+    view: dict[Any, int] = {}
+    for change in committed_changes(config, "people"):
+        view[change.row] = view.get(change.row, 0) + change.weight
+    assert {row for row, weight in view.items() if weight} == people
+
+
+ADD, DB_ID, NAME, FRIEND = (keyword(k) for k in ("db/add", "db/id", "p/name", "p/friend"))
+PEOPLE = "[:find ?e ?n :where [?e :p/name ?n]]"
+
+
+def _reports(config: WorkerConfig, at_least: int) -> list[dict[str, Any]]:
+    """The committed transaction reports, read until ``at_least`` have come."""
+    codec = AvroCodec("tx_report")
+    with CompactedReader(config, Topics(config.topic_prefix).reports) as reader:
+        reports = [codec.decode(r.value or b"") for r in reader.catch_up()]
+    assert len(reports) >= at_least, reports
+    return reports

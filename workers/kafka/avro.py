@@ -26,7 +26,7 @@ from workers.errors import ErrorCode, WorkersError
 SINGLE_OBJECT_MAGIC = b"\xc3\x01"
 CONFLUENT_MAGIC = b"\x00"
 SCHEMAS = ("transaction", "query_registration", "result_change", "result_key", "progress",
-           "dead_letter", "view_row")
+           "dead_letter", "view_row", "tx_report")
 REGISTRY_TIMEOUT_S = 10.0  # one HTTP round trip to the schema registry
 HTTP_NOT_FOUND = 404
 

@@ -4,7 +4,9 @@ re-exported here)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import Producer, TopicPartition
@@ -17,7 +19,7 @@ from workers.errors import ErrorCode, WorkersError
 from workers.kafka.avro import AvroCodec, registry_for
 from workers.kafka.closing import Closing, close_producer
 from workers.kafka.compacted import CompactedReader, KeyedRecord, latest
-from workers.kafka.messages import transaction_to_avro
+from workers.kafka.messages import named_tempids, transaction_to_avro
 from workers.kafka.subscription import (
     Change,
     HeadGoneError,
@@ -30,11 +32,21 @@ from workers.kafka.subscription import (
 from workers.kafka.topics import Topics, check_query_name, ensure_topics
 from workers.runtime.registration import Registration, parse_registration, registration_record
 
-__all__ = ["Change", "HeadGoneError", "Position", "QueryAdmin", "Snapshot", "TxProducer",
+__all__ = ["Change", "HeadGoneError", "Position", "QueryAdmin", "Sent", "Snapshot", "TxProducer",
            "follow", "progress_table", "snapshot_rows", "subscribe"]
 
 FLUSH_TIMEOUT_S = 30.0  # all sent records acknowledged (acks=all)
 QUEUE_FULL_WAIT_S = 0.1
+
+
+@dataclass(slots=True)
+class Sent:
+    """A transaction sent: when (epoch ms), its offset in the log once acknowledged, and
+    whether it names tempids (a report will say their ids)."""
+
+    sent_ms: int
+    offset: int | None = None
+    tempids: bool = False
 
 
 class TxProducer(Closing):
@@ -48,17 +60,26 @@ class TxProducer(Closing):
         self._codec = AvroCodec("transaction", registry_for(config.registry_url))
         self._source = source
 
-    def send(self, tx: Any) -> None:
-        """Queue one transaction; its ops are validated here (bad shapes raise)."""
+    def send(self, tx: Any) -> Sent:
+        """Queue one transaction; its ops are validated here (bad shapes raise).  Its offset
+        is known once it is acknowledged (:meth:`flush`)."""
         forms = read(tx) if isinstance(tx, str) else tx
-        self.send_raw(self._codec.encode(transaction_to_avro(forms, self._source)))
+        sent = self.send_raw(self._codec.encode(transaction_to_avro(forms, self._source)))
+        sent.tempids = named_tempids(forms)
+        return sent
 
-    def send_raw(self, value: bytes) -> None:
+    def send_raw(self, value: bytes) -> Sent:
         """Queue bytes as they are (tests use it to send bad input)."""
+        sent = Sent(time.time_ns() // 1_000_000)
+
+        def acknowledged(error: Any, message: Any) -> None:
+            if error is None:
+                sent.offset = message.offset()
+
         while True:
             try:
-                self._producer.produce(self.topic, value)
-                return
+                self._producer.produce(self.topic, value, on_delivery=acknowledged)
+                return sent
             except BufferError:
                 self._producer.poll(QUEUE_FULL_WAIT_S)
 

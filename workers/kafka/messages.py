@@ -25,6 +25,7 @@ import edn_format
 from workers import edn
 from workers.datalog.pull import frozen
 from workers.db import parse_tx
+from workers.db.schema import DB_ID
 from workers.db.tx import DB_ADD, DB_CAS, DB_RETRACT, DB_RETRACT_ENTITY, LookupRef, TempId
 from workers.edn import keyword
 from workers.zset.row import Row, ValueSet
@@ -97,6 +98,17 @@ def transaction_to_avro(forms: Any, source: str | None = None) -> dict[str, Any]
     records += [_op("RETRACT_ENTITY", e, None, None) for e in ops.retract_entities]
     records += [_op("CAS", e, a, new, old) for e, a, old, new in ops.cas]
     return {"ops": records, "source": source, "edn": None}
+
+
+def named_tempids(forms: Any) -> bool:
+    """Whether a transaction names a tempid where it surely is one — an entity position or
+    a map's ``:db/id`` — so that its report, saying the ids, will come (a string value is a
+    tempid only under a ref attribute, which the schema says)."""
+    ops = parse_tx(forms)
+    entities = [d[0] for d in ops.adds + ops.retracts] + [c[0] for c in ops.cas]
+    entities += [form.get(DB_ID) for _, form in ops.maps]
+    return any((type(x) is TempId and x.name is not None) or type(x) is str
+               or (type(x) is int and x < 0) for x in entities)
 
 
 def _op(kind: str, e: Any, a: Any, v: Any, old: Any = None) -> dict[str, Any]:

@@ -12,7 +12,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from confluent_kafka import KafkaException, Producer, TopicPartition
@@ -67,6 +67,7 @@ class ResultSink(Closing):
         self._progress = AvroCodec("progress", registry)
         self._dead_letters = AvroCodec("dead_letter", registry)
         self._views = AvroCodec("view_row", registry)
+        self._reports = AvroCodec("tx_report", registry)
         self.worker = transactional_id
         self.written: set[str] = set()  # the topics the transaction of the moment wrote to
 
@@ -114,6 +115,11 @@ class ResultSink(Closing):
         self._produce(self._topics.dlq, None, self._dead_letters.encode(
             {"topic": topic, "partition": partition, "offset": offset, "code": code,
              "reason": reason, "payload": payload, "worker": self.worker}))
+
+    def report(self, tx: int, tempids: Mapping[Any, int]) -> None:
+        """The transaction report of the log's transaction ``tx``: its tempids' ids."""
+        self._produce(self._topics.reports, str(tx).encode(), self._reports.encode(
+            {"tx": tx, "tempids": [{"tempid": t, "id": i} for t, i in tempids.items()]}))
 
     def send_offsets(self, offsets: list[Any], group_metadata: Any) -> None:
         """Tie the transaction to the consumer group's generation: it fails if this worker

@@ -33,6 +33,8 @@ VIEW = {"cleanup.policy": "compact", "segment.ms": str(3600 * 1000),
         "segment.bytes": str(1 << 20), "min.cleanable.dirty.ratio": "0.5"}
 # Dead letters wait for an operator: a month, not the broker's week.
 DEAD_LETTERS = {"cleanup.policy": "delete", "retention.ms": str(30 * DAY_MS)}
+# Transaction reports are read right after a transaction is sent (``deltalog tx``): a week.
+REPORTS = {"cleanup.policy": "delete", "retention.ms": str(7 * DAY_MS)}
 # Queries are owned by partition: more partitions than workers lets a fleet grow to that many.
 QUERY_PARTITIONS = 12
 
@@ -58,6 +60,10 @@ class Topics:
     def dlq(self) -> str:
         return f"{self.prefix}.dlq"
 
+    @property
+    def reports(self) -> str:
+        return f"{self.prefix}.reports"
+
     def results(self, query: str) -> str:
         return f"{self.prefix}.results.{query}"
 
@@ -66,8 +72,8 @@ class Topics:
 
     def written_by_workers(self, topic: str) -> bool:
         """Whether ``topic`` is one the workers' transactions write: the progress, the dead
-        letters, a query's results or view."""
-        return topic in (self.progress, self.dlq) or topic.startswith(
+        letters, the reports, a query's results or view."""
+        return topic in (self.progress, self.dlq, self.reports) or topic.startswith(
             (self.results(""), self.view("")))
 
     def of_query(self, query: str) -> dict[str, dict[str, str]]:
@@ -89,7 +95,8 @@ def ensure_topics(admin: AdminClient, topics: Topics,
                   query_partitions: int = QUERY_PARTITIONS) -> None:
     """Create the fixed topics if they are missing: tx and progress with one partition
     each; queries with ``query_partitions`` (the units of ownership a fleet shares out)."""
-    create(admin, {topics.tx: DURABLE, topics.progress: COMPACTED, topics.dlq: DEAD_LETTERS})
+    create(admin, {topics.tx: DURABLE, topics.progress: COMPACTED, topics.dlq: DEAD_LETTERS,
+                   topics.reports: REPORTS})
     create(admin, {topics.queries: COMPACTED}, partitions=query_partitions)
 
 

@@ -57,10 +57,14 @@ One tick:
 Dead letters of the transaction log are written by the owner of the queries topic's
 partition 0, with their own progress ``D`` (the ``DEAD_LETTERS`` key of ``deltalog.progress``)
 in the same Kafka transaction, so they change hands like a query: the new owner writes the
-refusals after ``D`` and none before.  Every worker keeps the refusals it met after the
-committed ``D`` it last read (offset, code, reason; the records themselves are read again
-from the log when needed), and starts from a snapshot no later than ``D``: whichever worker
-takes partition 0 over knows every refusal after ``D``.
+refusals after ``D`` and none before.  The transaction reports (``deltalog.reports``: the
+ids a transaction's tempids were given) go the same way, under the same ``D``.  Every worker
+keeps the refusals and reports it met after the committed ``D`` it last read (offset, code,
+reason; the records themselves are read again from the log when needed), and starts from a
+snapshot no later than ``D``: whichever worker takes partition 0 over knows every refusal and
+report after ``D``.  (Under ``spark_sharing=fleet`` a follower does not normalise: a follower
+taking partition 0 over writes the refusals its writer stamped, but not the reports between
+``D`` and the hand-over.)
 """
 
 from __future__ import annotations
@@ -173,6 +177,8 @@ class Worker(Closing):
         # may have left hanging as committed.
         self._unswept: set[str] = set()
         self._refused: list[Refused] = []  # refusals after the last dead-letter progress read
+        # Transaction reports (tempids' ids) after it, by transaction: written like dead letters
+        self._reports: dict[int, dict[Any, int]] = {}
         self._dead_letters_done: int | None = None  # owner of partition 0: its D
         self._views = ViewWrites()
         self.committed = -1  # the position: last transaction the arrangements include
@@ -342,6 +348,7 @@ class Worker(Closing):
         with collector_paused():  # the batch's forms are made and freed inside
             pieces, refusals = self.engine.transact_in_chunks(
                 self._decoded(batch, refused), self.config.tick_max_datoms)
+        self._reports.update(self.engine.tempids)
         stream = Pieces(self._observed(piece) for piece in pieces)
         if batch:
             self.engine.seek(batch[-1].offset)
@@ -465,6 +472,8 @@ class Worker(Closing):
                                  refused.reason, payload)
             dead_letters_done = self._dead_letters_done
             if dead_letters_done is not None:
+                for tx in sorted(tx for tx in self._reports if tx > dead_letters_done):
+                    sink.report(tx, self._reports[tx])
                 dead_letters_done = max(dead_letters_done, tx_last)
                 sink.progress(DEAD_LETTERS, -1, dead_letters_done)
             for query, registration in {**output.refused, **self._queries.registered()}.items():
@@ -498,8 +507,9 @@ class Worker(Closing):
         self._forget_refused(done)
 
     def _forget_refused(self, done: int) -> None:
-        """Refusals up to ``done`` have their dead letters committed."""
+        """Refusals and reports up to ``done`` are committed."""
         self._refused = [refused for refused in self._refused if refused.offset > done]
+        self._reports = {tx: tempids for tx, tempids in self._reports.items() if tx > done}
 
     def _write(self, query: str, rows: dict[Row, int], tx_first: int, tx_last: int,
                view: bool = True) -> None:

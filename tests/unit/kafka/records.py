@@ -41,6 +41,8 @@ RECORDS: dict[str, dict[str, Any]] = {
                     "worker": "w-1"},
     "view_row": {"query": "tri", "values": [1, "x", {"items": [2, 3]}], "weight": 2,
                  "tx_last": 12, "registration": 3},
+    "tx_report": {"tx": 57, "tempids": [{"tempid": "ivan", "id": (1 << 62) + (57 << 20)},
+                                        {"tempid": -1, "id": 3}]},
 }
 
 # The transaction record as its first schema (schemas/previous/transaction.1.avsc) wrote it:

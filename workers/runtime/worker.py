@@ -97,6 +97,7 @@ from workers.runtime.faults import crash_point
 from workers.runtime.fencing import fence_absent, members, unstick
 from workers.runtime.observe import StateGauges, forget_query, observe_steps
 from workers.runtime.ownership import Ownership, Polled
+from workers.runtime.phases import TickPhases
 from workers.runtime.pieces import Pieces
 from workers.runtime.process import transactional_id
 from workers.runtime.queries import REGISTERED, OwnedQueries, OwnedQuery, QueryState
@@ -183,6 +184,8 @@ class Worker(Closing):
         self._tick_size = TickSize(config.tick_max_tx, limit,
                                    open_s=config.transaction_timeout_ms / 3000)
         self._state_gauges = StateGauges()
+        self._phases = TickPhases()
+        self._clients.callback(self._phases.close)
         self._applied_s = 0.0  # when the last applied transaction was appended to the log
         # When queries were last taken up, until a tick including them commits (not ready)
         self._taken_up_s: float | None = None
@@ -283,6 +286,7 @@ class Worker(Closing):
         """One tick; False when there was nothing to do."""
         assert self._source is not None and self._ownership is not None
         started = time.perf_counter()
+        self._phases.begin()
         output, self._pending = self._pending, TickOutput()
         taken_up = self._own(self._ownership.poll(), output)  # Step 1
         config = self.config
@@ -301,6 +305,9 @@ class Worker(Closing):
         following = self.shared and self.engine.following
         batch = [] if taken_up or following else self._source.next_batch(  # Step 2
             tick_tx, config.tick_max_bytes, config.tick_max_wait_s, until=until)
+        self._phases.mark("poll")
+        if batch:
+            self._phases.queued(batch[0].appended_s)
         if following:  # Step 3
             rest = Pieces(iter(())) if taken_up else self._follow(output)
         else:
@@ -322,6 +329,8 @@ class Worker(Closing):
         opened = time.perf_counter()
         committed = self._commit(output, rest, letters, self.committed + 1, tx_last)  # Step 4
         self._tick_size.closed(time.perf_counter() - opened, committed, len(batch) >= tick_tx)
+        if committed:
+            self._phases.committed(tx_last)
         self.committed = tx_last
         self._resume_waiting()  # Step 5
         if following and self._dead_letters_done is not None:
@@ -342,6 +351,7 @@ class Worker(Closing):
         with collector_paused():  # the batch's forms are made and freed inside
             pieces, refusals = self.engine.transact_in_chunks(
                 self._decoded(batch, refused), self.config.tick_max_datoms)
+        self._phases.mark("normalise")
         stream = Pieces(self._observed(piece) for piece in pieces)
         if batch:
             self.engine.seek(batch[-1].offset)
@@ -355,6 +365,7 @@ class Worker(Closing):
             self.engine.stamp_refusals([(r.offset, r.code, r.reason) for r in self._refused])
         for query, rows in stream.first().items():
             add_into(output.changes.setdefault(query, {}), rows)
+        self._phases.mark("step")  # a tick in pieces steps the others in "write"
         return stream
 
     def _follow(self, output: TickOutput) -> Pieces:
@@ -466,9 +477,12 @@ class Worker(Closing):
                 sink.progress(DEAD_LETTERS, -1, dead_letters_done)
             for query, registration in {**output.refused, **self._queries.registered()}.items():
                 sink.progress(query, registration, tx_last)
+            self._phases.mark("write")
             sink.send_offsets(self._ownership.offsets(), self._ownership.group_metadata())
+            self._phases.mark("offsets")
             crash_point("before-commit")
             sink.commit()
+            self._phases.mark("commit")
         except TransactionFailed as error:
             metrics.KAFKA_TRANSACTIONS.labels("aborted").inc()
             self._views.aborted()

@@ -27,6 +27,7 @@ from workers.errors import ErrorCode, WorkersError
 from workers.kafka.avro import AvroCodec, registry_for
 from workers.kafka.closing import Closing, close_producer
 from workers.kafka.compacted import METADATA_TIMEOUT_S, CompactedReader, KeyedRecord, latest
+from workers.kafka.consume import arrived
 from workers.kafka.messages import Row, row_from_avro, transaction_to_avro
 from workers.kafka.sink import REGISTRATION_HEADER
 from workers.kafka.topics import Topics, check_query_name, ensure_topics
@@ -231,7 +232,7 @@ def _changes(consumer: Consumer, config: WorkerConfig, topic: str, start: int, p
     codec = AvroCodec("result_change", registry_for(config.registry_url))
     consumer.assign([TopicPartition(topic, 0, start)])
     while stop is None or not stop.is_set():
-        for message in consumer.consume(500, poll_s):
+        for message in arrived(consumer, 500, poll_s):
             error = message.error()
             if error is not None:
                 if error.code() == KafkaError._PARTITION_EOF:

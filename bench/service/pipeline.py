@@ -10,7 +10,8 @@
    (:mod:`workers.runtime.phases`, read from its ``DELTALOG_TICK_PHASES`` file) and the time
    from each commit to its progress record reaching this consumer — median, p99 and max.
 
-    python -m bench pipeline [--tx 20000] [--latency-seconds 20] [--load 0.5] [--profile PATH]
+    python -m bench pipeline [--tx 20000] [--latency-seconds 20] [--load 0.5 | --rate TX_S]
+                             [--profile PATH]
 """
 
 from __future__ import annotations
@@ -53,6 +54,9 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse
     parser.add_argument("--latency-seconds", type=float, default=20.0)
     parser.add_argument("--load", type=float, default=0.5,
                         help="latency run rate as a fraction of the measured throughput")
+    parser.add_argument("--rate", type=float, default=None,
+                        help="latency run rate in tx/s instead (before/after comparisons: the "
+                             "measured throughput varies by a third on a shared machine)")
     parser.add_argument("--profile", type=Path, default=None,
                         help="run the worker under cProfile, its statistics written here")
     return parser.parse_args(argv)
@@ -77,7 +81,7 @@ def run(args: argparse.Namespace) -> None:
             print(f"loaded {len(edges)} edges (worker at tx {last})")
             stream = _edge_stream(edges, args.tx + int(args.latency_seconds * 20000), seed=1)
             rate = _throughput(config, progress, stream[:args.tx])
-            first = _latency(config, progress, stream[args.tx:], rate * args.load,
+            first = _latency(config, progress, stream[args.tx:], args.rate or rate * args.load,
                              args.latency_seconds)
             _phases(phases, progress, first)
 

@@ -74,6 +74,8 @@ class ResultSink(Closing):
         self._views = AvroCodec("view_row", registry)
         self.worker = transactional_id
         self.written: set[str] = set()  # the topics the transaction of the moment wrote to
+        # each registration's change-row header, made once
+        self._headers: dict[int, list[tuple[str, str | bytes | None]]] = {}
 
     def init(self) -> None:
         self._retried(self._producer.init_transactions)
@@ -85,13 +87,30 @@ class ResultSink(Closing):
     def change(self, query: str, registration: int, row: Row, weight: int, tx_first: int,
                tx_last: int, snapshot: bool = False) -> bytes:
         """A change row; returns its key (the row's, as its view record has it too)."""
+        return self._change(query, registration, row_to_avro(row), weight, tx_first, tx_last,
+                            snapshot)
+
+    def change_and_view(self, query: str, registration: int, row: Row, weight: int,
+                        view_weight: int, tx_first: int, tx_last: int) -> None:
+        """A change row and the row's weight in the view now (:meth:`view`), its values
+        converted and its key encoded once for both."""
         values = row_to_avro(row)
+        key = self._change(query, registration, values, weight, tx_first, tx_last, False)
+        self._produce(self._topics.view(query), key, self._views.encode(
+            view_row(query, row, view_weight, tx_last, registration, values))
+            if view_weight else None)
+
+    def _change(self, query: str, registration: int, values: list[Any], weight: int,
+                tx_first: int, tx_last: int, snapshot: bool) -> bytes:
         key = self._keys.encode({"values": values})
+        header = self._headers.get(registration)
+        if header is None:
+            header = self._headers[registration] = [(REGISTRATION_HEADER,
+                                                     str(registration).encode())]
         self._produce(self._topics.results(query), key,
                       self._changes.encode({"query": query, "values": values, "weight": weight,
                                             "tx_first": tx_first, "tx_last": tx_last,
-                                            "snapshot": snapshot}),
-                      [(REGISTRATION_HEADER, str(registration).encode())])
+                                            "snapshot": snapshot}), header)
         return key
 
     def view(self, query: str, registration: int, row: Row, weight: int, tx_last: int,

@@ -28,6 +28,12 @@ TICKS = Counter("deltalog_ticks_total", "Ticks committed.")
 TICK_SECONDS = Histogram("deltalog_tick_duration_seconds",
                          "Time from a tick's first poll to its Kafka commit.",
                          buckets=LATENCY_BUCKETS)
+TICK_PHASE_SECONDS = Histogram("deltalog_tick_phase_seconds",
+                               "A committed tick's time by phase, from its oldest "
+                               "transaction's timestamp to its Kafka commit: queued, poll, "
+                               "normalise, step, write, offsets, commit "
+                               "(workers.runtime.phases).", ["phase"],
+                               buckets=LATENCY_BUCKETS)
 TICK_CHUNKS = Counter("deltalog_tick_chunks_total",
                       "Pieces the ticks' deltas were stepped in (one per tick unless the delta "
                       "is larger than tick_max_datoms).")

@@ -6,13 +6,18 @@
    producer can, and time until the worker's committed progress reaches the last one.
 3. Latency: send at half that rate (``--load``); for each transaction, the time from its send to the
    moment the first progress record covering it is visible to a ``read_committed`` consumer.
+   Then where it went, per tick of the latency run: the worker's phases
+   (:mod:`workers.runtime.phases`, read from its ``DELTALOG_TICK_PHASES`` file) and the time
+   from each commit to its progress record reaching this consumer — median, p99 and max.
 
-    python -m bench pipeline [--tx 20000] [--latency-seconds 20]
+    python -m bench pipeline [--tx 20000] [--latency-seconds 20] [--load 0.5 | --rate TX_S]
+                             [--profile PATH]
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import random
 import statistics
@@ -31,8 +36,10 @@ from workers.edn import keyword
 from workers.kafka.avro import AvroCodec
 from workers.kafka.broker import LocalBroker
 from workers.kafka.clients import QueryAdmin, TxProducer
+from workers.kafka.consume import arrived
 from workers.kafka.messages import transaction_to_avro
 from workers.kafka.topics import Topics
+from workers.runtime.phases import PHASES, PHASES_ENV
 from workers.runtime.process import WorkerProcess
 
 TRIANGLE = "{:find [?a ?b ?c] :where [[?a :g/to ?b] [?a :g/to ?c] [?b :g/to ?c]]}"
@@ -47,6 +54,11 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse
     parser.add_argument("--latency-seconds", type=float, default=20.0)
     parser.add_argument("--load", type=float, default=0.5,
                         help="latency run rate as a fraction of the measured throughput")
+    parser.add_argument("--rate", type=float, default=None,
+                        help="latency run rate in tx/s instead (before/after comparisons: the "
+                             "measured throughput varies by a third on a shared machine)")
+    parser.add_argument("--profile", type=Path, default=None,
+                        help="run the worker under cProfile, its statistics written here")
     return parser.parse_args(argv)
 
 
@@ -55,8 +67,9 @@ def run(args: argparse.Namespace) -> None:
     edges = load_pegase_edges()
     with tempfile.TemporaryDirectory() as scratch, LocalBroker(Path(scratch) / "kafka") as broker:
         config = from_env({}, bootstrap_servers=broker.bootstrap_servers)
+        phases = Path(scratch) / "phases.tsv"
         with WorkerProcess(config, Path(scratch) / "snapshots", Path(scratch) / "worker.log",
-                           "bench") as worker:
+                           "bench", env={PHASES_ENV: str(phases)}, profile=args.profile) as worker:
             worker.start()
             QueryAdmin(config).add("tri", TRIANGLE)
             progress = ProgressWatch(config)
@@ -68,7 +81,9 @@ def run(args: argparse.Namespace) -> None:
             print(f"loaded {len(edges)} edges (worker at tx {last})")
             stream = _edge_stream(edges, args.tx + int(args.latency_seconds * 20000), seed=1)
             rate = _throughput(config, progress, stream[:args.tx])
-            _latency(config, progress, stream[args.tx:], rate * args.load, args.latency_seconds)
+            first = _latency(config, progress, stream[args.tx:], args.rate or rate * args.load,
+                             args.latency_seconds)
+            _phases(phases, progress, first)
 
 
 def _edge_stream(edges: list[tuple[int, int]], count: int, seed: int) -> list[bytes]:
@@ -109,7 +124,9 @@ def _throughput(config: WorkerConfig, progress: ProgressWatch, stream: list[byte
 
 
 def _latency(config: WorkerConfig, progress: ProgressWatch, stream: list[bytes], rate: float,
-             seconds: float) -> None:
+             seconds: float) -> int:
+    """Send ``stream`` at ``rate`` for ``seconds``; print the latencies; return the first
+    offset sent."""
     producer = Producer(config.kafka(**{"linger.ms": 0, "enable.idempotence": True}))
     topic = Topics(config.topic_prefix).tx
     sent_at: dict[int, float] = {}
@@ -125,14 +142,17 @@ def _latency(config: WorkerConfig, progress: ProgressWatch, stream: list[bytes],
     producer.flush(60)
     count = min(len(stream), int(rate * seconds))
     start, sent = time.perf_counter(), 0
-    while sent < count:  # send what is due every PACE_S, sleeping in between (no busy wait)
+    while sent < count:  # send what is due every PACE_S, waiting in between (no busy wait)
         now = time.perf_counter()
         due = min(count, int((now - start) * rate) + 1)
         for value in stream[sent:due]:
             producer.produce(topic, value, on_delivery=partial(delivered, started=now))
         sent = due
-        producer.poll(0)
-        time.sleep(PACE_S)
+        # The wait serves the acknowledgements as they come: served once per PACE_S (and
+        # librdkafka's Message.latency() counts to the call, not to the ack), every ack took
+        # 5 ms.
+        while (left := now + PACE_S - time.perf_counter()) > 0:
+            producer.poll(left)
     producer.flush(60)
     progress.wait_for(max(sent_at))
     timeline = sorted((t, (progress.seen_at(offset) - t) * 1000) for offset, t in sent_at.items())
@@ -143,12 +163,45 @@ def _latency(config: WorkerConfig, progress: ProgressWatch, stream: list[bytes],
                 print(f"  second {second:>3}: max {max(window):7.1f} ms over {len(window)} tx")
     latencies = sorted(ms for _, ms in timeline)
     p50 = statistics.median(latencies)
-    p99 = latencies[int(len(latencies) * 0.99) - 1]
+    p99 = _p99(latencies)
     print(f"latency at {rate:,.0f} tx/s ({len(latencies)} tx): median {p50:.1f} ms, "
           f"p99 {p99:.1f} ms, max {latencies[-1]:.1f} ms")
     acked_after.sort()
     print(f"  of which produce -> broker ack: median {statistics.median(acked_after):.1f} ms, "
-          f"p99 {acked_after[int(len(acked_after) * 0.99) - 1]:.1f} ms")
+          f"p99 {_p99(acked_after):.1f} ms, max {acked_after[-1]:.1f} ms")
+    return min(sent_at)
+
+
+def _phases(path: Path, progress: ProgressWatch, first: int) -> None:
+    """The worker's ticks of the latency run (those ending at ``first`` or later), by phase:
+    median, p99 and max; then the time from each commit to its progress record seen here."""
+    if not path.exists():  # a worker from before the phases were traced
+        return
+    ticks = [line.split("\t") for line in path.read_text().splitlines()]
+    ticks = [tick for tick in ticks if int(tick[0]) >= first]
+    if not ticks:
+        return
+    span = int(ticks[-1][0]) - int(ticks[0][0])
+    print(f"  per tick of the worker ({len(ticks)} ticks, "
+          f"{span / max(len(ticks) - 1, 1):.1f} tx each): median / p99 / max ms")
+    columns = {phase: sorted(float(tick[2 + i]) * 1000 for tick in ticks)
+               for i, phase in enumerate(PHASES)}
+    columns["total (no queued)"] = sorted(sum(float(value) for value in tick[3:]) * 1000
+                                          for tick in ticks)
+    # the previous tick's commit to this tick's first poll: bookkeeping and idle ticks
+    columns["between ticks"] = sorted(
+        max(float(b[1]) - float(a[1]) - sum(float(value) for value in b[3:]), 0.0) * 1000
+        for a, b in itertools.pairwise(ticks))
+    columns["commit -> seen here"] = sorted(
+        (progress.seen_wall(int(tick[0])) - float(tick[1])) * 1000 for tick in ticks)
+    for name, values in columns.items():
+        print(f"    {name:<20} {statistics.median(values):7.1f} {_p99(values):7.1f} "
+              f"{values[-1]:7.1f}")
+
+
+def _p99(values: list[float]) -> float:
+    """The 99th percentile of sorted ``values``."""
+    return values[max(int(len(values) * 0.99) - 1, 0)]
 
 
 def _produce(producer: Producer, topic: str, value: bytes) -> None:
@@ -169,27 +222,32 @@ def _end_offset(config: WorkerConfig) -> int:
 
 
 class ProgressWatch:
-    """Follows deltalog.progress (read_committed) and records when each tx became visible."""
+    """Follows deltalog.progress (read_committed) and records when each tx became visible.
+
+    Its fetches wait at the broker for the next committed record (a commit's markers
+    complete them), rather than asking every few ms: ~200 fetches/s cost the broker
+    CPU the worker's transactions needed."""
 
     def __init__(self, config: WorkerConfig) -> None:
         self._consumer = Consumer(config.kafka(**{
             "group.id": "bench-progress", "isolation.level": "read_committed",
-            "fetch.wait.max.ms": 5, "enable.auto.commit": False}))
+            "fetch.wait.max.ms": 100, "enable.auto.commit": False}))
         self._consumer.assign([TopicPartition(Topics(config.topic_prefix).progress, 0, 0)])
         self._codec = AvroCodec("progress")
-        self._marks: list[tuple[int, float]] = []  # (tx_last, seen at), increasing
+        self._marks: list[tuple[int, float, float]] = []  # (tx_last, seen at, Unix time)
         self._lock = threading.Lock()
         threading.Thread(target=self._follow, daemon=True).start()
 
     def _follow(self) -> None:
         while True:
-            for message in self._consumer.consume(1000, 0):
+            messages = arrived(self._consumer, 1000, 0.1)
+            seen, wall = time.perf_counter(), time.time()
+            for message in messages:
                 if message.error() is None and (value := message.value()) is not None:
                     tx_last = self._codec.decode(value)["tx_last"]
                     with self._lock:
                         if not self._marks or tx_last > self._marks[-1][0]:
-                            self._marks.append((tx_last, time.perf_counter()))
-            time.sleep(0.001)
+                            self._marks.append((tx_last, seen, wall))
 
     def wait_for(self, offset: int, timeout_s: float = 600) -> int:
         deadline = time.monotonic() + timeout_s
@@ -202,4 +260,9 @@ class ProgressWatch:
 
     def seen_at(self, offset: int) -> float:
         with self._lock:
-            return next(at for tx_last, at in self._marks if tx_last >= offset)
+            return next(at for tx_last, at, _ in self._marks if tx_last >= offset)
+
+    def seen_wall(self, offset: int) -> float:
+        """When (Unix time) the first progress record at or after ``offset`` was seen."""
+        with self._lock:
+            return next(wall for tx_last, _, wall in self._marks if tx_last >= offset)

@@ -33,7 +33,12 @@ from workers.zset.row import Row, ValueSet
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
 
+_AS_IS = frozenset({int, str, float, bool})  # what Avro's Value union takes unchanged
+
+
 def value_to_avro(value: Any) -> Any:
+    if type(value) in _AS_IS:  # the common case, before the isinstance checks (an ABC's)
+        return value
     if isinstance(value, Mapping | list) or value is None:
         return {"text": canonical_edn(value)}
     if isinstance(value, frozenset):

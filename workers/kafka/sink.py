@@ -36,6 +36,14 @@ HUNG_EXIT_CODE = 75  # EX_TEMPFAIL: restart me
 # of change and view records took ~33 MB more than one of this size, and glibc kept it after
 # the queue drained; the big ticks were no slower (docs/fleet.md, "Worker memory").
 QUEUE_MAX_RECORDS = 10_000
+# librdkafka's retry backoff (default 100 ms, doubling up to 1 s) is also how long
+# AddOffsetsToTxn waits after CONCURRENT_TRANSACTIONS: the coordinator still writing the
+# previous transaction's markers, which a worker's next tick meets whenever it comes within
+# a few ms of the last commit.  Those 100-400 ms retries were most of a tick's p99
+# (docs/benchmarks.md, "A change visible downstream in milliseconds"); the markers take a
+# few ms here, 40 ms at worst on a busy machine.
+RETRY_BACKOFF_MS = 5
+RETRY_BACKOFF_MAX_MS = 50
 # Headers of every change and view record (docs/pipeline.md, "The record contract"), decimal
 # text but the query's name: the registration it belongs to, so that a subscriber can tell
 # the changes after its snapshot from those of an earlier registration of the same name, and
@@ -57,6 +65,8 @@ class ResultSink(Closing):
             "enable.idempotence": True,
             "linger.ms": 5,
             "queue.buffering.max.messages": QUEUE_MAX_RECORDS,
+            "retry.backoff.ms": RETRY_BACKOFF_MS,
+            "retry.backoff.max.ms": RETRY_BACKOFF_MAX_MS,
             # A worker killed mid-tick leaves its transaction open until this timeout, and
             # read_committed readers (a new owner reading progress) wait for it.
             "transaction.timeout.ms": config.transaction_timeout_ms,
@@ -70,24 +80,41 @@ class ResultSink(Closing):
         self._reports = AvroCodec("tx_report", registry)
         self.worker = transactional_id
         self.written: set[str] = set()  # the topics the transaction of the moment wrote to
+        # the transaction's record headers, made once per query and tick
+        self._headers: dict[tuple[Any, ...], list[tuple[str, str | bytes | None]]] = {}
 
     def init(self) -> None:
         self._retried(self._producer.init_transactions)
 
     def begin(self) -> None:
         self.written = set()
+        self._headers = {}
         self._call(self._producer.begin_transaction)
 
     def change(self, query: str, registration: int, row: Row, weight: int, tx_first: int,
                tx_last: int, snapshot: bool = False) -> bytes:
         """A change row; returns its key (the row's, as its view record has it too)."""
+        return self._change(query, registration, row_to_avro(row), weight, tx_first, tx_last,
+                            snapshot)
+
+    def change_and_view(self, query: str, registration: int, row: Row, weight: int,
+                        view_weight: int, tx_first: int, tx_last: int) -> None:
+        """A change row and the row's weight in the view now (:meth:`view`), its values
+        converted and its key encoded once for both."""
         values = row_to_avro(row)
+        key = self._change(query, registration, values, weight, tx_first, tx_last, False)
+        self._produce(self._topics.view(query), key, self._views.encode(
+            view_row(query, row, view_weight, tx_last, registration, values))
+            if view_weight else None, self._tick_headers(query, registration, tx_last))
+
+    def _change(self, query: str, registration: int, values: list[Any], weight: int,
+                tx_first: int, tx_last: int, snapshot: bool) -> bytes:
         key = self._keys.encode({"values": values})
         self._produce(self._topics.results(query), key,
                       self._changes.encode({"query": query, "values": values, "weight": weight,
                                             "tx_first": tx_first, "tx_last": tx_last,
                                             "snapshot": snapshot}),
-                      _headers(query, registration, tx_last, tx_first))
+                      self._tick_headers(query, registration, tx_last, tx_first))
         return key
 
     def view(self, query: str, registration: int, row: Row, weight: int, tx_last: int,
@@ -97,13 +124,22 @@ class ResultSink(Closing):
         self._produce(self._topics.view(query),
                       key or self._keys.encode({"values": row_to_avro(row)}),
                       self._views.encode(view_row(query, row, weight, tx_last, registration))
-                      if weight else None, _headers(query, registration, tx_last))
+                      if weight else None, self._tick_headers(query, registration, tx_last))
 
     def view_marker(self, query: str, registration: int, tx_last: int) -> None:
         """The last record of the tick in the view topic: the view is complete at tx_last."""
         self._produce(self._topics.view(query), self._keys.encode({"values": row_to_avro(MARKER)}),
                       self._views.encode(view_row(query, MARKER, 0, tx_last, registration)),
                       _headers(query, registration, tx_last))
+
+    def _tick_headers(self, query: str, registration: int, tx_last: int,
+                      tx_first: int | None = None) -> list[tuple[str, str | bytes | None]]:
+        """:func:`_headers`, made once per query and tick in a transaction."""
+        key = (query, registration, tx_last, tx_first)
+        headers = self._headers.get(key)
+        if headers is None:
+            headers = self._headers[key] = _headers(query, registration, tx_last, tx_first)
+        return headers
 
     def progress(self, query: str, registration: int, tx_last: int) -> None:
         self._produce(self._topics.progress, query.encode(), self._progress.encode(

@@ -9,7 +9,7 @@ from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 
 from workers.config import WorkerConfig
 from workers.kafka.closing import Closing
-from workers.kafka.consume import data_messages
+from workers.kafka.consume import arrived, data_messages
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,11 +45,8 @@ class TxSource(Closing):
         has.  Ticks stay small at low load (latency) and grow under load (throughput);
         records beyond the bounds wait for the next call."""
         if len(self._pending) < max_count:
-            self._take(self._consumer.consume(max_count - len(self._pending), 0))
-        if not self._pending:
-            first = self._consumer.poll(max_wait_s)
-            if first is not None:
-                self._take([first, *self._consumer.consume(max_count - 1, 0)])
+            self._take(arrived(self._consumer, max_count - len(self._pending),
+                               0.0 if self._pending else max_wait_s))
         batch: list[TxRecord] = []
         size = 0
         while self._pending and len(batch) < max_count:

@@ -29,6 +29,7 @@ from workers.edn import dumps
 from workers.errors import ErrorCode, WorkersError
 from workers.kafka.avro import AvroCodec, registry_for
 from workers.kafka.compacted import METADATA_TIMEOUT_S
+from workers.kafka.consume import arrived
 from workers.kafka.messages import Row, row_from_avro
 from workers.kafka.sink import REGISTRATION_HEADER
 from workers.kafka.topics import Topics
@@ -342,7 +343,7 @@ def _changes(consumer: Consumer, config: WorkerConfig, topic: str, start: int, p
     consumer.assign([TopicPartition(topic, 0, start)])
     pending: Change | None = None
     while stop is None or not stop.is_set():
-        for message in consumer.consume(500, poll_s):
+        for message in arrived(consumer, 500, poll_s):
             error = message.error()
             if error is not None:
                 if error.code() == KafkaError._PARTITION_EOF:

@@ -57,11 +57,12 @@ class View:
         return self.registration == registration
 
 
-def view_row(query: str, row: Row, weight: int, tx_last: int, registration: int
-             ) -> dict[str, Any]:
-    """The ``ViewRow`` of one row (``MARKER`` with weight 0 for the marker)."""
-    return {"query": query, "values": row_to_avro(row), "weight": weight, "tx_last": tx_last,
-            "registration": registration}
+def view_row(query: str, row: Row, weight: int, tx_last: int, registration: int,
+             values: list[Any] | None = None) -> dict[str, Any]:
+    """The ``ViewRow`` of one row (``MARKER`` with weight 0 for the marker); ``values``: the
+    row as Avro values, if already converted."""
+    return {"query": query, "values": row_to_avro(row) if values is None else values,
+            "weight": weight, "tx_last": tx_last, "registration": registration}
 
 
 class _Folding:

@@ -101,6 +101,7 @@ from workers.runtime.faults import crash_point
 from workers.runtime.fencing import fence_absent, members, unstick
 from workers.runtime.observe import StateGauges, forget_query, observe_steps
 from workers.runtime.ownership import Ownership, Polled
+from workers.runtime.phases import TickPhases
 from workers.runtime.pieces import Pieces
 from workers.runtime.process import transactional_id
 from workers.runtime.queries import REGISTERED, OwnedQueries, OwnedQuery, QueryState
@@ -116,6 +117,8 @@ POLL_S = 0.2  # one wait for the group while starting
 THROTTLE_PAUSE_S = 0.05  # pause per tick while over the memory ceiling
 DEAD_LETTERS = "#tx-dead-letters"  # progress key of the tx log's dead letters (not a query name)
 REREAD_TIMEOUT_S = 300.0  # reading refused records again from the log (outlasts a broker restart)
+_ROWS_ADDED = metrics.RESULT_ROWS.labels("+")  # looked up once: labels() costs more than inc()
+_ROWS_REMOVED = metrics.RESULT_ROWS.labels("-")
 
 
 @dataclass(slots=True)
@@ -189,6 +192,8 @@ class Worker(Closing):
         self._tick_size = TickSize(config.tick_max_tx, limit,
                                    open_s=config.transaction_timeout_ms / 3000)
         self._state_gauges = StateGauges()
+        self._phases = TickPhases()
+        self._clients.callback(self._phases.close)
         self._applied_s = 0.0  # when the last applied transaction was appended to the log
         # When queries were last taken up, until a tick including them commits (not ready)
         self._taken_up_s: float | None = None
@@ -289,6 +294,7 @@ class Worker(Closing):
         """One tick; False when there was nothing to do."""
         assert self._source is not None and self._ownership is not None
         started = time.perf_counter()
+        self._phases.begin()
         output, self._pending = self._pending, TickOutput()
         taken_up = self._own(self._ownership.poll(), output)  # Step 1
         config = self.config
@@ -307,6 +313,9 @@ class Worker(Closing):
         following = self.shared and self.engine.following
         batch = [] if taken_up or following else self._source.next_batch(  # Step 2
             tick_tx, config.tick_max_bytes, config.tick_max_wait_s, until=until)
+        self._phases.mark("poll")
+        if batch:
+            self._phases.queued(batch[0].appended_s)
         if following:  # Step 3
             rest = Pieces(iter(())) if taken_up else self._follow(output)
         else:
@@ -328,6 +337,8 @@ class Worker(Closing):
         opened = time.perf_counter()
         committed = self._commit(output, rest, letters, self.committed + 1, tx_last)  # Step 4
         self._tick_size.closed(time.perf_counter() - opened, committed, len(batch) >= tick_tx)
+        if committed:
+            self._phases.committed(tx_last)
         self.committed = tx_last
         self._resume_waiting()  # Step 5
         if following and self._dead_letters_done is not None:
@@ -348,6 +359,7 @@ class Worker(Closing):
         with collector_paused():  # the batch's forms are made and freed inside
             pieces, refusals = self.engine.transact_in_chunks(
                 self._decoded(batch, refused), self.config.tick_max_datoms)
+        self._phases.mark("normalise")
         self._reports.update(self.engine.tempids)
         stream = Pieces(self._observed(piece) for piece in pieces)
         if batch:
@@ -362,6 +374,7 @@ class Worker(Closing):
             self.engine.stamp_refusals([(r.offset, r.code, r.reason) for r in self._refused])
         for query, rows in stream.first().items():
             add_into(output.changes.setdefault(query, {}), rows)
+        self._phases.mark("step")  # a tick in pieces steps the others in "write"
         return stream
 
     def _follow(self, output: TickOutput) -> Pieces:
@@ -478,9 +491,12 @@ class Worker(Closing):
                 sink.progress(DEAD_LETTERS, -1, dead_letters_done)
             for query, registration in {**output.refused, **self._queries.registered()}.items():
                 sink.progress(query, registration, tx_last)
+            self._phases.mark("write")
             sink.send_offsets(self._ownership.offsets(), self._ownership.group_metadata())
+            self._phases.mark("offsets")
             crash_point("before-commit")
             sink.commit()
+            self._phases.mark("commit")
         except TransactionFailed as error:
             metrics.KAFKA_TRANSACTIONS.labels("aborted").inc()
             self._views.aborted()
@@ -515,12 +531,18 @@ class Worker(Closing):
                view: bool = True) -> None:
         """A query's change rows, and (``view``) the new weights of those rows in its view."""
         registration = self._queries[query].offset
-        weights = self._views.changed(query, rows) if view else None
-        for row, weight in rows.items():
-            key = self._sink.change(query, registration, row, weight, tx_first, tx_last)
-            metrics.RESULT_ROWS.labels("+" if weight > 0 else "-").inc()
-            if weights is not None:
-                self._sink.view(query, registration, row, weights[row], tx_last, key)
+        sink = self._sink
+        if view:
+            weights = self._views.changed(query, rows)
+            for row, weight in rows.items():
+                sink.change_and_view(query, registration, row, weight, weights[row], tx_first,
+                                     tx_last)
+        else:
+            for row, weight in rows.items():
+                sink.change(query, registration, row, weight, tx_first, tx_last)
+        added = sum(weight > 0 for weight in rows.values())
+        _ROWS_ADDED.inc(added)
+        _ROWS_REMOVED.inc(len(rows) - added)
         crash_point("mid-produce")
 
     def _write_view(self, query: str, weights: dict[Row, int], tx_last: int) -> None:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any, Protocol
 
-from workers.db.resolve import resolve
+from workers.db.resolve import names_in_values, resolve
 from workers.db.schema import SCHEMA_ATTRIBUTES, UNSUPPORTED_ATTRIBUTES, Attribute, Schema
 from workers.db.tx import Datom, TxOps
 from workers.db.values import VALUE_TYPES, type_name
@@ -65,8 +65,10 @@ class Normalised:
 def normalise(ops: TxOps, db: DatabaseReader, schema: Schema, tx: int) -> Normalised:
     """Turn the ops of the transaction numbered ``tx`` into its effective delta against
     ``db`` (the module's steps)."""
-    resolved = resolve(ops, db, schema, tx)
-    ops = resolved.ops
+    tempids: dict[Any, int] = {}
+    if ops.named or names_in_values(ops.adds, schema):
+        resolved = resolve(ops, db, schema, tx)
+        ops, tempids = resolved.ops, resolved.tempids
     # Step 1: what retractions of attributes and entities retract.
     retracts = set(map(Row, ops.retracts))  # datoms as Rows: 1, 1.0 and true stay apart
     for e, a in ops.retract_attributes:
@@ -81,12 +83,13 @@ def normalise(ops: TxOps, db: DatabaseReader, schema: Schema, tx: int) -> Normal
     # Steps 3-5.
     _refuse_conflicts(adds, retracts)
     schema_retracts = [d for d in retracts if d[1] in SCHEMA_ATTRIBUTES and db.has(d)]
-    if any(a in UNSUPPORTED_ATTRIBUTES for _, a, _ in adds):
+    attributes = {datom[1] for datom in adds}
+    if not attributes.isdisjoint(UNSUPPORTED_ATTRIBUTES):
         datom = next(d for d in adds if d[1] in UNSUPPORTED_ATTRIBUTES)
         raise TransactionError(f"{dumps(datom[1])} is not supported (in {dumps(datom)}): "
                                "deltalog does not maintain it", code=ErrorCode.SCHEMA,
                                form=datom)
-    if schema_retracts or any(a in SCHEMA_ATTRIBUTES for _, a, _ in adds):
+    if schema_retracts or not attributes.isdisjoint(SCHEMA_ATTRIBUTES):
         updated = schema.updated(adds, schema_retracts)
         _check_schema_change(schema, updated, db)
         schema = updated
@@ -97,7 +100,7 @@ def normalise(ops: TxOps, db: DatabaseReader, schema: Schema, tx: int) -> Normal
     # Step 6.
     if schema.unique_attributes():
         _check_unique(delta, db, schema)
-    return Normalised(delta, schema, resolved.tempids)
+    return Normalised(delta, schema, tempids)
 
 
 def _entity_retractions(entities: list[Any], db: DatabaseReader, schema: Schema

@@ -75,9 +75,8 @@ class Resolved:
 
 def resolve(ops: TxOps, db: DatabaseReader, schema: Schema, tx: int) -> Resolved:
     """The ops of the transaction numbered ``tx`` with every entity an id (the module's
-    steps); what cannot be resolved raises :class:`TransactionError`."""
-    if not ops.named and not names_in_values(ops.adds, schema):
-        return Resolved(ops, {})
+    steps); what cannot be resolved raises :class:`TransactionError`.  Only a transaction
+    that names entities (``ops.named``, or :func:`names_in_values`) needs it."""
     # Step 1: the maps, expanded with the schema where they stand.
     adds = _with_maps(ops, schema)
     # Step 2: lookup refs resolved; tempids in ref values marked.

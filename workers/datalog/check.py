@@ -343,6 +343,15 @@ def bind_inputs(query: Query, inputs: Sequence[Any]) -> Query:
     return bound
 
 
+def _no_refs(binding: InTuple | InColl | InRel, values: Sequence[Any]) -> None:
+    """Lookup refs are joined in from a scalar input or a collection of them only."""
+    if any(type(x) is LookupRef for x in values):
+        raise QueryError(f"input {_input_name(binding)}: lookup refs are supported as a scalar "
+                         "input or a collection of lookup refs only, not mixed with entity ids "
+                         "or inside tuples; bind the entity with a data pattern instead",
+                         code=ErrorCode.QUERY_UNSUPPORTED, form=binding)
+
+
 def _all_refs(value: Any) -> bool:
     """A collection whose every item is a lookup ref (not a map: its items are entries)."""
     return (isinstance(value, list | tuple | frozenset | set) and bool(value)
@@ -456,11 +465,13 @@ def _ground(binding: InTuple | InColl | InRel, value: Any, matched: set[Variable
         var = binding.var
         items = tuple(_scalar(var, x, var in matched) for x in _sequence(_as_binding(binding),
                                                                             value))
+        _no_refs(binding, items)
         return FnBinding("ground", (Constant(items),), BindColl(binding.var),
                          source=f"input {_input_name(binding)}")
     terms = binding_terms(form)
     kept = [i for i, t in enumerate(terms) if isinstance(t, Variable)]
     rows = tuple(tuple(row[i] for i in kept) for row in _destructure(form, value, matched))
+    _no_refs(binding, [x for row in rows for x in row])
     return FnBinding("ground", (Constant(rows),), BindRel(tuple(terms[i] for i in kept)),
                      source=f"input {_input_name(binding)}")
 

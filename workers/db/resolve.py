@@ -220,38 +220,41 @@ def _identities(adds: list[Datom], db: DatabaseReader, schema: Schema) -> dict[A
         if a in identity and type(v) is not TempId:
             holders.setdefault((a, value_key(v)), []).append(e)
     parent: dict[Any, Any] = {}
+    owner: dict[Any, tuple[Any, tuple[Any, Any]]] = {}  # root -> (entity, (a, v) naming it)
 
     def root(t: Any) -> Any:
         while parent.get(t, t) != t:
             t = parent[t]
         return t
 
-    owner: dict[Any, tuple[Any, tuple[Any, Any]]] = {}  # root -> (entity, (a, v) naming it)
+    def claim(tempid: Any, e: Any, named_by: tuple[Any, Any]) -> None:
+        """``tempid``'s entity is ``e`` (named by ``named_by``): a second one conflicts."""
+        top = root(tempid)
+        found = owner.setdefault(top, (e, named_by))
+        if found[0] != e:
+            raise TransactionError(
+                f"upsert conflict: tempid {_tempid(tempid)} names entity {dumps(e)} by "
+                f"[{dumps(named_by[0])} {dumps(named_by[1])}] and entity {dumps(found[0])} by "
+                f"[{dumps(found[1][0])} {dumps(found[1][1])}]",
+                code=ErrorCode.TX_CONFLICT, form=list(named_by))
+
     for (a, key), entities in holders.items():
         v = key[0]
         tempids = [e for e in entities if type(e) is TempId]
         if not tempids:
             continue
-        first = root(tempids[0])
-        for t in tempids[1:]:
-            parent[root(t)] = first
+        for t in tempids[1:]:  # one entity: merged, what each side found kept
+            merged, into = root(t), root(tempids[0])
+            if merged != into:
+                parent[merged] = into
+                if merged in owner:
+                    claim(tempids[0], *owner.pop(merged))
         named = [e for e in entities if type(e) is not TempId]
         named += [e for e, _, held in db.referrers(v, a) if same(held, v)]
         for e in named:
-            found = owner.get(first)
-            if found is not None and found[0] != e:
-                raise TransactionError(
-                    f"upsert conflict: tempid {_tempid(tempids[0])} names entity {dumps(e)} by "
-                    f"[{dumps(a)} {dumps(v)}] and entity {dumps(found[0])} by "
-                    f"[{dumps(found[1][0])} {dumps(found[1][1])}]",
-                    code=ErrorCode.TX_CONFLICT, form=[a, v])
-            owner[first] = (e, (a, v))
-    resolved: dict[Any, Any] = {}
-    for t in {t for entities in holders.values() for t in entities if type(t) is TempId}:
-        top = root(t)
-        # merged roots may each have found an owner before they were merged
-        resolved[t] = owner[top][0] if top in owner else top
-    return resolved
+            claim(tempids[0], e, (a, v))
+    return {t: owner[root(t)][0] if root(t) in owner else root(t)
+            for entities in holders.values() for t in entities if type(t) is TempId}
 
 
 def _expand(form: Mapping[Any, Any], schema: Schema, adds: list[Datom]) -> Any:

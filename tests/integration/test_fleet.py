@@ -378,12 +378,18 @@ def _settled_owner_of_partition_0(config: WorkerConfig) -> str:
 
 
 def _dead_letters(config: WorkerConfig, at_least: int) -> list[dict[str, Any]]:
-    """The committed dead letters, read until ``at_least`` have come and the topic's end."""
-    codec = AvroCodec("dead_letter")
-    with CompactedReader(config, Topics(config.topic_prefix).dlq) as reader:
-        letters = [codec.decode(r.value or b"") for r in reader.catch_up()]
-    assert len(letters) >= at_least, letters
-    return letters
+    """The committed dead letters, read to the topic's end: ``at_least`` of them."""
+    return _committed(config, Topics(config.topic_prefix).dlq, "dead_letter", at_least)
+
+
+def _committed(config: WorkerConfig, topic: str, schema: str,
+               at_least: int) -> list[dict[str, Any]]:
+    """The committed records of ``topic`` (Avro ``schema``), read to its end: ``at_least``."""
+    codec = AvroCodec(schema)
+    with CompactedReader(config, topic) as reader:
+        records = [codec.decode(r.value or b"") for r in reader.catch_up()]
+    assert len(records) >= at_least, records
+    return records
 
 
 def test_tempids_get_the_same_ids_on_every_worker_and_one_report_each(
@@ -407,7 +413,7 @@ def test_tempids_get_the_same_ids_on_every_worker_and_one_report_each(
             records.append([{DB_ID: f"p{i}", NAME: f"n{i}", FRIEND: -1}, [ADD, -1, NAME, "x"]])
     queries = {**QUERIES, "people": PEOPLE}
     killing_the_dead_letters_writer_twice(config, workers, queries, records, set(), 20)
-    reports = _reports(config, len(named))
+    reports = _committed(config, Topics(config.topic_prefix).reports, "tx_report", len(named))
     assert Counter(r["tx"] for r in reports) == dict.fromkeys(named, 1)
     assert {r["tx"]: {t["tempid"]: t["id"] for t in r["tempids"]} for r in reports} == named
     view: dict[Any, int] = {}
@@ -419,11 +425,3 @@ def test_tempids_get_the_same_ids_on_every_worker_and_one_report_each(
 ADD, DB_ID, NAME, FRIEND = (keyword(k) for k in ("db/add", "db/id", "p/name", "p/friend"))
 PEOPLE = "[:find ?e ?n :where [?e :p/name ?n]]"
 
-
-def _reports(config: WorkerConfig, at_least: int) -> list[dict[str, Any]]:
-    """The committed transaction reports, read until ``at_least`` have come."""
-    codec = AvroCodec("tx_report")
-    with CompactedReader(config, Topics(config.topic_prefix).reports) as reader:
-        reports = [codec.decode(r.value or b"") for r in reader.catch_up()]
-    assert len(reports) >= at_least, reports
-    return reports

@@ -36,14 +36,6 @@ HUNG_EXIT_CODE = 75  # EX_TEMPFAIL: restart me
 # of change and view records took ~33 MB more than one of this size, and glibc kept it after
 # the queue drained; the big ticks were no slower (docs/fleet.md, "Worker memory").
 QUEUE_MAX_RECORDS = 10_000
-# librdkafka's retry backoff (default 100 ms, doubling up to 1 s) is also how long
-# AddOffsetsToTxn waits after CONCURRENT_TRANSACTIONS: the coordinator still writing the
-# previous transaction's markers, which a worker's next tick meets whenever it comes within
-# a few ms of the last commit.  Those 100-400 ms retries were most of a tick's p99
-# (docs/benchmarks.md, "A change visible downstream in milliseconds"); the markers take a
-# few ms here, 40 ms at worst on a busy machine.
-RETRY_BACKOFF_MS = 5
-RETRY_BACKOFF_MAX_MS = 50
 # Headers of every change and view record (docs/pipeline.md, "The record contract"), decimal
 # text but the query's name: the registration it belongs to, so that a subscriber can tell
 # the changes after its snapshot from those of an earlier registration of the same name, and
@@ -65,8 +57,11 @@ class ResultSink(Closing):
             "enable.idempotence": True,
             "linger.ms": 5,
             "queue.buffering.max.messages": QUEUE_MAX_RECORDS,
-            "retry.backoff.ms": RETRY_BACKOFF_MS,
-            "retry.backoff.max.ms": RETRY_BACKOFF_MAX_MS,
+            # librdkafka's retry backoff stays its default (100 ms doubling to 1 s), although
+            # AddOffsetsToTxn meeting CONCURRENT_TRANSACTIONS waits it out (most of a tick's
+            # p99 at low load, docs/benchmarks.md): with 5 ms, send_offsets_to_transaction
+            # hung after a broker restart (test_sink_survives_a_broker_restart's worker, 3
+            # runs of 3; none with the default).
             # A worker killed mid-tick leaves its transaction open until this timeout, and
             # read_committed readers (a new owner reading progress) wait for it.
             "transaction.timeout.ms": config.transaction_timeout_ms,

@@ -18,6 +18,7 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 from tests.integration.pipeline import (
     REACH_COUNT,
     TWO_PATH,
+    WAIT_S,
     isolated_config,
     random_stream,
     reference_states,
@@ -35,7 +36,7 @@ from tests.integration.sinks import (
 from workers.config import WorkerConfig
 from workers.kafka.broker import LocalBroker
 from workers.kafka.clients import QueryAdmin
-from workers.kafka.compacted import CompactedReader
+from workers.kafka.compacted import OPEN_TRANSACTION_WAIT_S, CompactedReader
 from workers.kafka.topics import Topics
 from workers.runtime.process import WorkerProcess
 from workers.sinks import SinkFenced
@@ -128,13 +129,20 @@ def test_sink_survives_a_broker_restart(own_broker: LocalBroker, postgres_dsn: s
     sink.start()
     stream = random_stream(seed=31, count=400)
     send_stream(config, stream[:200], batch=5, pause_s=0.01)
+    # The outage hits a sink that is streaming (its table made, its position stored). A sink
+    # still reading the view when the broker goes waits out a view transaction held open over
+    # the restart (views.py's OPEN_TRANSACTION_WAIT_S, 120 s) before it starts again: a known
+    # gap (docs/pipeline.md, "PostgreSQL"), not what this test measures.
+    _wait_written(postgres_dsn, "paths", 20, sink)
     own_broker.stop()
     time.sleep(8.0)
     own_broker.start()
     send_stream(config, stream[200:], batch=5, pause_s=0.01)
     wait_committed(config, ["paths"], len(stream), worker)
     final = reference_states(stream)[-1]
-    wait_table(postgres_dsn, "paths", oracle_table(TWO_PATH, final, TYPES), sink.alive)
+    # Room for a read the outage left waiting on an open transaction (120 s), then caught up.
+    wait_table(postgres_dsn, "paths", oracle_table(TWO_PATH, final, TYPES), sink.alive,
+               wait_s=OPEN_TRANSACTION_WAIT_S + WAIT_S)
     assert sink.stop() == 0, sink.tail()
     assert "rebuilds" not in sink.log.read_text()
 

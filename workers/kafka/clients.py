@@ -14,6 +14,7 @@ from confluent_kafka.admin import AdminClient
 
 from workers.config import WorkerConfig
 from workers.datalog import compile_query
+from workers.db.tx import parse_tx
 from workers.edn import read
 from workers.errors import ErrorCode, WorkersError
 from workers.kafka.avro import AvroCodec, registry_for
@@ -64,8 +65,9 @@ class TxProducer(Closing):
         """Queue one transaction; its ops are validated here (bad shapes raise).  Its offset
         is known once it is acknowledged (:meth:`flush`)."""
         forms = read(tx) if isinstance(tx, str) else tx
-        sent = self.send_raw(self._codec.encode(transaction_to_avro(forms, self._source)))
-        sent.tempids = named_tempids(forms)
+        ops = parse_tx(forms)  # once, for the record and for whether a report will come
+        sent = self.send_raw(self._codec.encode(transaction_to_avro(forms, self._source, ops)))
+        sent.tempids = named_tempids(ops)
         return sent
 
     def send_raw(self, value: bytes) -> Sent:

@@ -26,7 +26,15 @@ from workers import edn
 from workers.datalog.pull import frozen
 from workers.db import parse_tx
 from workers.db.schema import DB_ID
-from workers.db.tx import DB_ADD, DB_CAS, DB_RETRACT, DB_RETRACT_ENTITY, LookupRef, TempId
+from workers.db.tx import (
+    DB_ADD,
+    DB_CAS,
+    DB_RETRACT,
+    DB_RETRACT_ENTITY,
+    LookupRef,
+    TempId,
+    TxOps,
+)
 from workers.edn import keyword
 from workers.zset.row import Row, ValueSet
 
@@ -91,9 +99,11 @@ def _micros(value: datetime.date) -> int:
     return (value - EPOCH) // datetime.timedelta(microseconds=1)
 
 
-def transaction_to_avro(forms: Any, source: str | None = None) -> dict[str, Any]:
-    """A transaction's forms (EDN text read, or Python values) as a ``Transaction`` record."""
-    ops = parse_tx(forms)
+def transaction_to_avro(forms: Any, source: str | None = None,
+                        ops: TxOps | None = None) -> dict[str, Any]:
+    """A transaction's forms (EDN text read, or Python values) as a ``Transaction`` record;
+    ``ops``: the forms already parsed (:func:`parse_tx`), when the caller has them."""
+    ops = parse_tx(forms) if ops is None else ops
     if ops.maps or any(type(x) is TempId and x.name is None
                        for datom in ops.adds for x in (datom[0], datom[2])):
         return {"ops": [], "source": source, "edn": edn.dumps(forms)}
@@ -105,11 +115,10 @@ def transaction_to_avro(forms: Any, source: str | None = None) -> dict[str, Any]
     return {"ops": records, "source": source, "edn": None}
 
 
-def named_tempids(forms: Any) -> bool:
-    """Whether a transaction names a tempid where it surely is one — an entity position or
-    a map's ``:db/id`` — so that its report, saying the ids, will come (a string value is a
-    tempid only under a ref attribute, which the schema says)."""
-    ops = parse_tx(forms)
+def named_tempids(ops: TxOps) -> bool:
+    """Whether a parsed transaction names a tempid where it surely is one — an entity
+    position or a map's ``:db/id`` — so that its report, saying the ids, will come (a string
+    value is a tempid only under a ref attribute, which the schema says)."""
     entities = [d[0] for d in ops.adds + ops.retracts] + [c[0] for c in ops.cas]
     entities += [form.get(DB_ID) for _, form in ops.maps]
     return any((type(x) is TempId and x.name is not None) or type(x) is str

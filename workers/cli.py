@@ -69,6 +69,10 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--embedded", action="store_true",
                       help="run the engine in-process only (no Kafka, no Java)")
     demo.add_argument("--strategy", choices=STRATEGIES, default="delta")
+    demo.add_argument("--executor", choices=EXECUTORS, default="local",
+                      help="where the ticks run: local (default), spark (every tick a Spark "
+                           "job), or auto (large ticks and bootstraps on Spark)")
+    demo.add_argument("--spark-master", help="e.g. local[*] (default) or spark://host:7077")
 
     broker = _command(commands, "broker", _broker, "run a local Apache Kafka (KRaft) broker")
     broker.add_argument("--port", type=int, default=9092)
@@ -216,9 +220,9 @@ def _demo(args: argparse.Namespace) -> int:
     from workers.demo import run_demo, run_embedded_demo
 
     if args.embedded:
-        run_embedded_demo(args.strategy)
+        run_embedded_demo(args.strategy, args.executor)
         return 0
-    return run_demo(args.strategy)
+    return run_demo(args.strategy, args.executor, args.spark_master)
 
 
 def _broker(args: argparse.Namespace) -> int:

@@ -42,15 +42,19 @@ TRANSACTIONS = [
 ]
 
 
-def run_embedded_demo(strategy: str = "delta", out: Callable[[str], None] = print) -> Engine:
-    """Register the demo queries, replay the demo transactions and print every change."""
-    engine = Engine(strategy=strategy)
+def run_embedded_demo(strategy: str = "delta", executor: str = "local",
+                      out: Callable[[str], None] = print) -> Engine:
+    """Register the demo queries, replay the demo transactions and print every change, each
+    transaction naming where its queries stepped (``local`` or ``spark``)."""
+    engine = Engine(strategy=strategy, executor=executor)
     for name, text in QUERIES.items():
         engine.register(name, text)
         out(f"registered {name}: {text}")
     for text in TRANSACTIONS:
         changes = engine.transact(text)
-        out(f"\ntx {engine.tx}: {text}")
+        where = ", ".join(sorted({work.executor for work in engine.last_work.values()}))
+        out(f"\ntx {engine.tx} ({f'stepped on {where}' if where else 'no query stepped'}): "
+            f"{text}")
         for name, rows in sorted(changes.items()):
             for row, weight in sorted(rows.items(), key=lambda item: (-item[1], repr(item[0]))):
                 out(f"  {name:<20} {signed(weight)} {dumps(row)}")
@@ -94,8 +98,10 @@ METRICS_PORT = 9464
 CATCH_UP_TIMEOUT_S = 60.0
 
 
-def run_demo(strategy: str = "delta", out: Callable[[str], None] = print) -> int:
-    """Start a local broker and a worker, register live queries, stream transactions."""
+def run_demo(strategy: str = "delta", executor: str = "local", spark_master: str | None = None,
+             out: Callable[[str], None] = print) -> int:
+    """Start a local broker and a worker, register live queries, stream transactions; the
+    last lines say where the queries' steps ran (``executor``: local, spark or auto)."""
     import tempfile
     from pathlib import Path
 
@@ -109,7 +115,8 @@ def run_demo(strategy: str = "delta", out: Callable[[str], None] = print) -> int
         out("starting a local Apache Kafka broker (first run fetches its jars with Maven)...")
         with LocalBroker(Path(scratch) / "kafka") as broker:
             config = from_env(bootstrap_servers=broker.bootstrap_servers, worker_id="demo",
-                              strategy=strategy, snapshot_dir=Path(scratch) / "snapshots")
+                              strategy=strategy, snapshot_dir=Path(scratch) / "snapshots",
+                              executor=executor, spark_master=spark_master)
             # The Kafka clients close before the broker stops, or they log its absence.
             with Worker(config) as worker, QueryAdmin(config) as admin, \
                     TxProducer(config, source="deltalog demo") as producer:
@@ -118,8 +125,11 @@ def run_demo(strategy: str = "delta", out: Callable[[str], None] = print) -> int
                     metrics_url = f"http://127.0.0.1:{METRICS_PORT}/metrics"
                 except OSError as err:
                     metrics_url = f"not served (port {METRICS_PORT}: {err.strerror})"
-                out(f"broker {broker.bootstrap_servers}; metrics {metrics_url}")
+                out(f"broker {broker.bootstrap_servers}; metrics {metrics_url}; executor "
+                    f"{executor}" + (f" (Spark {config.spark_master})" if executor != "local"
+                                     else ""))
                 done = _stream(worker, admin, producer, out)
+                out(f"query steps by where they ran: {_steps_by_executor()}")
             if done is None:
                 out("the worker did not catch up; see the log above")
                 return 1
@@ -168,6 +178,16 @@ def _stream(worker: Worker, admin: QueryAdmin, producer: TxProducer,
         for running in [thread, *followers]:
             running.join()
     return worker.committed + 1
+
+
+def _steps_by_executor() -> str:
+    """``deltalog_query_steps_total`` by its ``executor`` label, as the worker exported it."""
+    from workers import metrics
+
+    counts = {sample.labels["executor"]: int(sample.value)
+              for family in metrics.STEPS.collect() for sample in family.samples
+              if sample.name.endswith("_total")}
+    return ", ".join(f"{where} {count}" for where, count in sorted(counts.items())) or "none"
 
 
 def _transactions() -> list[Any]:

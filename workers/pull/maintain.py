@@ -61,7 +61,7 @@ class Pulling:
     def of(find: Find) -> Pulling | None:
         """None without pulls.  The input is the basis, or the :find row when aggregated
         (the aggregation keeps a pulled entity as a group column) or projected from a basis
-        with :with variables (:func:`workers.zset.aggregate.result_of`)."""
+        with :with variables (:func:`workers.find.result.result_of`)."""
         if not find.pulls:
             return None
         sources = (tuple(range(len(find.columns))) if find.aggregated or find.with_

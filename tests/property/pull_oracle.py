@@ -13,8 +13,8 @@ from typing import Any
 from edn_format import ImmutableList
 
 from workers.datalog import compile_query
-from workers.datalog.ast import Pull
-from workers.datalog.pull import DB_ID, AttrSpec, PulledMap, PullPattern
+from workers.datalog.ast import AttrSpec, Pull, PullPattern
+from workers.datalog.pull import DB_ID, PulledMap
 from workers.db.values import is_entity_id
 from workers.pull.read import value_order
 from workers.testing import evaluate_from_scratch

@@ -29,7 +29,7 @@ import numpy as np
 
 from workers.arrangements.batch import Ints, sorted_distinct
 from workers.arrangements.delta import DatomColumns, IdDelta
-from workers.datalog.pull import PullPattern
+from workers.datalog.ast import PullPattern
 from workers.plan.ir import Find
 from workers.pull.read import PullReader, attributes_read, depth
 from workers.zset import add_into

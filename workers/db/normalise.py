@@ -26,8 +26,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import Any, Protocol
+from typing import Any
 
+from workers.db.reader import DatabaseReader
 from workers.db.resolve import names_in_values, resolve
 from workers.db.schema import SCHEMA_ATTRIBUTES, UNSUPPORTED_ATTRIBUTES, Attribute, Schema
 from workers.db.tx import Datom, TxOps
@@ -35,21 +36,6 @@ from workers.db.values import VALUE_TYPES, type_name
 from workers.edn import dumps
 from workers.errors import ErrorCode, TransactionError
 from workers.zset.row import Row, same, value_key
-
-
-class DatabaseReader(Protocol):
-    """The reads normalisation makes: the shared state, or the state plus a tick's
-    pending delta (:class:`~workers.arrangements.PendingReader`)."""
-
-    def has(self, datom: Datom) -> bool: ...
-
-    def values(self, e: Any, a: Any) -> Iterator[Any]: ...
-
-    def entity_datoms(self, e: Any) -> Iterator[Datom]: ...
-
-    def referrers(self, v: Any, a: Any) -> Iterator[Datom]: ...
-
-    def attribute_datoms(self, a: Any) -> Iterator[Datom]: ...
 
 
 @dataclass(frozen=True, slots=True)

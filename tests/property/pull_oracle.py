@@ -18,13 +18,15 @@ from workers.datalog.pull import DB_ID, PulledMap
 from workers.db.values import is_entity_id
 from workers.pull.read import value_order
 from workers.testing import evaluate_from_scratch
+from workers.zset import ZSet
+from workers.zset.row import Row
 
 Datom = tuple[Any, Any, Any]
 
 
 def pulled_from_scratch(query: str, datoms: Iterable[Datom], cardinality_one: Collection[Any],
                         refs: Collection[Any] = (), inputs: Sequence[Any] = (),
-                        components: Collection[Any] = ()) -> dict[tuple[Any, ...], int]:
+                        components: Collection[Any] = ()) -> ZSet[Row]:
     """The query's result as a bag: rows of equal maps add up."""
     datoms = set(datoms)
     compiled = compile_query(query, inputs)

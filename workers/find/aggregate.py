@@ -16,9 +16,10 @@ from fractions import Fraction
 from typing import Any
 
 from workers.datalog.functions import FUNCTIONS, call, sort_key
+from workers.zset import ZSet
 from workers.zset.row import Row, ValueSet
 
-Bag = dict[Row, int]  # value_key(value) -> multiplicity: 1, 1.0 and true are three keys
+Bag = ZSet[Row]  # value_key(value) -> multiplicity: 1, 1.0 and true are three keys
 
 
 def aggregate_value(fn: str, bag: Bag, n: int | None = None) -> Any:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from workers.datalog.functions import CallFailed
 from workers.find.aggregate import Bag, aggregate_value
 from workers.plan.ir import FindColumn
+from workers.zset import ZSet
 from workers.zset.row import Row, value_key
 
 
@@ -31,14 +32,14 @@ class Aggregation:
     columns: tuple[FindColumn, ...]  # a pulled column is a group column here
     groups: dict[Row, tuple[int, tuple[Bag, ...]]] = field(default_factory=dict)
 
-    def reset(self, basis: Mapping[Row, int]) -> dict[Row, int]:
+    def reset(self, basis: Mapping[Row, int]) -> ZSet[Row]:
         """Start over from the full basis set; return the full result."""
         self.groups.clear()
         self.step(basis)
         rows = (self._row(key) for key in self.groups)
         return {row: 1 for row in rows if row is not None}
 
-    def step(self, changes: Mapping[Row, int]) -> dict[Row, int]:
+    def step(self, changes: Mapping[Row, int]) -> ZSet[Row]:
         """Apply the basis set changes; return the result's changes."""
         before = {}
         for row, weight in changes.items():
@@ -46,7 +47,7 @@ class Aggregation:
             if key not in before:
                 before[key] = self._row(key)
             self._update(key, row, weight)
-        out: dict[Row, int] = {}
+        out: ZSet[Row] = {}
         for key, old in before.items():
             new = self._row(key)
             if old != new:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from workers.zset import ZSet
 from workers.zset.row import Row
 from workers.zset.zset import consolidate
 
@@ -21,9 +22,9 @@ class Projection:
 
     columns: tuple[int, ...]
 
-    def reset(self, basis: Mapping[Row, int]) -> dict[Row, int]:
+    def reset(self, basis: Mapping[Row, int]) -> ZSet[Row]:
         return self.step(basis)
 
-    def step(self, changes: Mapping[Row, int]) -> dict[Row, int]:
+    def step(self, changes: Mapping[Row, int]) -> ZSet[Row]:
         return consolidate((Row(row[i] for i in self.columns), weight)
                            for row, weight in changes.items())

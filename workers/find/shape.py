@@ -19,8 +19,7 @@ from typing import Any
 
 from workers.datalog.ast import FindSpec
 from workers.edn import Symbol, keyword
-
-Row = tuple[Any, ...]
+from workers.zset.row import Row
 
 
 def shaped(spec: FindSpec, keys: tuple[str, tuple[str, ...]] | None,

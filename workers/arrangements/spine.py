@@ -48,7 +48,7 @@ from workers.arrangements.batch import (
 )
 from workers.arrangements.keys import INDEX_ORDERS, IndexOrder
 from workers.arrangements.memory import MemoryArrangement
-from workers.zset import add_into
+from workers.zset import ZSet, add_into
 
 # A node with at most this many keys is read whole (``SpineArrangement.small``), once per
 # write, and every verb on it reads that dict; a larger one stays on the per-source path
@@ -333,7 +333,7 @@ class SpineArrangement:
 
     # -- the whole Z-set -----------------------------------------------------------------
 
-    def datoms(self) -> dict[IdDatom, int]:
+    def datoms(self) -> ZSet[IdDatom]:
         """Every datom with its weight (consolidated across batches and layer)."""
         return self.enumerate(EAV, ())  # type: ignore[return-value]
 

@@ -35,6 +35,7 @@ from workers.db.tx import Datom, TxOps
 from workers.db.values import VALUE_TYPES, type_name
 from workers.edn import dumps
 from workers.errors import ErrorCode, TransactionError
+from workers.zset import ZSet
 from workers.zset.row import Row, same, value_key
 
 
@@ -43,7 +44,7 @@ class Normalised:
     """A transaction's effective delta, the schema in force after it, and the ids its
     named tempids were given."""
 
-    delta: dict[Datom, int]
+    delta: ZSet[Datom]
     schema: Schema
     tempids: dict[Any, int]
 
@@ -163,7 +164,7 @@ def _check_data(attribute: Any, declared: Attribute, checks: list[str],
                                    form=attribute)
 
 
-def _check_unique(delta: dict[Datom, int], db: DatabaseReader, schema: Schema) -> None:
+def _check_unique(delta: ZSet[Datom], db: DatabaseReader, schema: Schema) -> None:
     """Step 6: each unique value asserted is held by one entity after the transaction."""
     unique = schema.unique_attributes()
     asserted: dict[tuple[Any, Any], Any] = {}

@@ -31,11 +31,12 @@ from workers.executors.spark.state import (
     write_index,
 )
 from workers.executors.spark.tasks import Compaction, compact, index, statistics
+from workers.zset import ZSet
 
 Datom = tuple[int, int, int]
 
 
-def columns(delta: dict[Datom, int]) -> DatomColumns:
+def columns(delta: ZSet[Datom]) -> DatomColumns:
     return DatomColumns.of(delta)
 
 

@@ -15,7 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from workers.arrangements import INDEX_ORDERS, IndexOrder, MemoryArrangement
-from workers.arrangements.spine import SMALL_NODE, DatomBatch, IdDatom, SpineArrangement
+from workers.arrangements.datom_batch import DatomBatch, IdDatom
+from workers.arrangements.spine import SMALL_NODE, SpineArrangement
 from workers.zset import ZSet, add
 
 KEYS = range(6)  # ids 0..5 present, 6 never: lookups of absent keys

@@ -16,8 +16,9 @@ import numpy as np
 import numpy.typing as npt
 
 from workers.arrangements.batch import Ids, Ints
+from workers.arrangements.datom_batch import DatomBatch, IdDatom
 from workers.arrangements.memory import MemoryArrangement
-from workers.arrangements.spine import DatomBatch, IdDatom, SpineArrangement
+from workers.arrangements.spine import SpineArrangement
 from workers.zset import ZSet
 
 

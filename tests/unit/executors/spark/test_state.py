@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from workers.arrangements import ArrangementRegistry
+from workers.arrangements.datom_batch import DatomBatch
 from workers.arrangements.delta import DatomColumns
 from workers.arrangements.keys import INDEX_ORDERS
-from workers.arrangements.spine import DatomBatch
 from workers.executors.spark import cache, state
 from workers.executors.spark.cache import open_state
 from workers.executors.spark.state import (

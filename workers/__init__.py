@@ -9,8 +9,9 @@ The engine (in one process, no Kafka), from the outside in:
 - ``executors``     GenericJoin over the arrangements, the delta/recursive/binary terms, rules;
                     ``executors.spark`` runs the same plans on Spark
 - ``arrangements``  the EAV, AEV, AVE, VAE tries, held once and shared by every query
-- ``zset``          Z-sets and the DBSP stream operators, aggregates
+- ``find``          the ``:find`` stage: aggregates (grouped, kept live), ``:with`` bags, shapes
 - ``pull``          ``(pull ?e pattern)`` in ``:find``: maps read from the database, kept live
+- ``zset``          Z-sets and the DBSP stream operators, the kind-aware row
 - ``edn``           EDN text ↔ Python forms
 - ``errors``        every error deltalog raises, each with a stable code
 - ``testing``       the from-scratch oracle the tests check the engine against
@@ -21,6 +22,7 @@ The service (the engine as a fleet of workers over Kafka):
                     clients users run (send transactions, add queries, follow results)
 - ``runtime``       the worker: ticks as Kafka transactions, recovery, snapshots, the queries it
                     owns in the group, back-pressure, health and status
+- ``sinks``         a query's view kept in PostgreSQL, from its topics
 - ``config``        the worker's settings: defaults < TOML file < ``DELTALOG_*`` < flags
 - ``metrics``       every Prometheus metric the worker exports
 - ``logs``          the command line's log format: text or JSON lines
@@ -28,6 +30,10 @@ The service (the engine as a fleet of workers over Kafka):
 - ``demo``          ``deltalog demo``: a broker, a worker and live queries over a real graph
                     (``--embedded``: the engine alone)
 - ``progress``      a progress bar for ``deltalog tx --file`` and the demo
+
+Imports run down the layers only (``tests/unit/test_layers.py``; ``docs/layout.md``, "Import
+layers"): errors < edn < zset < arrangements < db < datalog < plan < find, pull < executors
+< engine, testing, config < kafka < runtime, sinks < demo < cli.
 """
 
 from __future__ import annotations

@@ -50,7 +50,6 @@ from workers.arrangements.spilled import SPILL_VALUES
 from workers.errors import ErrorCode, WorkersError
 from workers.executors.dispatch import SPARK_BOOTSTRAP_DATOMS, SPARK_TICK_DATOMS, AutoPolicy
 from workers.executors.threads import default_threads
-from workers.kafka.topics import VIEW_TOMBSTONES_MS
 
 if TYPE_CHECKING:
     from workers.executors.spark.session import SparkSettings
@@ -58,6 +57,10 @@ if TYPE_CHECKING:
 SPARK_SHARING = ("worker", "fleet")
 ENV_PREFIX = "DELTALOG_"
 KAFKA_ENV_PREFIX = "DELTALOG_KAFKA__"
+# How long a view topic keeps a left row's tombstone after compaction (its
+# delete.retention.ms; ``workers/kafka/topics.py`` says why two minutes).  Here, not in
+# ``kafka/``, because the Kafka modules take their settings from this one.
+VIEW_TOMBSTONES_MS = 2 * 60 * 1000
 CONFIG_ENV = "DELTALOG_CONFIG"  # the TOML file, when no --config flag names one
 KAFKA_TABLE = "kafka"
 MASK = "***"

@@ -40,7 +40,6 @@ from workers.arrangements.pending import PENDING_ORDERS
 from workers.arrangements.values import ValueIds
 from workers.collector import collector_paused
 from workers.datalog import compile_query
-from workers.datalog.results import shaped
 from workers.db import BUILTIN_SCHEMA, Schema, normalise, parse_tx
 from workers.db.bulk import normalise_bulk, normalise_columns
 from workers.db.codec import decode_schema
@@ -58,11 +57,11 @@ from workers.executors.dispatch import (
 )
 from workers.executors.threads import Threads, default_threads
 from workers.executors.vectorised import Frame
+from workers.find import Aggregation, Projection, result_of, shaped
 from workers.plan import STRATEGIES, QueryPlan, explain, query_plan
 from workers.plan.ir import Plan
 from workers.pull import Pulling, PullReader
 from workers.pull.maintain import PullReads
-from workers.zset.aggregate import Aggregation, Projection, result_of
 from workers.zset.row import Row
 
 if TYPE_CHECKING:
@@ -526,7 +525,7 @@ class Engine:
         the query names its columns with ``:keys`` (keyword keys), ``:strs`` (strings) or
         ``:syms`` (symbols), or what its find specification asks: a list for
         ``[?x ...]``, one tuple for ``[?a ?b]``, one value for ``?x .``
-        (:mod:`workers.datalog.results`)."""
+        (:mod:`workers.find.shape`)."""
         plan = self.plan(query, inputs)
         rows = self._evaluate(RegisteredQuery.of("", query, plan, self._prepare(plan)))
         return shaped(plan.find.spec, plan.find.keys, rows)

@@ -45,7 +45,7 @@ from workers.datalog.ast import (
 )
 from workers.datalog.functions import FUNCTIONS, CallFailed, call, sort_key, truthy
 from workers.edn import keyword
-from workers.zset import add_into
+from workers.zset import ZSet, add_into
 from workers.zset.row import Row, ValueSet
 
 Datom = tuple[Any, Any, Any]
@@ -57,7 +57,7 @@ COLLECTIONS = (tuple, list, set, frozenset)
 
 
 def evaluate_from_scratch(query: Any, datoms: Iterable[Datom],
-                          inputs: Sequence[Any] = ()) -> dict[Row, int]:
+                          inputs: Sequence[Any] = ()) -> ZSet[Row]:
     """The query's result ``{row: multiplicity}`` on a set of datoms, by backtracking over
     clauses: a set (every weight 1) but for ``:with`` without aggregates, a bag."""
     compiled = compile_query(query, inputs)
@@ -393,12 +393,12 @@ AGGREGATE_FUNCTIONS: dict[str, Callable[[list[Any]], Any]] = {
 }
 
 
-def _find_rows(query: Query, basis: set[Row]) -> dict[Row, int]:
+def _find_rows(query: Query, basis: set[Row]) -> ZSet[Row]:
     """The :find rows from the distinct basis tuples (find variables, then :with), each
     with its multiplicity: the :with variables dropped from a basis tuple leave a bag."""
     column = {v: i for i, v in enumerate(query.basis)}
     if not query.aggregates:
-        bag: dict[Row, int] = defaultdict(int)
+        bag: ZSet[Row] = defaultdict(int)
         for row in basis:
             bag[Row(row[column[v]] for v in query.find_variables)] += 1
         return dict(bag)

@@ -41,7 +41,6 @@ TRIANGLE_SQL = (
     "JOIN edges bc ON bc.a = ab.b "
     "JOIN edges ac ON ac.a = ab.a AND ac.b = bc.b"
 )
-Row = tuple[Any, ...]
 
 
 @dataclass(frozen=True)

@@ -33,9 +33,11 @@ from bench.queries import QUERIES
 from workers.engine import Engine
 from workers.executors.spark import SparkSettings
 from workers.executors.spark.jobs import JobCount
+from workers.zset import ZSet
+from workers.zset.row import Row
 
 DEFAULT_SIZES = [1, 10, 100, 1_000, 10_000, 100_000]
-Changes = dict[str, dict[tuple[Any, ...], int]]
+Changes = dict[str, ZSet[Row]]
 
 
 @dataclass

@@ -39,8 +39,10 @@ from bench.harness import (
     time_calls,
 )
 from bench.queries import GRAPH_QUERIES, MEMORY_KINDS, QUERIES, variants
+from workers.zset import ZSet
+from workers.zset.row import Row
 
-Changes = dict[tuple[Any, ...], int]
+Changes = ZSet[Row]
 P = TypeVar("P")
 R = TypeVar("R")
 

@@ -24,11 +24,11 @@ from bench.harness import csv_list, markdown_table, mismatch
 from workers.config import WorkerConfig, from_env
 from workers.kafka.broker import LocalBroker
 from workers.kafka.clients import QueryAdmin, TxProducer, follow, progress_table
-from workers.kafka.messages import Row
 from workers.kafka.views import read_views
 from workers.runtime.process import WorkerProcess
 from workers.testing import edge_transactions
-from workers.zset import add_into
+from workers.zset import ZSet, add_into
+from workers.zset.row import Row
 
 TWO_PATH = "{:find [?a ?c] :where [[?a :g/to ?b] [?b :g/to ?c]]}"
 WAIT_S = 600.0
@@ -79,14 +79,14 @@ def _measure(config: WorkerConfig, count: int, repeat: int) -> list[str]:
             f"{stream_s * 1000:.0f}"]
 
 
-def _integrated(config: WorkerConfig) -> dict[Row, int]:
-    view: dict[Row, int] = {}
+def _integrated(config: WorkerConfig) -> ZSet[Row]:
+    view: ZSet[Row] = {}
     for change in follow(config, "paths", stop_at_end=True):
         add_into(view, {change.row: change.weight})
     return view
 
 
-def _median(read: Callable[[], dict[Row, int]], repeat: int) -> tuple[float, dict[Row, int]]:
+def _median(read: Callable[[], ZSet[Row]], repeat: int) -> tuple[float, ZSet[Row]]:
     """The median wall-clock time of ``repeat`` reads (each with its own consumer), and what
     the last one read."""
     times, result = [], {}

@@ -21,8 +21,10 @@ from workers.datalog import compile_query
 from workers.sinks import PostgresSink, columns_of, read_position, read_table
 from workers.sinks.columns import encoders
 from workers.testing import evaluate_from_scratch
+from workers.zset import ZSet
+from workers.zset.row import Row
 
-Table = dict[tuple[Any, ...], int]
+Table = ZSet[Row]
 
 
 def oracle_table(query: str, datoms: Iterable[Any],

@@ -13,18 +13,20 @@ from typing import Any
 from edn_format import ImmutableList
 
 from workers.datalog import compile_query
-from workers.datalog.ast import Pull
-from workers.datalog.pull import DB_ID, AttrSpec, PulledMap, PullPattern
+from workers.datalog.ast import AttrSpec, Pull, PullPattern
+from workers.datalog.pull import DB_ID, PulledMap
 from workers.db.values import is_entity_id
 from workers.pull.read import value_order
 from workers.testing import evaluate_from_scratch
+from workers.zset import ZSet
+from workers.zset.row import Row
 
 Datom = tuple[Any, Any, Any]
 
 
 def pulled_from_scratch(query: str, datoms: Iterable[Datom], cardinality_one: Collection[Any],
                         refs: Collection[Any] = (), inputs: Sequence[Any] = (),
-                        components: Collection[Any] = ()) -> dict[tuple[Any, ...], int]:
+                        components: Collection[Any] = ()) -> ZSet[Row]:
     """The query's result as a bag: rows of equal maps add up."""
     datoms = set(datoms)
     compiled = compile_query(query, inputs)

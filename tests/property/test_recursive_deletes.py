@@ -17,12 +17,12 @@ from hypothesis import strategies as st
 from tests.property.strategies import ADD, NAME, RETRACT, TO, reference_db
 from workers.engine import Engine
 from workers.executors import Work
-from workers.executors.extenders import Row
 from workers.executors.generic_join import count_support, witnessed
 from workers.executors.joins import LocalJoins
 from workers.plan.ir import JoinProgram
 from workers.testing import evaluate_from_scratch
 from workers.zset import add_into
+from workers.zset.row import Row
 
 HUB = 0
 NODES = range(6)

@@ -15,8 +15,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from workers.arrangements import INDEX_ORDERS, IndexOrder, MemoryArrangement
-from workers.arrangements.spine import SMALL_NODE, DatomBatch, IdDatom, SpineArrangement
-from workers.zset import add
+from workers.arrangements.datom_batch import DatomBatch, IdDatom
+from workers.arrangements.spine import SMALL_NODE, SpineArrangement
+from workers.zset import ZSet, add
 
 KEYS = range(6)  # ids 0..5 present, 6 never: lookups of absent keys
 datoms = st.tuples(st.sampled_from(KEYS), st.sampled_from(range(3)), st.sampled_from(KEYS))
@@ -43,7 +44,7 @@ def _suffixes(node: Any) -> dict[tuple[int, ...], int]:
     return {(k, *rest): w for k, sub in node.items() for rest, w in _suffixes(sub).items()}
 
 
-def _columns(delta: dict[IdDatom, int]) -> tuple[np.ndarray, ...]:
+def _columns(delta: ZSet[IdDatom]) -> tuple[np.ndarray, ...]:
     e, a, v = (np.array([d[i] for d in delta], np.int32) for i in range(3))
     return e, a, v, np.array(list(delta.values()), np.int64)
 
@@ -114,7 +115,7 @@ small_node = st.sampled_from([SMALL_NODE, 0])
 @given(stream=st.lists(st.tuples(deltas, st.booleans()), min_size=1, max_size=10),
        limit=st.sampled_from([1, 4, 64]), asked=prefixes, adds_only=st.booleans(),
        compact_from=compaction, small=small_node)
-def test_every_verb_answers_as_the_dict_tries(stream: list[tuple[dict[IdDatom, int], bool]],
+def test_every_verb_answers_as_the_dict_tries(stream: list[tuple[ZSet[IdDatom], bool]],
                                               limit: int, asked: list[tuple[int, ...]],
                                               adds_only: bool, compact_from: int | None,
                                               small: int) -> None:
@@ -195,9 +196,9 @@ def _check_frame_verbs(spine: SpineArrangement, order: IndexOrder,
 
 
 @given(stream=st.lists(deltas, min_size=1, max_size=10))
-def test_merging_never_changes_the_z_set(stream: list[dict[IdDatom, int]]) -> None:
+def test_merging_never_changes_the_z_set(stream: list[ZSet[IdDatom]]) -> None:
     spine = SpineArrangement(layer_limit=10**9)  # every delta its own batch, merged as pushed
-    expected: dict[IdDatom, int] = {}
+    expected: ZSet[IdDatom] = {}
     for delta in stream:
         built = DatomBatch.build(*_columns(delta))
         assert (dict(_batch_datoms(built)) if built else {}) == {
@@ -211,7 +212,7 @@ def test_merging_never_changes_the_z_set(stream: list[dict[IdDatom, int]]) -> No
     assert spine.datoms() == expected and len(spine.batches) == (1 if expected else 0)
 
 
-def _batch_datoms(batch: DatomBatch) -> dict[IdDatom, int]:
+def _batch_datoms(batch: DatomBatch) -> ZSet[IdDatom]:
     e, a, v, w = batch.orders[IndexOrder.EAV].columns()
     weights = [1] * len(e) if w is None else w.tolist()
     return dict(zip(zip(e.tolist(), a.tolist(), v.tolist(), strict=True), weights, strict=True))

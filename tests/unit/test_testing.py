@@ -8,6 +8,8 @@ import pytest
 
 from workers.edn import keyword
 from workers.testing import ChangeStreamMismatch, check_change_stream, evaluate_from_scratch
+from workers.zset import ZSet
+from workers.zset.row import Row
 
 NAME, AGE, FRIEND = keyword("name"), keyword("age"), keyword("friend")
 
@@ -23,11 +25,11 @@ REACH = """[[(reach ?a ?b) [?a :friend ?b]]
             [(reach ?a ?b) [?a :friend ?c] (reach ?c ?b)]]"""
 
 
-def rows(*found: Any) -> dict[tuple[Any, ...], int]:
+def rows(*found: Any) -> ZSet[Row]:
     return {row if isinstance(row, tuple) else (row,): 1 for row in found}
 
 
-def case(text: str, expected: dict[tuple[Any, ...], int], *inputs: Any) -> Any:
+def case(text: str, expected: ZSet[Row], *inputs: Any) -> Any:
     return pytest.param(text, list(inputs), expected, id=text)
 
 
@@ -101,7 +103,7 @@ def case(text: str, expected: dict[tuple[Any, ...], int], *inputs: Any) -> Any:
     case("[:find ?n :in $ [?lo ?hi] :where [?e :age ?a] [(<= ?lo ?a ?hi)] [?e :name ?n]]",
          rows("alice", "carol"), [30, 40]),
 ])
-def test_oracle(text: str, inputs: list[Any], expected: dict[tuple[Any, ...], int]) -> None:
+def test_oracle(text: str, inputs: list[Any], expected: ZSet[Row]) -> None:
     assert evaluate_from_scratch(text, PEOPLE, inputs) == expected
 
 

@@ -16,8 +16,10 @@ import numpy as np
 import numpy.typing as npt
 
 from workers.arrangements.batch import Ids, Ints
+from workers.arrangements.datom_batch import DatomBatch, IdDatom
 from workers.arrangements.memory import MemoryArrangement
-from workers.arrangements.spine import DatomBatch, IdDatom, SpineArrangement
+from workers.arrangements.spine import SpineArrangement
+from workers.zset import ZSet
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,12 +56,12 @@ class DatomColumns:
         e, a, v, w = (np.concatenate([getattr(p, n) for p in parts]) for n in ("e", "a", "v", "w"))
         return DatomColumns(e, a, v, w)
 
-    def as_dict(self) -> dict[IdDatom, int]:
+    def as_dict(self) -> ZSet[IdDatom]:
         return dict(zip(zip(self.e.tolist(), self.a.tolist(), self.v.tolist(), strict=True),
                         self.w.tolist(), strict=True))
 
 
-IdDelta = dict[IdDatom, int] | DatomColumns
+IdDelta = ZSet[IdDatom] | DatomColumns
 
 
 class TickDelta:
@@ -70,7 +72,7 @@ class TickDelta:
 
     def __init__(self) -> None:
         self.arrangement = MemoryArrangement()
-        self._datoms: dict[IdDatom, int] | None = {}
+        self._datoms: ZSet[IdDatom] | None = {}
         self._columns: DatomColumns | None = None
         self._arranged = True
         self._spine: SpineArrangement | None = None
@@ -88,7 +90,7 @@ class TickDelta:
     def __len__(self) -> int:
         return len(self._columns if self._datoms is None else self._datoms)  # type: ignore[arg-type]
 
-    def datoms(self) -> dict[IdDatom, int]:
+    def datoms(self) -> ZSet[IdDatom]:
         if self._datoms is None:
             assert self._columns is not None
             self._datoms = self._columns.as_dict()

@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-Row = tuple[Any, ...]
+from workers.zset import ZSet
+from workers.zset.row import Row
 
 
-class TrackedRows(dict[Row, int]):
+class TrackedRows(ZSet[Row]):
     """A dict of tuples that the garbage collector never untracks (it untracks only exact
     dicts): a collection untracks an exact dict whose tuples it untracked, and the next
     new tuple written into it tracks it again — in the youngest generation, so the next
@@ -30,7 +31,7 @@ class RelationArrangement:
     __slots__ = ("rows", "tries")
 
     def __init__(self) -> None:
-        self.rows: dict[Row, int] = TrackedRows()
+        self.rows: ZSet[Row] = TrackedRows()
         self.tries: dict[tuple[int, ...], dict[Any, Any]] = {}
 
     def index(self, order: tuple[int, ...]) -> dict[Any, Any]:

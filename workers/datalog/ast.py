@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-if TYPE_CHECKING:
-    from workers.datalog.pull import PullPattern
+from workers.edn import Keyword
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,6 +280,36 @@ class Aggregate:
     def name(self) -> str:
         n = "" if self.n is None else f"{self.n if isinstance(self.n, Variable) else self.n.value} "
         return f"({self.fn} {n}{self.var})"
+
+
+# The pull pattern, as data (parsed by workers.datalog.pull, read by workers.pull).
+DEFAULT_LIMIT = 1000  # values of a cardinality-many attribute, as Datomic and Datascript
+
+
+@dataclass(frozen=True, slots=True)
+class AttrSpec:
+    """One attribute of a pattern: forward (``:friend``) or reverse (``:_friend``), under
+    ``key`` in the pulled map; ``pattern`` pulls referenced entities (None: as values, or
+    ``{:db/id n}`` for a declared ref); ``limit`` bounds a collection (None: unbounded);
+    ``default`` stands in when the attribute is missing (``has_default``)."""
+
+    attribute: Keyword
+    reverse: bool
+    key: Any
+    limit: int | None = DEFAULT_LIMIT
+    has_default: bool = False
+    default: Any = None
+    pattern: PullPattern | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PullPattern:
+    """``[attr-spec+]``: ``wildcard`` pulls every forward attribute (and ``:db/id``);
+    ``attrs`` are the explicit specs, which take precedence over the wildcard for their
+    attribute."""
+
+    wildcard: bool
+    attrs: tuple[AttrSpec, ...]
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,6 +35,7 @@ from workers.datalog.ast import (
     Pattern,
     Predicate,
     Pull,
+    PullPattern,
     Query,
     Rule,
     RuleCall,
@@ -50,7 +51,7 @@ from workers.datalog.lookup_refs import (
     renamed_in_patterns,
 )
 from workers.datalog.parser import frozen, is_lookup_ref, parse_rules
-from workers.datalog.pull import PullPattern, parse_pattern
+from workers.datalog.pull import parse_pattern
 from workers.db.tx import LookupRef
 from workers.db.values import is_value, type_name
 from workers.edn import intern, show

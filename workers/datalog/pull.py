@@ -5,53 +5,26 @@ A pull pattern says which part of the entity graph around one entity a query row
 reader (:mod:`workers.pull`) walks; it takes part in the query's equality, so two queries
 pulling the same pattern compare equal.  Recursion (``{:friend ...}``, ``{:friend 2}``) is
 refused: a recursive pull reads an unbounded part of the graph, which the incremental
-maintenance could only bound by walking it whole every tick.
+maintenance could only bound by walking it whole every tick.  The specs themselves
+(``PullPattern``, ``AttrSpec``) are AST nodes, in :mod:`workers.datalog.ast`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from edn_format import ImmutableDict, ImmutableList, Symbol
 
-from workers.datalog.ast import Pull
+from workers.datalog.ast import AttrSpec, Pull, PullPattern
 from workers.edn import Keyword, keyword, read
 from workers.edn import show as _show
 from workers.errors import ErrorCode, QueryError
 from workers.zset.row import typed
 
 DB_ID = keyword("db/id")
-DEFAULT_LIMIT = 1000  # values of a cardinality-many attribute, as Datomic and Datascript
 AS, LIMIT, DEFAULT = keyword("as"), keyword("limit"), keyword("default")
 WILDCARD = ("*", Symbol("*"))
-
-
-@dataclass(frozen=True, slots=True)
-class AttrSpec:
-    """One attribute of a pattern: forward (``:friend``) or reverse (``:_friend``), under
-    ``key`` in the pulled map; ``pattern`` pulls referenced entities (None: as values, or
-    ``{:db/id n}`` for a declared ref); ``limit`` bounds a collection (None: unbounded);
-    ``default`` stands in when the attribute is missing (``has_default``)."""
-
-    attribute: Keyword
-    reverse: bool
-    key: Any
-    limit: int | None = DEFAULT_LIMIT
-    has_default: bool = False
-    default: Any = None
-    pattern: PullPattern | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class PullPattern:
-    """``[attr-spec+]``: ``wildcard`` pulls every forward attribute (and ``:db/id``);
-    ``attrs`` are the explicit specs, which take precedence over the wildcard for their
-    attribute."""
-
-    wildcard: bool
-    attrs: tuple[AttrSpec, ...]
 
 
 # pull-expr = (pull src-var? variable (pattern | pattern-variable))   (src-var: Datascript)

@@ -26,30 +26,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import Any, Protocol
+from typing import Any
 
+from workers.db.reader import DatabaseReader
 from workers.db.resolve import names_in_values, resolve
 from workers.db.schema import SCHEMA_ATTRIBUTES, UNSUPPORTED_ATTRIBUTES, Attribute, Schema
 from workers.db.tx import Datom, TxOps
 from workers.db.values import VALUE_TYPES, type_name
 from workers.edn import dumps
 from workers.errors import ErrorCode, TransactionError
+from workers.zset import ZSet
 from workers.zset.row import Row, same, value_key
-
-
-class DatabaseReader(Protocol):
-    """The reads normalisation makes: the shared state, or the state plus a tick's
-    pending delta (:class:`~workers.arrangements.PendingReader`)."""
-
-    def has(self, datom: Datom) -> bool: ...
-
-    def values(self, e: Any, a: Any) -> Iterator[Any]: ...
-
-    def entity_datoms(self, e: Any) -> Iterator[Datom]: ...
-
-    def referrers(self, v: Any, a: Any) -> Iterator[Datom]: ...
-
-    def attribute_datoms(self, a: Any) -> Iterator[Datom]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +44,7 @@ class Normalised:
     """A transaction's effective delta, the schema in force after it, and the ids its
     named tempids were given."""
 
-    delta: dict[Datom, int]
+    delta: ZSet[Datom]
     schema: Schema
     tempids: dict[Any, int]
 
@@ -177,7 +164,7 @@ def _check_data(attribute: Any, declared: Attribute, checks: list[str],
                                    form=attribute)
 
 
-def _check_unique(delta: dict[Datom, int], db: DatabaseReader, schema: Schema) -> None:
+def _check_unique(delta: ZSet[Datom], db: DatabaseReader, schema: Schema) -> None:
     """Step 6: each unique value asserted is held by one entity after the transaction."""
     unique = schema.unique_attributes()
     asserted: dict[tuple[Any, Any], Any] = {}

@@ -30,10 +30,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import edn_format
 
+from workers.db.reader import DatabaseReader
 from workers.db.schema import DB_ID, Schema
 from workers.db.tx import (
     Datom,
@@ -51,9 +52,6 @@ from workers.db.values import LONG_MIN
 from workers.edn import dumps, show
 from workers.errors import ErrorCode, TransactionError
 from workers.zset.row import same, value_key
-
-if TYPE_CHECKING:  # normalise resolves first: it imports this module
-    from workers.db.normalise import DatabaseReader
 
 TEMPID_BASE = 1 << 62
 NEW_ENTITY_BITS = 20  # new entities a transaction may make: 2^20

@@ -21,6 +21,7 @@ from workers.kafka.avro import AvroCodec, registry_for
 from workers.kafka.closing import Closing, close_producer
 from workers.kafka.compacted import CompactedReader, KeyedRecord, latest
 from workers.kafka.messages import named_tempids, transaction_to_avro
+from workers.kafka.registration import Registration, parse_registration, registration_record
 from workers.kafka.subscription import (
     Change,
     HeadGoneError,
@@ -31,7 +32,6 @@ from workers.kafka.subscription import (
     subscribe,
 )
 from workers.kafka.topics import Topics, check_query_name, ensure_topics
-from workers.runtime.registration import Registration, parse_registration, registration_record
 
 __all__ = ["Change", "HeadGoneError", "Position", "QueryAdmin", "Sent", "Snapshot", "TxProducer",
            "follow", "progress_table", "snapshot_rows", "subscribe"]

@@ -30,10 +30,12 @@ from workers.errors import ErrorCode, WorkersError
 from workers.kafka.avro import AvroCodec, registry_for
 from workers.kafka.compacted import METADATA_TIMEOUT_S
 from workers.kafka.consume import arrived
-from workers.kafka.messages import Row, row_from_avro
+from workers.kafka.messages import row_from_avro
 from workers.kafka.sink import REGISTRATION_HEADER
 from workers.kafka.topics import Topics
 from workers.kafka.views import MARKER, View, read_views
+from workers.zset import ZSet
+from workers.zset.row import Row
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +104,7 @@ class Snapshot:
     for, whose changes since are no longer retained (or belong to an earlier registration):
     the consumer replaces what it holds with these rows."""
 
-    rows: dict[Row, int]
+    rows: ZSet[Row]
     tx: int
     registration: int
     not_resumed: Position | None = None

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from workers.config import VIEW_TOMBSTONES_MS
 from workers.errors import ErrorCode, WorkersError
 
 QUERY_NAME = re.compile(r"[A-Za-z0-9._-]{1,200}")
@@ -25,10 +26,9 @@ CHANGES = {"cleanup.policy": "delete", "retention.ms": str(7 * DAY_MS)}
 # (Kafka's least, 1 MiB, or an hour) keep the part not compacted yet small beside the view.
 # Tombstones (rows that left) and transaction markers (one per tick) stay delete.retention.ms
 # after compaction (Kafka's default: a day, every row deleted in a day): two minutes by default
-# (the ``view_tombstones_ms`` setting) keeps them few, and a reader that takes longer than half
-# of it reads again (``views.py``) — a deployment with views too big to read in a minute
-# raises it.
-VIEW_TOMBSTONES_MS = 2 * 60 * 1000
+# (the ``view_tombstones_ms`` setting, ``VIEW_TOMBSTONES_MS`` in ``workers/config.py``) keeps
+# them few, and a reader that takes longer than half of it reads again (``views.py``) — a
+# deployment with views too big to read in a minute raises it.
 VIEW = {"cleanup.policy": "compact", "segment.ms": str(3600 * 1000),
         "segment.bytes": str(1 << 20), "min.cleanable.dirty.ratio": "0.5"}
 # Dead letters wait for an operator: a month, not the broker's week.

@@ -32,8 +32,10 @@ from workers.config import WorkerConfig
 from workers.errors import ErrorCode, WorkersError
 from workers.kafka.avro import AvroCodec, registry_for
 from workers.kafka.compacted import OPEN_TRANSACTION_WAIT_S, POLL_S, CompactedReader, KeyedRecord
-from workers.kafka.messages import Row, row_from_avro, row_to_avro
+from workers.kafka.messages import row_from_avro, row_to_avro
 from workers.kafka.topics import Topics
+from workers.zset import ZSet
+from workers.zset.row import Row
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +48,7 @@ class View:
     """A query's view as its topic holds it: ``rows`` are the result of ``registration``
     after transaction ``tx``.  ``registration`` -1: no marker yet (no view written)."""
 
-    rows: dict[Row, int] = field(default_factory=dict)
+    rows: ZSet[Row] = field(default_factory=dict)
     registration: int = -1
     tx: int = -1
     records_read: int = 0  # the rows, and the churn its topic still held (docs/fleet.md)

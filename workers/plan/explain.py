@@ -16,7 +16,7 @@ it (``=?c``) or a scan (``_``); ``*`` marks the extender whose weight is applied
 from __future__ import annotations
 
 from workers.arrangements.keys import IndexOrder
-from workers.datalog.pull import DEFAULT_LIMIT, AttrSpec, PullPattern
+from workers.datalog.ast import DEFAULT_LIMIT, AttrSpec, PullPattern
 from workers.edn import keyword, show
 from workers.plan.ir import (
     Absent,

@@ -25,8 +25,7 @@ from enum import Enum
 from typing import Any, Self
 
 from workers.arrangements.keys import IndexOrder
-from workers.datalog.ast import FindSpec
-from workers.datalog.pull import AttrSpec, PullPattern
+from workers.datalog.ast import AttrSpec, FindSpec, PullPattern
 from workers.edn import dumps, read
 
 

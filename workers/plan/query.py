@@ -3,8 +3,7 @@ patterns only) or as a program of derived relations, and its ``:find`` as data."
 
 from __future__ import annotations
 
-from workers.datalog.ast import Aggregate, Constant, Pull, Query
-from workers.datalog.pull import PullPattern
+from workers.datalog.ast import Aggregate, Constant, Pull, PullPattern, Query
 from workers.plan.ir import Find, FindColumn, QueryPlan
 from workers.plan.order import AttributeStats, no_stats
 from workers.plan.planner import plan_query

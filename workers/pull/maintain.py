@@ -29,10 +29,10 @@ import numpy as np
 
 from workers.arrangements.batch import Ints, sorted_distinct
 from workers.arrangements.delta import DatomColumns, IdDelta
-from workers.datalog.pull import PullPattern
+from workers.datalog.ast import PullPattern
 from workers.plan.ir import Find
 from workers.pull.read import PullReader, attributes_read, depth
-from workers.zset import add_into
+from workers.zset import ZSet, add_into
 from workers.zset.row import Row
 
 Key = Row  # (pull column, entity): a Row, so that entities 1 and true are two keys
@@ -53,7 +53,7 @@ class Pulling:
 
     sources: tuple[int, ...]  # per output column, the input column it shows
     pulls: tuple[PullColumn, ...]
-    rows: dict[Row, int] = field(default_factory=dict)  # the input relation R
+    rows: ZSet[Row] = field(default_factory=dict)  # the input relation R
     holders: dict[Key, set[Row]] = field(default_factory=dict)  # entity → rows of R
     maps: dict[Key, Any] = field(default_factory=dict)  # entity → its map as emitted
 
@@ -61,7 +61,7 @@ class Pulling:
     def of(find: Find) -> Pulling | None:
         """None without pulls.  The input is the basis, or the :find row when aggregated
         (the aggregation keeps a pulled entity as a group column) or projected from a basis
-        with :with variables (:func:`workers.zset.aggregate.result_of`)."""
+        with :with variables (:func:`workers.find.result.result_of`)."""
         if not find.pulls:
             return None
         sources = (tuple(range(len(find.columns))) if find.aggregated or find.with_
@@ -94,13 +94,13 @@ class Pulling:
         """Every entity whose map is held."""
         return [entity for _, entity in self.maps]
 
-    def reset(self, rows: Mapping[Row, int], reader: PullReader) -> dict[Row, int]:
+    def reset(self, rows: Mapping[Row, int], reader: PullReader) -> ZSet[Row]:
         """Start over from the whole input; return the whole output."""
         self.rows, self.holders, self.maps = {}, {}, {}
         return self.step(rows, reader, None)
 
     def step(self, changes: Mapping[Row, int], reader: PullReader,
-             delta: IdDelta | None) -> dict[Row, int]:
+             delta: IdDelta | None) -> ZSet[Row]:
         """The output's change for the input's ``changes`` and the tick's datoms ``delta``
         (None: nothing but ``changes`` happened), the database read after the tick."""
         before = {key: self.maps[key] for key in self._changed_roots(reader, delta)}
@@ -116,7 +116,7 @@ class Pulling:
             if key not in before or pulled != before[key]:
                 touched |= self.holders[key]
             self.maps[key] = pulled
-        out: dict[Row, int] = {}
+        out: ZSet[Row] = {}
         for row in touched:
             new = self.rows.get(row, 0)
             old = new - changes.get(row, 0)

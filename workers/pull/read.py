@@ -43,8 +43,9 @@ from edn_format import ImmutableList
 from workers.arrangements import ArrangementRegistry
 from workers.arrangements.delta import DatomColumns, IdDelta
 from workers.arrangements.keys import IndexOrder
+from workers.datalog.ast import AttrSpec, PullPattern
 from workers.datalog.functions import sort_key
-from workers.datalog.pull import DB_ID, AttrSpec, PulledMap, PullPattern
+from workers.datalog.pull import DB_ID, PulledMap
 from workers.db import Schema
 from workers.db.schema import SCHEMA_ATTRIBUTES
 from workers.db.values import is_entity_id

@@ -14,8 +14,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from workers.kafka.compacted import KeyedRecord
+from workers.kafka.registration import Registration
 from workers.kafka.views import View
-from workers.runtime.registration import Registration
 
 
 class QueryState(enum.Enum):

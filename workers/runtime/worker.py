@@ -91,6 +91,7 @@ from workers.kafka.clients import progress_table
 from workers.kafka.closing import Closing
 from workers.kafka.compacted import CompactedReader, KeyedRecord
 from workers.kafka.messages import Row, row_from_avro, transaction_from_avro
+from workers.kafka.registration import parse_registration
 from workers.kafka.sink import ResultSink, TransactionFailed
 from workers.kafka.source import TxRecord, TxSource
 from workers.kafka.topics import Topics, check_query_name, create, ensure_topics
@@ -105,7 +106,6 @@ from workers.runtime.phases import TickPhases
 from workers.runtime.pieces import Pieces
 from workers.runtime.process import transactional_id
 from workers.runtime.queries import REGISTERED, OwnedQueries, OwnedQuery, QueryState
-from workers.runtime.registration import parse_registration
 from workers.runtime.views import ViewWrites
 from workers.zset import add, add_into, neg
 

@@ -50,7 +50,6 @@ from confluent_kafka import KafkaException
 from workers.config import WorkerConfig
 from workers.datalog import compile_query
 from workers.errors import ErrorCode, WorkersError
-from workers.kafka.messages import Row
 from workers.kafka.views import read_views
 from workers.sinks.columns import columns_of
 from workers.sinks.source import (
@@ -64,7 +63,8 @@ from workers.sinks.source import (
     value_types,
 )
 from workers.sinks.table import Position, SinkFenced, SinkTable
-from workers.zset import add_into
+from workers.zset import ZSet, add_into
+from workers.zset.row import Row
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ def default_table(query: str) -> str:
 class _Pending:
     """Whole ticks read and not written yet: their summed change and last ``tx_last``."""
 
-    delta: dict[Row, int] = field(default_factory=dict)
+    delta: ZSet[Row] = field(default_factory=dict)
     tx: int | None = None  # the tick being read (None: nothing pending)
     since: float = 0.0
     rows: int = 0

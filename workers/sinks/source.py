@@ -29,9 +29,9 @@ from workers.kafka.clients import Change
 from workers.kafka.closing import Closing
 from workers.kafka.compacted import METADATA_TIMEOUT_S, CompactedReader, latest
 from workers.kafka.messages import row_from_avro, transaction_from_avro
+from workers.kafka.registration import Registration, parse_registration
 from workers.kafka.sink import REGISTRATION_HEADER
 from workers.kafka.topics import Topics
-from workers.runtime.registration import Registration, parse_registration
 
 log = logging.getLogger(__name__)
 

@@ -35,8 +35,9 @@ import psycopg
 from psycopg import sql
 
 from workers.errors import ErrorCode, WorkersError
-from workers.kafka.messages import Row
 from workers.sinks.columns import ROW_KEY, WEIGHT, Column, SinkError, encoders, table_row
+from workers.zset import ZSet
+from workers.zset.row import Row
 
 POSITIONS = "deltalog_sink"
 DELTA = "deltalog_delta"  # the session's temporary table a transaction's changes are copied to
@@ -205,7 +206,7 @@ class SinkTable:
                 copy.write_row(row)
 
 
-def read_table(conn: psycopg.Connection[Any], name: str) -> dict[tuple[Any, ...], int]:
+def read_table(conn: psycopg.Connection[Any], name: str) -> ZSet[Row]:
     """The table's rows as ``{values: weight}`` (tests and benchmarks compare it with the
     encoded view)."""
     table = sql.Identifier(*name.split("."))

@@ -5,16 +5,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TypeVar
 
-from workers.zset.zset import add, add_into, neg
+from workers.zset.zset import ZSet, add, add_into, neg
 
 T = TypeVar("T")
 
 __all__ = ["differentiate", "distinct_change", "integrate", "is_set"]
 
 
-def integrate(stream: Sequence[Mapping[T, int]]) -> list[dict[T, int]]:
+def integrate(stream: Sequence[Mapping[T, int]]) -> list[ZSet[T]]:
     """Running sums: ``integrate(d)[t] = d[0] + ... + d[t]``."""
-    total: dict[T, int] = {}
+    total: ZSet[T] = {}
     out = []
     for change in stream:
         add_into(total, change)
@@ -22,7 +22,7 @@ def integrate(stream: Sequence[Mapping[T, int]]) -> list[dict[T, int]]:
     return out
 
 
-def differentiate(stream: Sequence[Mapping[T, int]]) -> list[dict[T, int]]:
+def differentiate(stream: Sequence[Mapping[T, int]]) -> list[ZSet[T]]:
     """Per-step changes: ``differentiate(a)[t] = a[t] - a[t-1]`` (``a[-1] = 0``).
 
     Inverse of :func:`integrate`: ``integrate(differentiate(a)) == a``.

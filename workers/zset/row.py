@@ -106,9 +106,12 @@ class KindedRow(tuple):  # type: ignore[type-arg]
         return equal if equal is NotImplemented else not equal
 
 
-# ``Row(values)`` makes a row; to the type checker a Row is a tuple, so annotations stay
-# ``dict[Row, int]`` / ``tuple[Any, ...]`` interchangeably (a subclass would make every
-# ``dict[tuple, int]`` of the callers a type error: dict keys are invariant).
+# The one ``Row`` of deltalog: every annotation of a row (a Z-set of rows is ``ZSet[Row]``,
+# :mod:`workers.zset.zset`) imports it from here.  ``Row(values)`` makes a kind-aware row; to
+# the type checker a Row is a tuple, so a plain tuple annotated ``Row`` stays a plain tuple
+# (a subclass would make every ``dict[tuple, int]`` of the callers a type error: dict keys
+# are invariant).  Annotations are never evaluated (``from __future__ import annotations``),
+# so importing ``Row`` for them changes no class that is constructed.
 if TYPE_CHECKING:
     Row = tuple[Any, ...]
 else:

@@ -11,24 +11,26 @@ a database state is a Z-set whose weights are all 1 (a set); a change is any Z-s
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TypeVar
+from typing import TypeAlias, TypeVar
 
 T = TypeVar("T")
 
-ZSet = dict  # ZSet[T] is dict[T, int] with no zero weights
+# ``ZSet[T]``: a plain ``dict[T, int]`` with no zero weights (``ZSet[Row]`` for rows,
+# ``ZSet[Datom]`` for datoms); an alias, so no Z-set is ever anything but a dict.
+ZSet: TypeAlias = dict[T, int]
 
 __all__ = ["ZSet", "add", "add_into", "consolidate", "neg", "scale", "signed"]
 
 
-def consolidate(pairs: Iterable[tuple[T, int]]) -> dict[T, int]:
+def consolidate(pairs: Iterable[tuple[T, int]]) -> ZSet[T]:
     """Sum the weights of equal elements and drop zeros: the one way to build a Z-set."""
-    out: dict[T, int] = {}
+    out: ZSet[T] = {}
     for element, weight in pairs:
         out[element] = out.get(element, 0) + weight
     return {element: weight for element, weight in out.items() if weight}
 
 
-def add_into(target: dict[T, int], other: Mapping[T, int]) -> dict[T, int]:
+def add_into(target: ZSet[T], other: Mapping[T, int]) -> ZSet[T]:
     """``target += other`` in place, dropping elements whose weight becomes zero."""
     for element, weight in other.items():
         total = target.get(element, 0) + weight
@@ -39,17 +41,17 @@ def add_into(target: dict[T, int], other: Mapping[T, int]) -> dict[T, int]:
     return target
 
 
-def add(a: Mapping[T, int], b: Mapping[T, int]) -> dict[T, int]:
+def add(a: Mapping[T, int], b: Mapping[T, int]) -> ZSet[T]:
     """``a + b``."""
     return add_into(dict(a), b)
 
 
-def neg(a: Mapping[T, int]) -> dict[T, int]:
+def neg(a: Mapping[T, int]) -> ZSet[T]:
     """``-a``."""
     return {element: -weight for element, weight in a.items()}
 
 
-def scale(a: Mapping[T, int], factor: int) -> dict[T, int]:
+def scale(a: Mapping[T, int], factor: int) -> ZSet[T]:
     """``factor · a`` (zero gives the empty Z-set)."""
     if not factor:
         return {}

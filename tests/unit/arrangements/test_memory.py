@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from tests.unit.arrangements.tries import leaves
 from workers.arrangements import INDEX_ORDERS, Datom, IndexOrder, MemoryArrangement
+from workers.zset import ZSet
 
-DATOMS: dict[Datom, int] = {(1, ":g/to", 2): 1, (1, ":g/to", 3): 1, (2, ":name", "b"): 1}
+DATOMS: ZSet[Datom] = {(1, ":g/to", 2): 1, (1, ":g/to", 3): 1, (2, ":name", "b"): 1}
 
 
-def _permuted(datoms: dict[Datom, int], order: IndexOrder) -> dict[tuple[object, ...], int]:
+def _permuted(datoms: ZSet[Datom], order: IndexOrder) -> dict[tuple[object, ...], int]:
     return {tuple(datom[i] for i in order.positions): w for datom, w in datoms.items()}
 
 

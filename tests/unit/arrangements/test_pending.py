@@ -4,21 +4,22 @@ together without writing either."""
 from __future__ import annotations
 
 from workers.arrangements import ArrangementRegistry, Datom, MemoryArrangement, PendingReader
+from workers.zset import ZSet
 from workers.zset.row import Row
 
-STATE: dict[Datom, int] = {(1, ":age", 30): 1, (1, ":friend", 2): 1, (3, ":friend", 2): 1}
+STATE: ZSet[Datom] = {(1, ":age", 30): 1, (1, ":friend", 2): 1, (3, ":friend", 2): 1}
 # Earlier transactions of the batch: 1's age replaced, 3's friendship retracted, 4 befriends 2.
-PENDING: dict[Datom, int] = {(1, ":age", 30): -1, (1, ":age", 31): 1, (3, ":friend", 2): -1,
+PENDING: ZSet[Datom] = {(1, ":age", 30): -1, (1, ":age", 31): 1, (3, ":friend", 2): -1,
                              (4, ":friend", 2): 1}
 
 
-def _registry(datoms: dict[Datom, int]) -> ArrangementRegistry:
+def _registry(datoms: ZSet[Datom]) -> ArrangementRegistry:
     registry = ArrangementRegistry()
     registry.apply(registry.encode(datoms))
     return registry
 
 
-def _pending(state: ArrangementRegistry, datoms: dict[Datom, int]) -> MemoryArrangement:
+def _pending(state: ArrangementRegistry, datoms: ZSet[Datom]) -> MemoryArrangement:
     """A batch's pending delta as the engine keeps it: id datoms, numbered in the state's
     dictionary."""
     return MemoryArrangement(state.encode(datoms))

@@ -5,9 +5,11 @@ from __future__ import annotations
 import gc
 
 from tests.unit.arrangements.tries import leaves
-from workers.arrangements.relation import RelationArrangement, Row, TrackedRows
+from workers.arrangements.relation import RelationArrangement, TrackedRows
+from workers.zset import ZSet
+from workers.zset.row import Row
 
-ROWS: dict[Row, int] = {(1, 2, 3): 1, (1, 2, 4): 2, (5, 2, 3): 1}
+ROWS: ZSet[Row] = {(1, 2, 3): 1, (1, 2, 4): 2, (5, 2, 3): 1}
 ORDER = (2, 0, 1)
 
 

@@ -34,7 +34,8 @@ from tests.property.pull_oracle import pulled_from_scratch
 from workers import edn
 from workers.engine import Engine
 from workers.errors import ErrorCode, QueryError
-from workers.zset import add_into
+from workers.zset import ZSet, add_into
+from workers.zset.row import Row
 
 Forms = list[list[Any]]
 # Differences shared by several files' cases (docs/semantics.md, "Datascript's test suite").
@@ -118,13 +119,13 @@ def check_change_stream(case: Case, engine: Engine) -> None:
         assert view == from_scratch(case, list(engine.db.datoms()))
 
 
-def fresh(case: Case, history: Sequence[Any]) -> dict[tuple[Any, ...], int]:
+def fresh(case: Case, history: Sequence[Any]) -> ZSet[Row]:
     """The oracle: the query's rows evaluated from scratch on a new engine given the same
     transactions."""
     return loaded(history).register("q", case.query, case.arguments())
 
 
-def from_scratch(case: Case, datoms: list[tuple[Any, Any, Any]]) -> dict[tuple[Any, ...], int]:
+def from_scratch(case: Case, datoms: list[tuple[Any, Any, Any]]) -> ZSet[Row]:
     """The independent oracle (:mod:`workers.testing`, and a plain walk for pulls), which
     shares no code with the engine: the schema it needs is read from the datoms."""
     one = {e for e, a, v in datoms if (a, v) == (CARDINALITY, ONE)}

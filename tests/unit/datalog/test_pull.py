@@ -6,8 +6,8 @@ from typing import Any
 import pytest
 
 from workers.datalog import compile_query, parse_query
-from workers.datalog.ast import Pull, Variable
-from workers.datalog.pull import DEFAULT_LIMIT, AttrSpec, PullPattern, parse_pattern
+from workers.datalog.ast import DEFAULT_LIMIT, AttrSpec, Pull, PullPattern, Variable
+from workers.datalog.pull import parse_pattern
 from workers.edn import keyword
 from workers.errors import ErrorCode, QueryError
 

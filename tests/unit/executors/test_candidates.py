@@ -13,9 +13,9 @@ import pytest
 
 from workers.engine import Engine
 from workers.executors import Work
-from workers.executors.extenders import Row
 from workers.executors.rules import PreparedRules
 from workers.plan.ir import JoinProgram
+from workers.zset.row import Row
 
 REACH = "[[(reach ?a ?b) [?a :to ?b]] [(reach ?a ?b) [?a :to ?c] (reach ?c ?b)]]"
 PAIRS = "[:find ?a ?b :in $ % :where (reach ?a ?b)]"

@@ -12,9 +12,10 @@ import pytest
 from workers.edn import keyword
 from workers.engine import Engine
 from workers.executors import Work
-from workers.executors.extenders import OverlayExtender, Row
+from workers.executors.extenders import OverlayExtender
 from workers.executors.rules import PreparedRules
 from workers.plan.ir import JoinProgram
+from workers.zset.row import Row
 
 RIGHT = "[[(reach ?a ?b) [?a :g/to ?b]] [(reach ?a ?b) [?a :g/to ?c] (reach ?c ?b)]]"
 ADD, TO = keyword("db/add"), keyword("g/to")

@@ -14,6 +14,8 @@ from workers import edn
 from workers.datalog.pull import frozen, parse_pattern
 from workers.engine import Engine
 from workers.pull import PullReader
+from workers.zset import ZSet
+from workers.zset.row import Row
 
 PEOPLE = """[{:db/id 1 :name "Petr" :age 44} {:db/id 2 :name "Ivan" :age 25}
              {:db/id 3 :name "Oleg" :age 11}]"""
@@ -23,7 +25,7 @@ ONE = """[{:db/ident :name :db/cardinality :db.cardinality/one}
 ADULTS = "[:where [?e :age ?a] [(>= ?a 18)]]"
 
 
-def rows(text: str) -> dict[tuple[Any, ...], int]:
+def rows(text: str) -> ZSet[Row]:
     """Expected rows written as an EDN vector of row vectors, each of weight 1."""
     return {tuple(row): 1 for row in m(text)}
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from workers.kafka.compacted import KeyedRecord
+from workers.kafka.registration import Registration
 from workers.kafka.views import View
 from workers.runtime.queries import (
     TRANSITIONS,
@@ -14,7 +15,6 @@ from workers.runtime.queries import (
     OwnedQuery,
     QueryState,
 )
-from workers.runtime.registration import Registration
 
 POSITION = 10
 

@@ -56,8 +56,8 @@ from workers.arrangements.batch import (
     sorted_sum,
     summed_by_entity,
 )
+from workers.arrangements.datom_batch import DatomBatch
 from workers.arrangements.delta import DatomColumns
-from workers.arrangements.spine import DatomBatch
 from workers.db.codec import SchemaData
 from workers.errors import ErrorCode, WorkersError
 

@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from workers.arrangements import ArrangementRegistry
+from workers.arrangements.datom_batch import DatomBatch
 from workers.arrangements.delta import DatomColumns
 from workers.arrangements.keys import INDEX_ORDERS
-from workers.arrangements.spine import DatomBatch
 from workers.executors.spark import cache, state
 from workers.executors.spark.cache import open_state
 from workers.executors.spark.state import (
@@ -31,11 +31,12 @@ from workers.executors.spark.state import (
     write_index,
 )
 from workers.executors.spark.tasks import Compaction, compact, index, statistics
+from workers.zset import ZSet
 
 Datom = tuple[int, int, int]
 
 
-def columns(delta: dict[Datom, int]) -> DatomColumns:
+def columns(delta: ZSet[Datom]) -> DatomColumns:
     return DatomColumns.of(delta)
 
 

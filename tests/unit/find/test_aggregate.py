@@ -1,4 +1,4 @@
-"""workers.zset.aggregate: Datomic's and Datascript's aggregates with the results their
+"""workers.find (aggregates): Datomic's and Datascript's aggregates with the results their
 documentation and test suites give, one-shot and kept live (``-old row +new row``)."""
 
 from __future__ import annotations

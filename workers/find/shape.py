@@ -18,9 +18,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from workers.datalog.ast import FindSpec
-from workers.zset.aggregate import as_maps
-
-Row = tuple[Any, ...]
+from workers.edn import Symbol, keyword
+from workers.zset.row import Row
 
 
 def shaped(spec: FindSpec, keys: tuple[str, tuple[str, ...]] | None,
@@ -36,3 +35,13 @@ def shaped(spec: FindSpec, keys: tuple[str, tuple[str, ...]] | None,
             return row[0]
         return row if keys is None else as_maps(keys, {row: 1})[0]
     return dict(rows) if keys is None else as_maps(keys, rows)
+
+
+def as_maps(keys: tuple[str, tuple[str, ...]], rows: Mapping[Row, int]) -> list[dict[Any, Any]]:
+    """Rows as maps named by ``:keys`` (keywords), ``:strs`` (strings) or ``:syms``; a row
+    of a bag once per copy."""
+    kind, names = keys
+    make = {":keys": keyword, ":strs": str, ":syms": Symbol}[kind]
+    labels = [make(name) for name in names]
+    return [dict(zip(labels, row, strict=True)) for row, weight in rows.items()
+            for _ in range(weight)]

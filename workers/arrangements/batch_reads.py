@@ -1,0 +1,174 @@
+"""A spine's reads of a batch of prefixes (the vectorised executor's): the same verbs as
+:mod:`workers.arrangements.prefix_reads`, each over an array of prefixes at once.
+
+Every read first *locates* the prefixes — each row's node in each source, as key ranges
+(:class:`Located`) — once for the verbs a GenericJoin level makes on them.  The layer is read
+as a batch, frozen on demand and cached until it changes; with prefixes of an entity- or
+value-major order, only the batches the holders' bits name are searched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from workers.arrangements.batch import Batch, Ids, Ints, Mask, consolidate, sort_order, starts
+from workers.arrangements.cursor import major_prefixes
+from workers.arrangements.datom_batch import DatomBatch
+from workers.arrangements.keys import IndexOrder
+from workers.arrangements.spine_state import SpineState
+
+EAV, VAE = IndexOrder.EAV, IndexOrder.VAE
+Leaves = tuple[Ints, tuple[Ids, ...], Ints]  # per leaf: its prefix's row, suffix, weight
+
+
+@dataclass(frozen=True, slots=True)
+class Located:
+    """Prefixes found in a spine's sources: per source batch, each prefix's node as a range
+    (``lo == hi``: absent) at level ``depth``."""
+
+    depth: int
+    rows: int
+    nodes: list[tuple[Batch, Ints, Ints]]
+
+
+class BatchReads(SpineState):
+    """The verbs over a batch of prefixes."""
+
+    __slots__ = ()
+
+    def counts(self, order: IndexOrder, prefixes: Ints) -> Ints:
+        """:meth:`count` of each row of ``prefixes`` (shape ``(n, depth)``)."""
+        located = self.locate(order, prefixes)
+        total = self.estimates_at(located)  # exact where one source holds the prefix
+        sources = sum((hi > lo for _, lo, hi in located.nodes), np.zeros(len(prefixes), np.int64))
+        several = np.flatnonzero(sources > 1)
+        if len(several):
+            rows, suffix, _ = self._located_leaves(located, several)
+            first = starts(rows, suffix[0])
+            total[several] = np.bincount(rows[first], minlength=len(several))
+        return total
+
+    def locate(self, order: IndexOrder, prefixes: Ints) -> Located:
+        """Each row's node in each source: the first step of every batch read, done once
+        for the verbs a GenericJoin level makes on the same prefixes."""
+        depth = prefixes.shape[1]
+        major, searched = major_prefixes(order, prefixes)
+        return Located(depth, len(prefixes), [(index, *index.ranges(searched))
+                                              for index in self._indexes(major, searched)])
+
+    def estimates_at(self, located: Located) -> Ints:
+        """:meth:`estimate` of each located prefix: the sources' counts added, no leaves
+        read."""
+        total = np.zeros(located.rows, np.int64)
+        for index, lo, hi in located.nodes:
+            total += np.where(hi > lo, index.width0 if located.depth == 0 else hi - lo, 0)
+        return total
+
+    def lookups_at(self, located: Located, rows: Ints, keys: Ids) -> tuple[Mask, Ints]:
+        """For candidates ``(row, key)`` (a located prefix each): whether some source
+        holds the key under the row's prefix, and the weight under it summed over the
+        sources — on a nonnegative spine, present exactly when that sum is positive."""
+        total, held = np.zeros(len(keys), np.int64), np.zeros(len(keys), bool)
+        for index, lo, hi in located.nodes:
+            found, sums = index.below_many(located.depth, lo[rows], hi[rows],
+                                           keys.astype(np.int64))
+            total += sums
+            held |= found
+        return held, total
+
+    def proposals(self, order: IndexOrder, prefixes: Ints) -> tuple[Ints, Ids, Ints]:
+        """:meth:`propose` of each row: ``(row, key, summed weight)`` sorted by row, key."""
+        return self.proposals_at(self.locate(order, prefixes), None)
+
+    def proposals_at(self, located: Located, rows: Ints | None) -> tuple[Ints, Ids, Ints]:
+        """:meth:`proposals` of the located prefixes ``rows`` (None: all), numbered as
+        positions in ``rows``."""
+        found, suffix, weights = self._located_leaves(located, rows)
+        first = starts(found, suffix[0])
+        sums = np.add.reduceat(weights, first) if len(first) else weights
+        return found[first], suffix[0][first], sums
+
+    def intersections(self, order: IndexOrder, prefixes: Ints, rows: Ints, keys: Ids,
+                      weights: Ints) -> tuple[Ints, Ids, Ints]:
+        """:meth:`intersect` of candidates ``(row, key, weight)`` (a row of ``prefixes``
+        each): the candidates found, their weights times the summed weight under them.  A
+        binary search per candidate in each source; the sums add up, and a candidate is
+        present when a source holds it, unless several do and one has a retraction: then
+        its row's leaves decide."""
+        located = self.locate(order, prefixes)
+        total = np.zeros(len(keys), np.int64)
+        holders, mixed = np.zeros(len(keys), np.int64), np.zeros(len(keys), bool)
+        for index, lo, hi in located.nodes:
+            found, sums = index.below_many(located.depth, lo[rows], hi[rows],
+                                           keys.astype(np.int64))
+            total += sums
+            holders += found
+            if not index.positive:
+                mixed |= found
+        present = holders > 0
+        mixed &= holders > 1
+        if mixed.any():
+            redo = np.unique(rows[mixed])
+            found_rows, found_keys, _ = self.proposals_at(located, redo)
+            listed = (redo[found_rows] << 32) | found_keys
+            wanted = (rows[mixed].astype(np.int64) << 32) | keys[mixed]
+            present[mixed] = np.isin(wanted, listed)
+        return rows[present], keys[present], weights[present] * total[present]
+
+    def weights(self, order: IndexOrder, prefixes: Ints) -> Ints:
+        """:meth:`weight` of each row."""
+        rows, _, weights = self._leaves(order, prefixes)
+        out = np.zeros(len(prefixes), np.int64)
+        np.add.at(out, rows, weights)
+        return out
+
+    def enumerations(self, order: IndexOrder, prefixes: Ints) -> Leaves:
+        """:meth:`enumerate` of each row: ``(row, suffix columns, weight)``, sorted."""
+        return self._leaves(order, prefixes)
+
+    def _indexes(self, order: IndexOrder, prefixes: Ints | None = None) -> list[Batch]:
+        """The sources as batches: the layer frozen on demand (cached until it changes).
+        With ``prefixes`` of an entity- or value-major order, only the batches the holders'
+        bits say hold one of their first keys: a small batch of recent ticks is mostly
+        skipped with one NumPy call instead of a search per level."""
+        if self._compaction is not None and not self._readers:
+            self._adopt()
+        indexes = list(self._by_order[order])
+        if prefixes is not None and prefixes.shape[1] and len(indexes) > 1 and (
+                order is EAV or order is VAE):
+            holders, keys = self._holders[order], prefixes[:, 0]
+            keys = keys[(keys >= 0) & (keys < len(holders))]
+            bits = int(np.bitwise_or.reduce(holders[keys])) if len(keys) else 0
+            indexes = [index for i, index in enumerate(indexes) if bits >> i & 1]
+        if self._layer_rows:
+            if self._layer_batch[0] != self.layer.version:
+                self._layer_batch = (self.layer.version, DatomBatch.build(*self._layer_columns()))
+            if self._layer_batch[1] is not None:
+                indexes.append(self._layer_batch[1].orders[order])
+        return indexes
+
+    def _leaves(self, order: IndexOrder, prefixes: Ints) -> Leaves:
+        """The consolidated datoms under each row of ``prefixes``, sorted by row, suffix."""
+        return self._located_leaves(self.locate(order, prefixes), None)
+
+    def _located_leaves(self, located: Located, rows: Ints | None) -> Leaves:
+        """:meth:`_leaves` of the located prefixes ``rows`` (None: all)."""
+        depth = located.depth
+        parts: list[Leaves] = [index.expand(depth, *((lo, hi) if rows is None else
+                                                     (lo[rows], hi[rows])))
+                               for index, lo, hi in located.nodes]
+        if not parts:
+            return np.zeros(0, np.int64), tuple(np.zeros(0, np.int32) for _ in range(3 - depth)), (
+                np.zeros(0, np.int64))
+        if len(parts) == 1:
+            return parts[0]
+        found = np.concatenate([p[0] for p in parts])
+        suffix = tuple(np.concatenate([p[1][i] for p in parts]) for i in range(3 - depth))
+        weights = np.concatenate([p[2] for p in parts])
+        perm = sort_order(found, *suffix)  # the parts are sorted runs: merged in linear time
+        columns, summed = consolidate((found[perm], *(c[perm].astype(np.int64) for c in suffix)),
+                                      weights[perm])
+        return (columns[0], tuple(c.astype(np.int32) for c in columns[1:]),
+                np.ones(len(columns[0]), np.int64) if summed is None else summed)

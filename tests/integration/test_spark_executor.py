@@ -12,12 +12,11 @@ import time
 import pytest
 from prometheus_client import REGISTRY
 
-from workers.arrangements import ArrangementRegistry, MemoryArrangement
-from workers.arrangements.delta import TickDelta
+from workers.arrangements import ArrangementRegistry
 from workers.datalog import compile_query
 from workers.edn import keyword
 from workers.engine import Engine
-from workers.executors import LocalExecutor, Work
+from workers.executors import LocalExecutor
 from workers.executors.dispatch import AutoPolicy
 from workers.executors.spark import JobGroups, SparkExecutor, SparkSettings, spark_session
 from workers.plan import plan_query
@@ -44,11 +43,11 @@ def test_bootstrap_of_50000_datoms_equals_local_and_actions_report_progress(
     session = spark_session(spark_settings)
     reports: list[str] = []
     spark = SparkExecutor(session, state, JobGroups(session, reports.append, interval_s=0.5))
-    local, delta = LocalExecutor(), MemoryArrangement()
+    local = LocalExecutor(state)
     plan = plan_query(compile_query(TRIANGLE))
-    expected = local.evaluate(local.prepare(plan, state, delta), Work())
+    expected, _ = local.evaluate(local.prepare(plan))
     assert len(expected) > 100
-    evaluated = spark.evaluate(spark.prepare(plan, state, TickDelta()), Work())
+    evaluated, _ = spark.evaluate(spark.prepare(plan))
     assert dict(zip(zip(*(c.tolist() for c in evaluated.columns), strict=True),
                     evaluated.weights.tolist(), strict=True)) == expected
     assert spark.jobs.last.jobs > 0

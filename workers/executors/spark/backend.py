@@ -31,11 +31,11 @@ class SparkBackend:
     """Starts the :class:`SparkExecutor` of one engine and runs its actions."""
 
     def __init__(self, settings: SparkSettings | None, db: ArrangementRegistry,
-                 tick: TickDelta, required: bool) -> None:
+                 required: bool) -> None:
         self.settings = settings or SparkSettings()
         self.required = required
         self.executor: SparkExecutor | None = None
-        self._db, self._tick = db, tick
+        self._db = db
         self._failed = False
         if required:
             self.executor = self._start()
@@ -64,10 +64,11 @@ class SparkBackend:
             executor.restored()
             return None
 
-    def applied(self) -> None:
-        """The shared arrangements took the tick's delta; Spark's state follows."""
+    def applied(self, delta: TickDelta) -> None:
+        """The arrangements took the tick's ``delta``; Spark's state, once written, follows
+        (under ``auto``: under ``spark`` the state is the database, which writes it)."""
         if self.executor is not None:
-            self.attempt(lambda executor: executor.applied(self._tick.columns()))
+            self.attempt(lambda executor: executor.applied(delta.columns()))
 
     def restored(self) -> None:
         """The shared arrangements were replaced by a snapshot."""

@@ -127,11 +127,11 @@ class PulledAhead:
 
 @dataclass(frozen=True, slots=True)
 class SparkPlan:
-    """A plan for this executor: the plan and the tick's delta, read as columns (a big
-    tick's are never arranged into dict tries on the driver)."""
+    """A plan for this executor: binding it costs nothing (its tasks bind it to the state
+    they open); a step reads its delta as columns (a big tick's are never arranged into
+    dict tries on the driver)."""
 
     plan: Plan
-    delta: TickDelta
 
 
 class SparkExecutor:
@@ -165,22 +165,21 @@ class SparkExecutor:
         self._speculated: Speculated | None = None  # the tick's step, done with its read
         self._pulled: PulledAhead | None = None  # the used step's read for the tick's pulls
 
-    def prepare(self, plan: Plan, old: ArrangementRegistry, delta: TickDelta) -> SparkPlan:
-        if old is not self.db:
-            raise ValueError("a SparkExecutor serves the state it keeps")
-        return SparkPlan(plan, delta)
+    def prepare(self, plan: Plan) -> SparkPlan:
+        return SparkPlan(plan)
 
-    def step(self, prepared: SparkPlan, work: Work) -> dict[Row, int]:
+    def step(self, prepared: SparkPlan, delta: TickDelta) -> tuple[dict[Row, int], Work]:
         """One query's set changes of the tick (:meth:`steps` of one)."""
-        return self.steps([prepared], [work])[0]
+        return self.steps([prepared], delta)[0]
 
-    def steps(self, prepared: Sequence[SparkPlan], works: Sequence[Work]
-              ) -> list[dict[Row, int]]:
-        """The tick's set changes of several queries, all in one job (a job's floor per
-        tick, not per query): a small tick one task, a large one two stages (derive by
-        share, then distinct by query and row)."""
+    def steps(self, prepared: Sequence[SparkPlan], tick_delta: TickDelta
+              ) -> list[tuple[dict[Row, int], Work]]:
+        """The tick's set changes of several queries and their work, all in one job (a
+        job's floor per tick, not per query): a small tick one task, a large one two stages
+        (derive by share, then distinct by query and row)."""
         plans = tuple(each.plan for each in prepared)
-        delta = prepared[0].delta.columns()
+        delta = tick_delta.columns()
+        works = [Work() for _ in plans]
         speculated, self._speculated = self._speculated, None
         manifest = self.manifest()
         positions = None if speculated is None else speculated.holds(
@@ -192,7 +191,7 @@ class SparkExecutor:
             self._pulled = speculated.pulled  # the tick's pulls read what was read ahead
             for work in works:
                 work.seconds += speculated.seconds / len(works)
-            return [_counted(speculated.rows[i], work, speculated.works[i])
+            return [(_counted(speculated.rows[i], work, speculated.works[i]), work)
                     for i, work in zip(positions, works, strict=True)]
         what = f"step of {len(plans)} queries" if len(plans) > 1 else f"step of {plans[0].find}"
         if len(delta) < self.split_datoms:
@@ -209,11 +208,11 @@ class SparkExecutor:
                                              *map(column, range(tick.width)))
                 table = by_row.mapInArrow(partial(tasks.distinguish, tick),
                                           schema(tick.width, tagged=True)).toArrow()
-        return [_counted(tasks.to_rows(part, len(plan.find)), work, tick.counters.of(query))
+        return [(_counted(tasks.to_rows(part, len(plan.find)), work, tick.counters.of(query)), work)
                 for query, (part, plan, work) in enumerate(zip(
                     tasks.by_query(table, len(plans)), plans, works, strict=True))]
 
-    def evaluate(self, prepared: SparkPlan, work: Work) -> Frame:
+    def evaluate(self, prepared: SparkPlan) -> tuple[Frame, Work]:
         """The full result over the current state: one job, one stage.  Its rows stay
         columns, as the vectorised executor's (the engine decodes a column at a time)."""
         plan = prepared.plan
@@ -227,8 +226,9 @@ class SparkExecutor:
         # a row several tasks derive (from several first-level values) is one row, of weight 1
         rows = consolidated([table.column(column(i)).to_numpy() for i in range(width)],
                             table.column(tasks.WEIGHT).to_numpy())
+        work = Work()
         return _counted(Frame(rows.columns, np.ones(len(rows), np.int64), rows.origin), work,
-                        tick.counters.of(0))
+                        tick.counters.of(0)), work
 
     def run_rows(self, program: JoinProgram, rows: Mapping[Row, int], delta: MemoryArrangement,
                  derived: Relations, work: Work) -> dict[Row, int]:

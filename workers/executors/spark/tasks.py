@@ -208,9 +208,10 @@ class Bound:
                  delta: DatomColumns) -> None:
         self.db: ArrangementRegistry = open_state(manifest)
         self.db.ids = PlanIds(constants)
-        self.delta = TickDelta()
-        self.delta.reset(delta)
-        self.vector = VectorExecutor(self.db, self.delta)
+        self.delta = TickDelta(delta)
+        self.vector = VectorExecutor(self.db)
+        self._local = LocalExecutor(self.db)
+        self.arranged = self._local.input.feed(self.delta)  # the task's one delta
         self._bound: dict[int, tuple[VectorPlan | None, PreparedPlan | None]] = {}
 
     def plan(self, plan: Plan) -> tuple[VectorPlan | None, PreparedPlan | None]:
@@ -218,13 +219,13 @@ class Bound:
         one): vectorised when the vectorised executor takes it, else row at a time."""
         found = self._bound.get(id(plan))
         if found is None:
-            vector = self.vector.prepare(plan)
+            vector = self.vector.prepare(plan) if self.vector.takes(plan) else None
             found = self._bound[id(plan)] = (vector,
                                              self.local(plan) if vector is None else None)
         return found
 
     def local(self, plan: Plan) -> PreparedPlan:
-        prepared = LocalExecutor().prepare(plan, self.db, self.delta.arranged())
+        prepared = self._local.prepare(plan)
         assert isinstance(prepared, PreparedPlan)
         return prepared
 
@@ -245,7 +246,7 @@ def _derived(bound: Bound, tick: Tick, shares: Iterable[Share]) -> Iterator[pa.R
                 rows = _from_rows(derivation_change(local.terms, work, share), len(plan.find))
             else:
                 assert vector is not None
-                rows = _from_frame(bound.vector.derivations(vector, work, share))
+                rows = _from_frame(bound.vector.derivations(vector, bound.delta, work, share))
             tick.counters.add(query, work)
             yield _tagged(rows, query, tick.width)
 
@@ -324,7 +325,7 @@ def _query_set_changes(bound: Bound, plan: Plan, table: pa.Table, work: Work
     assert vector is not None
     columns = [table.column(column(i)).to_numpy() for i in range(width)]
     derivations = consolidated(columns, table.column(WEIGHT).to_numpy())
-    return _from_frame(distinct(vector, derivations, work))
+    return _from_frame(distinct(vector, derivations, bound.delta, work))
 
 
 @reusing_heap
@@ -332,7 +333,7 @@ def evaluate(tick: Tick, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Recor
     (plan,) = tick.plans
     bound = Bound(tick.manifest, tick.constants, tick.delta)
     bound.db.state.compact_for_scan()  # as a local evaluation (Dispatch.evaluate) does
-    vector = bound.vector.prepare(plan)
+    vector = bound.vector.prepare(plan) if bound.vector.takes(plan) else None
     full = None if vector is None else vector.full
     local = bound.local(plan) if full is None else None
     with bound.db.state.scan():  # the scan's bands are freed, not kept in the worker's cache
@@ -350,7 +351,7 @@ def evaluate(tick: Tick, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Recor
 @reusing_heap
 def join(task: Rows, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     bound = Bound(task.manifest, task.constants, task.delta)
-    program = compile_program(task.program, bound.db, bound.delta.arranged(), task.relations)
+    program = compile_program(task.program, bound.db, bound.arranged, task.relations)
     work = Work()
     for share in _shares(batches, task.shares):
         yield _from_rows(run(program, share.rows(task.rows), work), len(task.program.output))

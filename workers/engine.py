@@ -39,8 +39,7 @@ import numpy.typing as npt
 
 from workers import edn
 from workers.arrangements import ArrangementRegistry, MemoryArrangement, PendingReader
-from workers.arrangements.batch import sorted_distinct
-from workers.arrangements.delta import DatomColumns, IdDelta, TickDelta
+from workers.arrangements.delta import IdDelta, TickDelta, attribute_ids, pieces
 from workers.arrangements.pending import PENDING_ORDERS
 from workers.arrangements.values import ValueIds
 from workers.collector import collector_paused
@@ -57,11 +56,10 @@ from workers.executors.dispatch import (
     VECTOR_DATOMS,
     AutoPolicy,
     Dispatch,
-    IdRows,
     Prepared,
 )
+from workers.executors.rows import decoded
 from workers.executors.threads import Threads, default_threads
-from workers.executors.vectorised import Frame
 from workers.plan import STRATEGIES, QueryPlan, explain, query_plan
 from workers.plan.ir import Plan
 from workers.pull import Pulling, PullReader
@@ -284,16 +282,9 @@ class Engine:
         self._unapplied = bool(len(delta))  # until the last piece
         if len(delta) <= chunk_datoms:  # the usual tick: the delta itself, if any
             return (self._tick(piece) for piece in [delta] if len(piece)), refused
-        if isinstance(delta, DatomColumns):
-            columns = delta
-            pieces: Iterator[IdDelta] = (columns.piece(i, i + chunk_datoms)
-                                         for i in range(0, len(columns), chunk_datoms))
-        else:
-            datoms = list(delta.items())
-            pieces = (dict(datoms[i:i + chunk_datoms])
-                      for i in range(0, len(datoms), chunk_datoms))
         last = (len(delta) - 1) // chunk_datoms
-        return (self._tick(piece, complete=i == last) for i, piece in enumerate(pieces)), refused
+        return (self._tick(piece, complete=i == last)
+                for i, piece in enumerate(pieces(delta, chunk_datoms))), refused
 
     def _normalise_many(self, txs: Iterable[tuple[Any, int]]) -> tuple[IdDelta, list[Refusal]]:
         """Step 1 of a batch: the summed effective delta (value ids) and the refused
@@ -354,7 +345,7 @@ class Engine:
         their queries' pulls read after it (as :meth:`_read_pulled` asks; None when a
         pulling query's input is not its plan's rows: aggregated, or stepped here)."""
         queries = [self._queries[name] for name in self._affected(attributes)]
-        plans = self.dispatch.spark_plans([query.prepared for query in queries])
+        plans = self.dispatch.remote_plans([query.prepared for query in queries])
         position = {id(plan): i for i, plan in enumerate(plans)}
         pulling = [query for query in queries if query.pulling is not None]
         found = [(position[id(query.prepared.plan)], query.pulling) for query in pulling
@@ -375,19 +366,17 @@ class Engine:
         # Step 2: the tick's delta, arranged as the queries stepping read it.
         tick = TickDelta(delta)
         value = self.db.ids.value
-        attribute_ids = (sorted_distinct(delta.a).tolist() if isinstance(delta, DatomColumns) else
-                         {datom[1] for datom in delta})
         # Steps 3-4: route and step the affected queries.
         changes: Changes = {}
         pulled: dict[str, dict[Row, int]] = {}  # stepped pull queries: their input's change
-        affected = self._affected({value(a) for a in attribute_ids})
+        affected = self._affected({value(a) for a in attribute_ids(delta)})
         stepped = self.dispatch.steps({name: self._queries[name].prepared for name in affected},
                                       tick)
         self.last_work = {name: work for name, (_, work) in stepped.items()}
         for name in affected:
             registered = self._queries[name]
             started = time.perf_counter()
-            rows = self._decode(stepped[name][0])
+            rows = decoded(stepped[name][0], self.db.ids)
             if rows and registered.aggregation is not None:
                 rows = registered.aggregation.step(rows)
             self.last_work[name].seconds += time.perf_counter() - started
@@ -431,17 +420,6 @@ class Engine:
         state, once written (docs/spark.md)."""
         self.database.idle()
         self.dispatch.idle()
-
-    def _decode(self, rows: IdRows) -> dict[Row, int]:
-        """Rows of value ids as rows of values, each a :class:`~workers.zset.row.Row` (one
-        value per id, and ``1``, ``1.0``, ``true`` kept apart: no two rows merge); the
-        vectorised executor's columns a column at a time, then zipped into rows once."""
-        if isinstance(rows, Frame):
-            columns = [self.db.ids.values(column) for column in rows.columns]
-            keys = map(Row, zip(*columns, strict=True)) if columns else [Row()] * len(rows)
-            return dict(zip(keys, rows.weights.tolist(), strict=True))
-        value = self.db.ids.value
-        return {Row(map(value, row)): weight for row, weight in rows.items()}
 
     def _affected(self, attributes: set[Any]) -> list[str]:
         names = set(self._any_attribute)
@@ -512,7 +490,7 @@ class Engine:
                           functools.cache(self.database.attribute_stats))
 
     def _evaluate(self, registered: RegisteredQuery) -> dict[Row, int]:
-        rows = self._decode(self.dispatch.evaluate(registered.prepared)[0])
+        rows = decoded(self.dispatch.evaluate(registered.prepared)[0], self.db.ids)
         if registered.aggregation is not None:
             rows = registered.aggregation.reset(rows)
         if registered.pulling is not None:

@@ -10,13 +10,13 @@ first use, once per tick.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-from workers.arrangements.batch import Ids, Ints
+from workers.arrangements.batch import Ids, Ints, sorted_distinct
 from workers.arrangements.memory import MemoryArrangement
 from workers.arrangements.spine import DatomBatch, IdDatom, SpineArrangement
 
@@ -130,3 +130,24 @@ class DeltaInput:
             self.arrangement.update(delta.datoms())
             self._arranged = True
         return self.arrangement
+
+
+def summed_weight(delta: IdDelta) -> int:
+    """A delta's weights summed: the change in the number of datoms it makes."""
+    return int(delta.w.sum()) if isinstance(delta, DatomColumns) else sum(delta.values())
+
+
+def attribute_ids(delta: IdDelta) -> set[int] | list[int]:
+    """The ids of the attributes a delta's datoms hold, each once."""
+    if isinstance(delta, DatomColumns):
+        return sorted_distinct(delta.a).tolist()  # type: ignore[no-any-return]
+    return {datom[1] for datom in delta}
+
+
+def pieces(delta: IdDelta, size: int) -> Iterator[IdDelta]:
+    """A delta's datoms ``size`` at a time, in the form it came in."""
+    if isinstance(delta, DatomColumns):
+        yield from (delta.piece(i, i + size) for i in range(0, len(delta), size))
+        return
+    datoms = list(delta.items())
+    yield from (dict(datoms[i:i + size]) for i in range(0, len(datoms), size))

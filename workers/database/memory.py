@@ -16,7 +16,7 @@ import numpy.typing as npt
 
 from workers.arrangements import ArrangementRegistry
 from workers.arrangements.batch import Ids, Ints
-from workers.arrangements.delta import DatomColumns, IdDelta, TickDelta
+from workers.arrangements.delta import DatomColumns, IdDelta, TickDelta, summed_weight
 from workers.arrangements.values import ValueIds
 from workers.database.base import Ahead, Pulled
 from workers.database.replication import Alone
@@ -94,7 +94,7 @@ def apply(arrangements: ArrangementRegistry, delta: IdDelta, tick: TickDelta) ->
     form it came in."""
     built = tick.batch()
     if built is not None:
-        change = int(delta.w.sum()) if isinstance(delta, DatomColumns) else sum(delta.values())
+        change = summed_weight(delta)
         arrangements.apply_batch(built, change)
     elif isinstance(delta, DatomColumns):
         arrangements.apply_columns(delta)

@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from workers.arrangements import ArrangementRegistry
 from workers.arrangements.batch import Ids, Ints
-from workers.arrangements.delta import DatomColumns, IdDelta, TickDelta
+from workers.arrangements.delta import DatomColumns, IdDelta, TickDelta, summed_weight
 from workers.arrangements.values import ValueIds
 from workers.database.base import Ahead, Pulled
 from workers.database.memory import apply
@@ -91,7 +91,7 @@ class SparkDatabase:
         """The window takes the delta (what the tick's pulls read next), and the state a
         version appended (a follower's: the version its writer wrote)."""
         apply(self._arrangements, delta, tick)
-        change = int(delta.w.sum()) if isinstance(delta, DatomColumns) else sum(delta.values())
+        change = summed_weight(delta)
         self.window.applied(change, position, schema, complete)
         self._spark.applied(tick.columns())
 

@@ -18,8 +18,8 @@ from workers.executors.work import Work
 from workers.plan.ir import Plan
 
 if TYPE_CHECKING:
-    from workers.executors.dispatch import IdRows
     from workers.executors.local import LocalExecutor, PreparedPlan
+    from workers.executors.rows import IdRows
     from workers.executors.rules import PreparedRules
     from workers.executors.spark.executor import SparkExecutor, SparkPlan
     from workers.executors.vectorised import Frame, VectorExecutor, VectorPlan

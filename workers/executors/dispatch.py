@@ -16,28 +16,21 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from workers.arrangements import ArrangementRegistry
 from workers.arrangements.delta import TickDelta
 from workers.errors import ErrorCode, WorkersError
 from workers.executors.local import LocalExecutor, PreparedPlan
+from workers.executors.rows import Stepped
 from workers.executors.rules import PreparedRules
-from workers.executors.vectorised import Frame, VectorExecutor, VectorPlan
-from workers.executors.work import Work
+from workers.executors.vectorised import VectorExecutor, VectorPlan
 from workers.plan.ir import Body, Plan, RulesPlan
 
 if TYPE_CHECKING:
     from workers.executors.spark import SparkExecutor, SparkSettings
     from workers.executors.spark.backend import SparkBackend
 
-Row = tuple[Any, ...]
-# Rows of value ids and their weights: a dict from the row-at-a-time executors and Spark's
-# steps, columns from the vectorised one and Spark's evaluations (a big result's million rows
-# become tuples once, decoded).
-IdRows = dict[Row, int] | Frame
-# A query's step or evaluation: its rows of value ids, and the work it took.
-Stepped = tuple[IdRows, Work]
 T = TypeVar("T")
 EXECUTORS = ("local", "spark", "auto")
 # Measured on 2 cores (docs/spark.md, "`auto` re-measured"): Spark's tasks run the local
@@ -156,7 +149,7 @@ class Dispatch:
                 stepped[name] = here
         return stepped
 
-    def spark_plans(self, queries: Iterable[Prepared]) -> tuple[Plan, ...]:
+    def remote_plans(self, queries: Iterable[Prepared]) -> tuple[Plan, ...]:
         """The plans of ``queries`` that :meth:`steps` sends to Spark under ``spark``."""
         return tuple(_plain(prepared) for prepared in queries if not prepared.local_only)
 

@@ -272,7 +272,8 @@ class SparkExecutor:
         a follower's was written by its writer: it is at that version now."""
         if self.follower is not None:
             if self._following is not None:
-                self.store.manifest = self.follower.manifest = self._following
+                self.store.reached(self._following)
+                self.follower.manifest = self._following
                 self._following = None
         elif self.store.manifest is not None and len(delta):
             self.store.append(delta, self._marks())

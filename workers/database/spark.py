@@ -1,10 +1,11 @@
 """The Spark database (``executor=spark``): Spark's state files are the database.
 
 The driver holds no datoms: its arrangements are a window the tick's reads fill
-(:class:`~workers.executors.spark.window.StateWindow`), its dictionary is in files
-(:class:`~workers.arrangements.spilled.SpilledValueIds`), and a tick's write appends a
-batch to the state (:class:`~workers.executors.spark.state.StateStore`) — through the one
-:class:`~workers.executors.spark.SparkExecutor` whose tasks read it.  A shared state's
+(:class:`~workers.executors.spark.window.StateWindow`, whose reads are Spark jobs), its
+dictionary is in files (:class:`~workers.arrangements.spilled.SpilledValueIds`), and a
+tick's write appends a batch to the state — through the one
+:class:`~workers.executors.spark.versions.StateVersions` that moves it (the executor's
+jobs only read the version it is at).  A shared state's
 writer and followers are :class:`SparkReplication`'s (:mod:`workers.database.replication`).
 """
 
@@ -28,6 +29,7 @@ from workers.db.codec import decode_schema
 from workers.db.schema import SCHEMA_ATTRIBUTES
 from workers.db.tx import BatchOps
 from workers.executors.spark.executor import SparkExecutor
+from workers.executors.spark.versions import StateVersions
 from workers.executors.spark.window import StateWindow
 
 
@@ -38,9 +40,9 @@ class SparkDatabase:
                  memory_values: int) -> None:
         """``arrangements``: the window's (the executors read them); ``memory_values``:
         the values of the dictionary kept in memory."""
-        self._arrangements, self._spark = arrangements, spark
+        self._arrangements, self._state = arrangements, spark.state
         self.window = StateWindow(arrangements, spark, memory_values)
-        self._replication = SparkReplication(spark, self.window)
+        self._replication = SparkReplication(spark.state, self.window)
 
     @property
     def arrangements(self) -> ArrangementRegistry:
@@ -52,7 +54,7 @@ class SparkDatabase:
 
     @property
     def opened(self) -> tuple[Schema, int] | None:
-        opened = self._spark.opened
+        opened = self._state.opened
         if opened is None:
             return None
         return decode_schema(opened.marks.schema), opened.marks.position
@@ -93,7 +95,7 @@ class SparkDatabase:
         apply(self._arrangements, delta, tick)
         change = summed_weight(delta)
         self.window.applied(change, position, schema, complete)
-        self._spark.applied(tick.columns())
+        self._state.applied(tick.columns())
 
     def moved(self, position: int) -> None:
         self.window.moved(position)
@@ -104,7 +106,7 @@ class SparkDatabase:
     def idle(self) -> None:
         """The state's batches summed into its base while there is time (its writer's)."""
         self._arrangements.state.compact_idle()
-        self._spark.idle()
+        self._state.idle()
 
     def compact_for_scan(self) -> None:
         self._arrangements.state.compact_for_scan()
@@ -130,38 +132,38 @@ class SparkReplication:
     """The role of an engine towards a Spark state: alone (not shared), its writer
     (``SparkSettings.share``) or a follower (``SparkSettings.follow``)."""
 
-    def __init__(self, spark: SparkExecutor, window: StateWindow) -> None:
-        self._spark, self._window = spark, window
+    def __init__(self, state: StateVersions, window: StateWindow) -> None:
+        self._state, self._window = state, window
 
     @property
     def following(self) -> bool:
-        return self._spark.follower is not None
+        return self._state.follower is not None
 
     def stamp(self, stamp: WorkerStamp) -> None:
         self._window.refused = stamp
 
     def stamped(self) -> WorkerStamp:
-        manifest = self._spark.store.manifest
+        manifest = self._state.store.manifest
         return () if manifest is None or manifest.stamp is None else manifest.stamp.marks.refused
 
     def lead(self) -> bool:
         """Values the follower numbered itself take the writer's numbering."""
-        spark = self._following()
-        if spark.follow() is not None:
+        state = self._following()
+        if state.follow() is not None:
             return False
-        assert spark.follower is not None
-        spark.follower.ids.adopt_own()
-        self._window.numbering(spark.follower.ids.replica)
-        spark.lead()
+        assert state.follower is not None
+        state.follower.ids.adopt_own()
+        self._window.numbering(state.follower.ids.replica)
+        state.lead()
         return True
 
     def step_down(self) -> None:
-        spark = self._spark
-        if spark.follower is not None or spark.store.values is None:
+        state = self._state
+        if state.follower is not None or state.store.values is None:
             raise not_writing()
-        spark.step_down()
-        assert spark.follower is not None
-        self._window.numbering(spark.follower.ids)
+        state.step_down()
+        assert state.follower is not None
+        self._window.numbering(state.follower.ids)
 
     def follow(self) -> Caught | None:
         """Raises :class:`~workers.executors.spark.shared.FollowerBehind` when it cannot
@@ -177,10 +179,10 @@ class SparkReplication:
     def reached(self) -> None:
         self._following().applied(DatomColumns.of({}))
 
-    def _following(self) -> SparkExecutor:
-        if self._spark.follower is None:
+    def _following(self) -> StateVersions:
+        if self._state.follower is None:
             raise not_following()
-        return self._spark
+        return self._state
 
 
 def _changes_schema(delta: IdDelta, ids: ValueIds) -> bool:

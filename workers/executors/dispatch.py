@@ -189,7 +189,7 @@ class Dispatch:
         """Nothing to step: under ``auto`` Spark's copy compacts (under ``spark`` the
         database does)."""
         if self.mode == "auto" and self.spark is not None:
-            self.spark.idle()
+            self.spark.state.idle()
 
     @property
     def spark(self) -> SparkExecutor | None:

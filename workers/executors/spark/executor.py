@@ -23,9 +23,11 @@ An evaluation (a bootstrap) is one stage: each task derives the result's rows of
 of the first variable's values; the driver takes their union.  A join program of derived
 relations (:mod:`~workers.executors.spark.rules`) is one stage over shares of its rows.
 
-The state is written by the driver, in :meth:`applied`: one batch file per tick
-(:class:`~workers.executors.spark.state.StateStore`).  It is built from the shared
-arrangements on first use, so an ``auto`` engine that never needs Spark never writes it.
+The state is written by the driver, not by this executor: one batch file per tick, by the
+:class:`~workers.executors.spark.versions.StateVersions` it reads its versions from (moved
+by the engine's database, or under ``auto`` by the backend mirroring the arrangements).  It
+is built from the shared arrangements on first use, so an ``auto`` engine that never needs
+Spark never writes it.
 Its compaction is a Spark job too (:func:`tasks.compact`, one task per bucket of
 entities), run from the store's background thread: the driver never sums the database.
 """
@@ -33,7 +35,7 @@ entities), run from the store's background thread: the driver never sums the dat
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, TypeVar
@@ -41,9 +43,8 @@ from typing import TYPE_CHECKING, TypeVar
 import numpy as np
 
 from workers.arrangements import ArrangementRegistry, MemoryArrangement
-from workers.arrangements.batch import Ids, Ints, set_weights
+from workers.arrangements.batch import Ids, Ints
 from workers.arrangements.delta import DatomColumns, TickDelta
-from workers.arrangements.spilled import SpilledValueIds
 from workers.db.bulk import Events
 from workers.executors.extenders import Relations, Row
 from workers.executors.spark import tasks
@@ -56,7 +57,6 @@ from workers.executors.spark.codec import (
     schema,
     to_rows,
 )
-from workers.executors.spark.dictionary import DriverValues
 from workers.executors.spark.jobs import JobGroups
 from workers.executors.spark.requests import (
     Compaction,
@@ -67,9 +67,10 @@ from workers.executors.spark.requests import (
     constants,
     tuples,
 )
-from workers.executors.spark.shared import Followed, FollowerIds, StateFollower
+from workers.executors.spark.shared import StateFollower
 from workers.executors.spark.speculation import Ahead, PulledAhead, Speculated
-from workers.executors.spark.state import Manifest, Marks, Part, StateStore
+from workers.executors.spark.state import Manifest, Part
+from workers.executors.spark.versions import StateVersions
 from workers.executors.vectorised import Frame, consolidated
 from workers.executors.work import Work
 from workers.plan.ir import JoinProgram, Plan
@@ -112,16 +113,9 @@ class SparkExecutor:
         self.session, self.db = session, db
         self.jobs = jobs or JobGroups(session)
         self._compaction_jobs = JobGroups(session)  # apart: they run beside the steps
-        self.store = StateStore(location, compactor=self._compact, indexer=self._index,
-                                values=DriverValues(lambda: self.db.ids) if share else None,
-                                retain_seconds=retain_seconds)
-        self.opened = opened
-        self.follower = opened if follows else None
-        self._following: Manifest | None = None  # the version a follower steps to
-        if opened is not None:
-            self.store.resume(opened.manifest, follows)
-        # What a sharing writer stamps each version with (its driver's window says).
-        self.marks: Callable[[], Marks] | None = None
+        # The state's versions: this executor reads them, and runs the store's jobs.
+        self.state = StateVersions(db, location, self._compact, self._index, share,
+                                   retain_seconds, opened, follows)
         self.shares = shares or int(session.conf.get("spark.sql.shuffle.partitions") or 1)
         self.split_datoms = SPLIT_DATOMS
         self._ahead = Ahead()  # a small tick's step done with its read (:mod:`speculation`)
@@ -141,7 +135,7 @@ class SparkExecutor:
         plans = tuple(each.plan for each in prepared)
         delta = tick_delta.columns()
         works = [Work() for _ in plans]
-        manifest = self.manifest()
+        manifest = self.state.manifest()
         ahead = self._ahead.step((manifest.epoch, manifest.version), plans, delta)
         if ahead is not None:
             speculated, positions = ahead
@@ -190,7 +184,7 @@ class SparkExecutor:
                  derived: Relations, work: Work) -> dict[Row, int]:
         """Rows over the program's seed variables through its checks and levels (GenericJoin
         levels only: the caller runs the other ops), reading derived relations too."""
-        task = Rows(self.manifest(), program, constants(program, self.db.ids),
+        task = Rows(self.state.manifest(), program, constants(program, self.db.ids),
                     _columns(delta), self.shares, dict(rows), tuples(derived),
                     self.jobs.counters(1))
         width = len(program.output)
@@ -212,7 +206,7 @@ class SparkExecutor:
         of the ``attributes``, in no order: one job, keyed by entity over the shares when the
         request is large (or names attributes) — or none, when the tick's step was done ahead
         and read it already (pulls)."""
-        manifest = self.manifest()
+        manifest = self.state.manifest()
         ahead = self._ahead.read((manifest.epoch, manifest.version), forward, backward, pairs,
                                  triples, hops)
         if attributes is None and ahead is not None:
@@ -263,74 +257,9 @@ class SparkExecutor:
         the bootstrap's critical path: 1.2 s at 10^7 datoms)."""
         with self.jobs.action("attribute statistics"):
             table = self._shares(self.shares).mapInArrow(
-                partial(tasks.statistics, self.manifest()), schema(3)).toArrow()
+                partial(tasks.statistics, self.state.manifest()), schema(3)).toArrow()
         a, entities, values = (table.column(column(i)).to_pylist() for i in range(3))
         return {x: (n, m) for x, n, m in zip(a, entities, values, strict=True)}
-
-    def applied(self, delta: DatomColumns) -> None:
-        """The shared arrangements took ``delta``: append it to the state (once written) —
-        a follower's was written by its writer: it is at that version now."""
-        if self.follower is not None:
-            if self._following is not None:
-                self.store.reached(self._following)
-                self.follower.manifest = self._following
-                self._following = None
-        elif self.store.manifest is not None and len(delta):
-            self.store.append(delta, self._marks())
-
-    def moved(self) -> None:
-        """A tick changed nothing: a shared state's writer stamps its version anew (its
-        position moved)."""
-        marks = self._marks()
-        if self.follower is None and self.store.manifest is not None and marks is not None:
-            self.store.restamp(marks)
-
-    def lead(self) -> None:
-        """A follower writes the state on from the version it is at (its writer stopped)."""
-        assert self.follower is not None, "a follower leads"
-        self.store.resume(self.follower.manifest, reading=False)
-        self.follower = None
-
-    def step_down(self) -> None:
-        """A writer stops writing (another takes over) and follows the state from here."""
-        assert self.follower is None and self.store.manifest is not None, "a writer steps down"
-        assert isinstance(self.db.ids, SpilledValueIds)
-        self.store.settle()  # its compaction published, or none is running
-        self.follower = self.opened = StateFollower(
-            self.store.location, self.store.manifest, FollowerIds(self.db.ids))
-
-    def follow(self) -> Followed | None:
-        """A follower's step to its writer's newest version (None: it is at it); the
-        version is this executor's once the engine has stepped (:meth:`applied`)."""
-        assert self.follower is not None, "a follower follows"
-        followed = self.follower.next()
-        self._following = None if followed is None else followed.manifest
-        return followed
-
-    def restored(self) -> None:
-        """The shared arrangements were replaced: the state is written again on next use."""
-        self.store.drop()
-
-    def _marks(self) -> Marks | None:
-        """What the writer of a shared state stamps its next version with (None: the state
-        is its own)."""
-        return None if self.marks is None or self.store.values is None else self.marks()
-
-    def manifest(self) -> Manifest:
-        """The state's current version, written from the arrangements on first use."""
-        if self.store.manifest is None:
-            return self.reset(*self.db.columns())
-        return self.store.manifest
-
-    def idle(self) -> None:
-        """Nothing to step: the state's batches summed into its base while there is time
-        (:meth:`StateStore.compact_idle`) — by its writer."""
-        if self.store.manifest is not None and self.follower is None:
-            self.store.compact_idle()
-
-    def reset(self, e: Ids, a: Ids, v: Ids) -> Manifest:
-        """The state replaced by the datoms ``e, a, v`` (a set)."""
-        return self.store.reset(DatomColumns(e, a, v, set_weights(len(e))), self._marks())
 
     def _compact(self, manifest: Manifest, stem: str) -> tuple[Part, ...]:
         """The store's compactor: one Spark job, a task per bucket of entities."""
@@ -351,7 +280,7 @@ class SparkExecutor:
 
     def _tick(self, plans: tuple[Plan, ...], delta: DatomColumns, shares: int,
               least_width: int = 0) -> Tick:
-        return Tick(self.manifest(), plans, constants(plans, self.db.ids), delta, shares,
+        return Tick(self.state.manifest(), plans, constants(plans, self.db.ids), delta, shares,
                     self.jobs.counters(len(plans)), least_width)
 
     def _shares(self, count: int) -> DataFrame:

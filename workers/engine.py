@@ -41,7 +41,7 @@ from workers import edn
 from workers.arrangements import ArrangementRegistry, MemoryArrangement, PendingReader
 from workers.arrangements.delta import IdDelta, TickDelta, attribute_ids, pieces
 from workers.arrangements.pending import PENDING_ORDERS
-from workers.arrangements.values import ValueIds
+from workers.arrangements.values import Numbering, ValueIds
 from workers.collector import collector_paused
 from workers.database import Database, WorkerStamp, open_database
 from workers.datalog import compile_query
@@ -95,7 +95,7 @@ class EngineState:
     """The database at transaction ``tx``: its value dictionary, its datoms as id columns
     ``(e, a, v)`` in EAV order, and its schema."""
 
-    values: ValueIds
+    values: Numbering
     columns: tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], npt.NDArray[np.int32]]
     schema: Schema
     tx: int

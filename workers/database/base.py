@@ -36,7 +36,7 @@ import numpy.typing as npt
 from workers.arrangements import ArrangementRegistry
 from workers.arrangements.batch import Ids, Ints
 from workers.arrangements.delta import IdDelta, TickDelta
-from workers.arrangements.values import ValueIds
+from workers.arrangements.values import Numbering, ValueIds
 from workers.database.replication import Replication
 from workers.db import Schema
 from workers.db.tx import BatchOps
@@ -110,6 +110,6 @@ class Database(Protocol):
                    objects: list[Any]) -> ValueIds:
         """A snapshot's dictionary entries as this database keeps a dictionary."""
 
-    def restore(self, values: ValueIds, columns: tuple[Ids, Ids, Ids], position: int,
+    def restore(self, values: Numbering, columns: tuple[Ids, Ids, Ids], position: int,
                 schema: Schema) -> None:
         """A snapshot's whole database (at ``position``, of ``schema``) becomes this one."""

@@ -17,7 +17,7 @@ import numpy.typing as npt
 from workers.arrangements import ArrangementRegistry
 from workers.arrangements.batch import Ids, Ints
 from workers.arrangements.delta import DatomColumns, IdDelta, TickDelta, summed_weight
-from workers.arrangements.values import ValueIds
+from workers.arrangements.values import Numbering, ValueIds
 from workers.database.base import Ahead, Pulled
 from workers.database.replication import Alone
 from workers.db import Schema
@@ -83,7 +83,7 @@ class MemoryDatabase:
                    objects: list[Any]) -> ValueIds:
         return ValueIds.from_entries(kinds, payloads, objects)
 
-    def restore(self, values: ValueIds, columns: tuple[Ids, Ids, Ids], position: int,
+    def restore(self, values: Numbering, columns: tuple[Ids, Ids, Ids], position: int,
                 schema: Schema) -> None:
         self._arrangements.load(values, columns)
 

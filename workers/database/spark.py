@@ -20,7 +20,7 @@ import numpy.typing as npt
 from workers.arrangements import ArrangementRegistry
 from workers.arrangements.batch import Ids, Ints
 from workers.arrangements.delta import DatomColumns, IdDelta, TickDelta, summed_weight
-from workers.arrangements.values import ValueIds
+from workers.arrangements.values import Numbering, ValueIds
 from workers.database.base import Ahead, Pulled
 from workers.database.memory import apply
 from workers.database.replication import Caught, WorkerStamp, not_following, not_writing
@@ -122,7 +122,7 @@ class SparkDatabase:
                    objects: list[Any]) -> ValueIds:
         return self.window.dictionary(kinds, payloads, objects)
 
-    def restore(self, values: ValueIds, columns: tuple[Ids, Ids, Ids], position: int,
+    def restore(self, values: Numbering, columns: tuple[Ids, Ids, Ids], position: int,
                 schema: Schema) -> None:
         """The snapshot becomes Spark's state; the driver keeps the dictionary."""
         self.window.restored(values, columns, position, schema)
@@ -185,7 +185,7 @@ class SparkReplication:
         return self._state
 
 
-def _changes_schema(delta: IdDelta, ids: ValueIds) -> bool:
+def _changes_schema(delta: IdDelta, ids: Numbering) -> bool:
     """Whether a delta holds a datom of a schema attribute."""
     schema = [i for i in map(ids.lookup, SCHEMA_ATTRIBUTES) if i is not None]
     attributes = delta.a if isinstance(delta, DatomColumns) else [d[1] for d in delta]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from workers.arrangements.values import ValueIds
+from workers.arrangements.values import Numbering
 from workers.executors.vectorised import Frame
 from workers.executors.work import Work
 from workers.zset.row import Row
@@ -21,7 +21,7 @@ IdRows = dict[tuple[Any, ...], int] | Frame
 Stepped = tuple[IdRows, Work]
 
 
-def decoded(rows: IdRows, ids: ValueIds) -> dict[Row, int]:
+def decoded(rows: IdRows, ids: Numbering) -> dict[Row, int]:
     """Rows of value ids as rows of values, each a :class:`~workers.zset.row.Row` (one
     value per id, and ``1``, ``1.0``, ``true`` kept apart: no two rows merge); columns a
     column at a time, then zipped into rows once."""

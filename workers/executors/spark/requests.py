@@ -16,7 +16,7 @@ import numpy as np
 from workers.arrangements.batch import Ints
 from workers.arrangements.delta import DatomColumns
 from workers.arrangements.relation import RelationArrangement
-from workers.arrangements.values import ValueIds
+from workers.arrangements.values import Numbering
 from workers.db.bulk import Events
 from workers.executors.extenders import Relations, Row
 from workers.executors.spark.cache import PlanIds
@@ -105,7 +105,7 @@ class Compaction:
         return f"{self.stem}-{bucket}.arrow"
 
 
-def constants(node: Any, ids: ValueIds) -> dict[Any, int]:
+def constants(node: Any, ids: Numbering) -> dict[Any, int]:
     """The ids of every constant in a plan (numbered now if new), keyed as :class:`PlanIds`
     looks them up."""
     found: dict[Any, int] = {}

@@ -34,7 +34,7 @@ import numpy.typing as npt
 from workers.arrangements import ArrangementRegistry
 from workers.arrangements.batch import Ids, Ints, sorted_distinct
 from workers.arrangements.spilled import SpilledValueIds
-from workers.arrangements.values import ValueIds
+from workers.arrangements.values import Numbering
 from workers.db.bulk import batch_events, by_identity, lookup_column, needs_resolving
 from workers.db.codec import decode_schema, encode_schema
 from workers.db.resolve import named
@@ -234,7 +234,7 @@ class StateWindow:
         (:meth:`SpilledValueIds.from_entries`), never whole in memory."""
         return SpilledValueIds.from_entries(kinds, payloads, objects, self._memory_values)
 
-    def restored(self, values: ValueIds, columns: tuple[Ids, Ids, Ids], position: int,
+    def restored(self, values: Numbering, columns: tuple[Ids, Ids, Ids], position: int,
                  schema: Schema) -> None:
         """A snapshot's whole database (at ``position``, of ``schema``) becomes the state,
         written from its EAV columns as they are (the driver builds no arrangement of it);

@@ -3,6 +3,7 @@
 The engine (in one process, no Kafka), from the outside in:
 
 - ``engine``        the embedding API (``Engine``): transact, register, result, query
+- ``database``      where the datoms live (memory, or Spark's state) and its replication
 - ``db``            transaction forms → effective delta (Datomic semantics, schema)
 - ``datalog``       EDN query → checked AST
 - ``plan``          AST → plan IR (frozen data) and ``explain``
@@ -33,7 +34,7 @@ The service (the engine as a fleet of workers over Kafka):
 
 Imports run down the layers only (``tests/unit/test_layers.py``; ``docs/layout.md``, "Import
 layers"): errors < edn < zset < arrangements < db < datalog < plan < find, pull < executors
-< engine, testing, config < kafka < runtime, sinks < demo < cli.
+< database < engine, testing, config < kafka < runtime, sinks < demo < cli.
 """
 
 from __future__ import annotations

@@ -9,14 +9,19 @@ One tick per transaction (``transact``) or per batch of them (``transact_many``;
 of bounded size with ``transact_in_chunks``), in numbered steps:
 
 1. parse the ops and normalise them against the current state → effective delta (in a
-   batch, against the state plus the transactions before; the deltas are summed) — under
-   ``executor=spark``, the datoms it reads fetched from Spark's state first (``StateWindow``);
+   batch, against the state plus the transactions before; the deltas are summed) — the
+   datoms it reads brought in by the database first (:mod:`workers.database`: a database
+   in Spark's state fetches them);
 2. number the delta's values; it is arranged as the queries stepping read it (small dict
    tries of ids row at a time, a one-batch spine vectorised: ``TickDelta``);
 3. route it to the queries whose patterns can match its attributes;
-4. step each of them (old state + delta → set changes, decoded) — all read the same ``old``;
-5. apply the delta to the shared arrangements (the only write) and adopt the new schema;
+4. step each of them (old state + delta → set changes and work, decoded) — all read the
+   same ``old``;
+5. apply the delta to the database (the only write) and adopt the new schema;
 6. re-pull the maps of queries with ``pull`` the tick may have changed (:mod:`workers.pull`).
+
+Where the datoms live, and whether other engines share them (a writer and its followers),
+is the engine's :class:`~workers.database.base.Database`'s: the engine has no branch on it.
 """
 
 from __future__ import annotations
@@ -34,16 +39,14 @@ import numpy.typing as npt
 
 from workers import edn
 from workers.arrangements import ArrangementRegistry, MemoryArrangement, PendingReader
-from workers.arrangements.batch import sorted_distinct
-from workers.arrangements.delta import DatomColumns, IdDelta, TickDelta
+from workers.arrangements.delta import IdDelta, TickDelta, attribute_ids, pieces
 from workers.arrangements.pending import PENDING_ORDERS
-from workers.arrangements.values import ValueIds
+from workers.arrangements.values import Numbering, ValueIds
 from workers.collector import collector_paused
+from workers.database import Database, WorkerStamp, open_database
 from workers.datalog import compile_query
 from workers.db import BUILTIN_SCHEMA, Schema, normalise, parse_tx
 from workers.db.bulk import normalise_bulk, normalise_columns
-from workers.db.codec import decode_schema
-from workers.db.schema import SCHEMA_ATTRIBUTES
 from workers.db.tx import DB_ADD, DB_RETRACT, BatchOps, TxOps, parse_batch
 from workers.errors import ErrorCode, TransactionError, UnknownQueryError, WorkersError
 from workers.executors import Work
@@ -52,11 +55,10 @@ from workers.executors.dispatch import (
     VECTOR_DATOMS,
     AutoPolicy,
     Dispatch,
-    IdRows,
     Prepared,
 )
+from workers.executors.rows import decoded
 from workers.executors.threads import Threads, default_threads
-from workers.executors.vectorised import Frame
 from workers.find import Aggregation, Projection, result_of, shaped
 from workers.plan import STRATEGIES, QueryPlan, explain, query_plan
 from workers.plan.ir import Plan
@@ -65,7 +67,7 @@ from workers.pull.maintain import PullReads
 from workers.zset.row import Row
 
 if TYPE_CHECKING:
-    from workers.executors.spark import SparkExecutor, SparkSettings
+    from workers.executors.spark import SparkSettings
 
 Changes = dict[str, dict[Row, int]]
 
@@ -92,7 +94,7 @@ class EngineState:
     """The database at transaction ``tx``: its value dictionary, its datoms as id columns
     ``(e, a, v)`` in EAV order, and its schema."""
 
-    values: ValueIds
+    values: Numbering
     columns: tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], npt.NDArray[np.int32]]
     schema: Schema
     tx: int
@@ -150,22 +152,20 @@ class Engine:
                                code=ErrorCode.CONFIG)
         self.strategy = strategy
         self.bulk_datoms = bulk_datoms
+        # What the engine and its executors read: the database, or its window.
         self.db = ArrangementRegistry()
         self.schema = BUILTIN_SCHEMA
         self.tx = 0
-        self.last_work: dict[str, Work] = {}
+        self.last_work: dict[str, Work] = {}  # the last tick's, per query (its steps')
         # The last tick's transactions' tempids: {tx id: {tempid: entity id}}
         self.tempids: dict[int, dict[Any, int]] = {}
-        self._delta = TickDelta()
-        self.dispatch = Dispatch(executor, self.db, self._delta, spark, auto)
+        self.dispatch = Dispatch(executor, self.db, spark, auto)
         self.dispatch.vector_datoms = vector_datoms
         self.dispatch.vector.threads = Threads(default_threads() if threads is None else threads)
-        self.window = self.dispatch.window  # None: the database is ``db`` itself
+        self.database: Database = open_database(self.db, self.dispatch)
         self._unapplied = False  # transact_in_chunks' pieces are still to step
-        started = self.dispatch.spark
-        if started is not None and started.opened is not None:  # a shared state, where it is
-            self.schema = decode_schema(started.opened.marks.schema)
-            self.tx = started.opened.marks.position
+        if self.database.opened is not None:  # a shared database, where it is
+            self.schema, self.tx = self.database.opened
         self._queries: dict[str, RegisteredQuery] = {}
         self._by_attribute: dict[Any, set[str]] = {}
         self._any_attribute: set[str] = set()
@@ -196,9 +196,8 @@ class Engine:
 
     @property
     def following(self) -> bool:
-        """Following a Spark state another engine writes: its transactions are the writer's."""
-        spark = self.dispatch.spark
-        return spark is not None and spark.follower is not None
+        """Following a database another engine writes: its transactions are the writer's."""
+        return self.database.replication.following
 
     def _writable(self) -> None:
         if self.following:
@@ -249,8 +248,7 @@ class Engine:
                                    f" attributes, {len(v)} values"
                                    + ("" if added is None else f", {len(added)} flags"),
                                    code=ErrorCode.TX_SHAPE)
-        fetch = None if self.window is None else self.window.read_datoms
-        delta = normalise_columns(e, a, v, added, self.db, self.schema, fetch)
+        delta = normalise_columns(e, a, v, added, self.db, self.schema, self.database.fetch)
         if delta is None:
             return self.transact(_forms(e, a, v, added), tx_id)
         self.tx = self.tx + 1 if tx_id is None else tx_id
@@ -283,16 +281,9 @@ class Engine:
         self._unapplied = bool(len(delta))  # until the last piece
         if len(delta) <= chunk_datoms:  # the usual tick: the delta itself, if any
             return (self._tick(piece) for piece in [delta] if len(piece)), refused
-        if isinstance(delta, DatomColumns):
-            columns = delta
-            pieces: Iterator[IdDelta] = (columns.piece(i, i + chunk_datoms)
-                                         for i in range(0, len(columns), chunk_datoms))
-        else:
-            datoms = list(delta.items())
-            pieces = (dict(datoms[i:i + chunk_datoms])
-                      for i in range(0, len(datoms), chunk_datoms))
         last = (len(delta) - 1) // chunk_datoms
-        return (self._tick(piece, complete=i == last) for i, piece in enumerate(pieces)), refused
+        return (self._tick(piece, complete=i == last)
+                for i, piece in enumerate(pieces(delta, chunk_datoms))), refused
 
     def _normalise_many(self, txs: Iterable[tuple[Any, int]]) -> tuple[IdDelta, list[Refusal]]:
         """Step 1 of a batch: the summed effective delta (value ids) and the refused
@@ -344,17 +335,16 @@ class Engine:
         return dict(pending.datoms()), refused
 
     def _read(self, batch: BatchOps) -> None:
-        """Under ``executor=spark``: fetch the datoms normalising ``batch`` reads (and step
-        the queries it may change with them, when the window can)."""
-        if self.window is not None:
-            self.window.read_transactions(batch, self.schema, self._spark_plans)
+        """Bring in the datoms normalising ``batch`` reads (and step the queries it may
+        change with them, when the database can: :meth:`_ahead`)."""
+        self.database.read_transactions(batch, self.schema, self._ahead)
 
-    def _spark_plans(self, attributes: set[Any]) -> tuple[tuple[Plan, ...], PullReads | None]:
-        """The plans a tick changing ``attributes`` steps on Spark, and what their queries'
-        pulls read after it (as :meth:`_read_pulled` asks; None when a pulling query's
-        input is not its plan's rows: aggregated, or stepped here)."""
+    def _ahead(self, attributes: set[Any]) -> tuple[tuple[Plan, ...], PullReads | None]:
+        """The plans a tick changing ``attributes`` steps remotely (on Spark), and what
+        their queries' pulls read after it (as :meth:`_read_pulled` asks; None when a
+        pulling query's input is not its plan's rows: aggregated, or stepped here)."""
         queries = [self._queries[name] for name in self._affected(attributes)]
-        plans = self.dispatch.spark_plans([query.prepared for query in queries])
+        plans = self.dispatch.remote_plans([query.prepared for query in queries])
         position = {id(plan): i for i, plan in enumerate(plans)}
         pulling = [query for query in queries if query.pulling is not None]
         found = [(position[id(query.prepared.plan)], query.pulling) for query in pulling
@@ -368,27 +358,24 @@ class Engine:
 
     def _tick(self, delta: IdDelta, complete: bool = True) -> Changes:
         """Steps 2-6 of a tick whose effective delta is ``delta`` (value ids); not
-        ``complete``: a piece of it, not its last (a shared Spark state shows none)."""
+        ``complete``: a piece of it, not its last (a shared database shows none)."""
         if not len(delta):
-            if self.window is not None:  # a shared state's position moves all the same
-                self.window.moved(self.tx)
+            self.database.moved(self.tx)  # a shared database's position moves all the same
             return {}
         # Step 2: the tick's delta, arranged as the queries stepping read it.
-        self._delta.reset(delta)
+        tick = TickDelta(delta)
         value = self.db.ids.value
-        attribute_ids = (sorted_distinct(delta.a).tolist() if isinstance(delta, DatomColumns) else
-                         {datom[1] for datom in delta})
         # Steps 3-4: route and step the affected queries.
         changes: Changes = {}
         pulled: dict[str, dict[Row, int]] = {}  # stepped pull queries: their input's change
-        affected = self._affected({value(a) for a in attribute_ids})
-        self.last_work = {name: Work() for name in affected}
+        affected = self._affected({value(a) for a in attribute_ids(delta)})
         stepped = self.dispatch.steps({name: self._queries[name].prepared for name in affected},
-                                      len(delta), self.last_work)
+                                      tick)
+        self.last_work = {name: work for name, (_, work) in stepped.items()}
         for name in affected:
             registered = self._queries[name]
             started = time.perf_counter()
-            rows = self._decode(stepped[name])
+            rows = decoded(stepped[name][0], self.db.ids)
             if rows and registered.aggregation is not None:
                 rows = registered.aggregation.step(rows)
             self.last_work[name].seconds += time.perf_counter() - started
@@ -396,23 +383,12 @@ class Engine:
                 pulled[name] = rows
             elif rows:
                 changes[name] = rows
-        # Step 5: the only write to the shared arrangements (Spark's mirror follows it);
-        # between ticks the delta is empty, so ``new`` reads the same as ``old``.
-        built = self._delta.batch()
-        change = int(delta.w.sum()) if isinstance(delta, DatomColumns) else sum(delta.values())
-        if built is not None:  # the vectorised executor read it as a batch: that one
-            self.db.apply_batch(built, change)
-        elif isinstance(delta, DatomColumns):
-            self.db.apply_columns(delta)
-        else:
-            self.db.apply(delta)
-        if self.window is not None:
-            self.window.applied(change, self.tx, self.schema, complete)
-        self.dispatch.applied()
+        # Step 5: the only write to the database (under ``auto`` Spark's copy follows it).
+        self.database.apply(delta, tick, self.tx, self.schema, complete)
+        self.dispatch.applied(tick)
         self._unapplied &= not complete
-        self._delta.reset({})
         # Step 6: pulled maps, re-read after the tick for the entities it may have changed.
-        if pulled and self.window is not None:
+        if pulled:
             self._read_pulled(pulled, delta)
         reader = PullReader(self.db, self.schema) if pulled else None
         for name, rows in pulled.items():
@@ -423,54 +399,26 @@ class Engine:
             self.last_work[name].seconds += time.perf_counter() - started
             if rows:
                 changes[name] = rows
-        if self.window is not None:  # the tick is over: the next one fetches its own
-            self.window.forget()
+        self.database.forget()  # the tick is over: the next one reads its own
         return changes
 
     def _read_pulled(self, rows: Mapping[str, Mapping[Row, int]], delta: IdDelta | None) -> None:
-        """Under ``executor=spark``: fetch what pulling reads — from the entities and values
-        the delta names and the pulled entities of the rows (all those held when the delta
-        changes the schema: every map is read again), as far as the deepest pattern
-        reaches, up to the roots (:meth:`PullReader.roots`) and down again."""
-        assert self.window is not None
-        seeds: list[Any] = []
-        depth = 0
-        schema_changed = delta is not None and _changes_schema(delta, self.db.ids)
-        for name, changed in rows.items():
-            pulling = self._queries[name].pulling
-            assert pulling is not None
-            depth = max(depth, pulling.depth)
-            seeds += pulling.entities(changed)
-            if schema_changed:
-                seeds += pulling.held()
-        ids = self.window.ids_of(seeds)
-        if delta is not None:
-            ids = np.concatenate([ids, *_entities_and_values(delta)])
-        self.window.read(ids, ids, hops=2 * depth if delta is not None else depth)
+        """Bring in what the pulls of the queries ``rows`` read (after ``delta``)."""
+        pulls = [(self._queries[name].pulling, changed) for name, changed in rows.items()]
+        self.database.read_pulled([(pulling, changed) for pulling, changed in pulls
+                                   if pulling is not None], delta)
 
     @property
     def datoms(self) -> int:
         """How many datoms the database holds."""
-        return len(self.db) if self.window is None else self.window.datoms
+        return self.database.datoms
 
     def idle(self) -> None:
         """Nothing to step now: the time goes to compacting the database in the background
         (the next ticks search one batch instead of several; docs/engine.md), and Spark's
         state, once written (docs/spark.md)."""
-        self.db.state.compact_idle()
-        if self.dispatch.spark is not None:
-            self.dispatch.spark.idle()
-
-    def _decode(self, rows: IdRows) -> dict[Row, int]:
-        """Rows of value ids as rows of values, each a :class:`~workers.zset.row.Row` (one
-        value per id, and ``1``, ``1.0``, ``true`` kept apart: no two rows merge); the
-        vectorised executor's columns a column at a time, then zipped into rows once."""
-        if isinstance(rows, Frame):
-            columns = [self.db.ids.values(column) for column in rows.columns]
-            keys = map(Row, zip(*columns, strict=True)) if columns else [Row()] * len(rows)
-            return dict(zip(keys, rows.weights.tolist(), strict=True))
-        value = self.db.ids.value
-        return {Row(map(value, row)): weight for row, weight in rows.items()}
+        self.database.idle()
+        self.dispatch.idle()
 
     def _affected(self, attributes: set[Any]) -> list[str]:
         names = set(self._any_attribute)
@@ -536,31 +484,29 @@ class Engine:
         relations.  A plan is evaluated next (mostly): the database's batches are merged
         first when worth it (``compact_for_scan``), and each attribute's statistics read
         once."""
-        self.db.state.compact_for_scan()
-        stats = self.db.attribute_stats if self.window is None else self.window.attribute_stats
-        return query_plan(compile_query(query, inputs), self.strategy, functools.cache(stats))
+        self.database.compact_for_scan()
+        return query_plan(compile_query(query, inputs), self.strategy,
+                          functools.cache(self.database.attribute_stats))
 
     def _evaluate(self, registered: RegisteredQuery) -> dict[Row, int]:
-        rows = self._decode(self.dispatch.evaluate(registered.prepared, Work()))
+        rows = decoded(self.dispatch.evaluate(registered.prepared)[0], self.db.ids)
         if registered.aggregation is not None:
             rows = registered.aggregation.reset(rows)
         if registered.pulling is not None:
-            if self.window is not None:
-                self._read_pulled({registered.name: rows}, None)
+            self.database.read_pulled([(registered.pulling, rows)], None)
             rows = registered.pulling.reset(rows, PullReader(self.db, self.schema))
-            if self.window is not None:
-                self.window.forget()
+            self.database.forget()
         return rows
 
     def seek(self, tx: int) -> None:
         """Put the position at ``tx``: the worker's position is a log offset, and the last
         offset of a batch (or a snapshot's) may be one no transaction here was numbered by
-        (an undecodable record).  A shared Spark state's writer stamps its version with it
+        (an undecodable record).  A shared database's writer stamps its version with it
         — or the version a tick's pieces still to step end with (a follower is where its
         writer put it)."""
         self.tx = tx
-        if self.window is not None and not self.following and not self._unapplied:
-            self.window.moved(tx)
+        if not self.following and not self._unapplied:
+            self.database.moved(tx)
 
     def explain(self, query: Any, inputs: Sequence[Any] = ()) -> str:
         return explain(self.plan(query, inputs))
@@ -570,8 +516,7 @@ class Engine:
         of the value dictionary and the datoms' id columns, nothing shared with the engine —
         unless ``shared``: then the dictionary is the engine's own, for a state written out
         before the next transaction (the worker's snapshots: no second dictionary)."""
-        # Under executor=spark the columns map files (StateStore.columns): not on the heap.
-        columns = self.db.columns() if self.window is None else self.window.columns()
+        columns = self.database.columns()  # Spark's: mapped files, not on the heap
         return EngineState(self.db.ids if shared else self.db.ids.copy(), columns, self.schema,
                            self.tx)
 
@@ -580,9 +525,7 @@ class Engine:
         """A snapshot's dictionary (its entries) as this engine keeps it: in memory, or
         under ``executor=spark`` in files, written as it is read (a worker's restore, which
         then adopts it: :meth:`restore`)."""
-        if self.window is None:
-            return ValueIds.from_entries(kinds, payloads, objects)
-        return self.window.dictionary(kinds, payloads, objects)
+        return self.database.dictionary(kinds, payloads, objects)
 
     def restore(self, state: EngineState, adopt: bool = False) -> None:
         """Take a snapshot's database; registered queries are bound to it anew (their
@@ -592,11 +535,8 @@ class Engine:
         no second copy of millions of values while the first is alive."""
         self._writable()
         values = state.values if adopt else state.values.copy()
-        if self.window is None:
-            self.db.load(values, state.columns)
-            self.dispatch.restored()
-        else:  # the snapshot becomes Spark's state; the driver keeps the dictionary
-            self.window.restored(values, state.columns, state.tx, state.schema)
+        self.database.restore(values, state.columns, state.tx, state.schema)
+        self.dispatch.restored()
         self.schema = state.schema  # before the queries' state is rebuilt: pulls read it
         self._bind_anew()
         self.tx = state.tx
@@ -612,71 +552,49 @@ class Engine:
 
     def stamp_refusals(self, refused: Sequence[tuple[int, str, str]]) -> None:
         """The refused transactions whose dead letters are not committed yet (offset, code,
-        reason): a shared Spark state's writer stamps its next versions with them, so that
-        a writer taking over writes their dead letters."""
-        if self.window is not None:
-            self.window.refused = tuple(refused)
+        reason): a shared database's writer stamps its next versions with them, so that
+        a writer taking over writes their dead letters (the replication's stamp)."""
+        self.database.replication.stamp(tuple(refused))
 
-    def stamped_refusals(self) -> tuple[tuple[int, str, str], ...]:
-        """What the shared Spark state's version this engine is at was stamped with."""
-        spark = self.dispatch.spark
-        manifest = None if spark is None else spark.store.manifest
-        return () if manifest is None or manifest.stamp is None else manifest.stamp.marks.refused
+    def stamped_refusals(self) -> WorkerStamp:
+        """What the shared database's version this engine is at was stamped with."""
+        return self.database.replication.stamped()
 
     def lead(self) -> bool:
-        """Following a Spark state, become its writer (its writer stopped: another engine of
-        the fleet writes no more) from the writer's newest version, which this engine must
-        be at: False when it is not (:meth:`follow` first).  Values it numbered itself take
-        the writer's numbering, and its queries are bound anew to the writer's dictionary
-        (their plans number functions' results in the dictionary they were bound to)."""
-        spark = self._following_spark()
-        if spark.follow() is not None:
+        """Following a shared database, become its writer (its writer stopped: another
+        engine of the fleet writes no more) from the writer's newest version, which this
+        engine must be at: False when it is not (:meth:`follow` first).  Values it numbered
+        itself take the writer's numbering, and its queries are bound anew to the writer's
+        dictionary (their plans number functions' results in the dictionary they were bound
+        to)."""
+        if not self.database.replication.lead():
             return False
-        assert spark.follower is not None and self.window is not None
-        spark.follower.ids.adopt_own()
-        self.window.numbering(spark.follower.ids.replica)
-        spark.lead()
         self._bind_anew()
         return True
 
     def step_down(self) -> None:
-        """Writing a shared Spark state, stop (another engine takes writing over: the
-        fleet's writer moved) and follow the state from this version on, its queries bound
-        anew to a follower's dictionary."""
-        spark = self.dispatch.spark
-        if spark is None or self.window is None or self.following or spark.store.values is None:
-            raise WorkersError("only the writer of a shared Spark state steps down",
-                               code=ErrorCode.CONFIG)
-        spark.step_down()
-        assert spark.follower is not None
-        self.window.numbering(spark.follower.ids)
+        """Writing a shared database, stop (another engine takes writing over: the fleet's
+        writer moved) and follow it from this version on, its queries bound anew to a
+        follower's dictionary."""
+        self.database.replication.step_down()
         self._bind_anew()
 
-    def _following_spark(self) -> SparkExecutor:
-        spark = self.dispatch.spark
-        if spark is None or spark.follower is None:
-            raise WorkersError("only an engine following a Spark state follows it "
-                               "(executor=spark, SparkSettings.follow)", code=ErrorCode.CONFIG)
-        return spark
-
     def follow(self) -> Changes:
-        """Under ``executor=spark`` following a state another engine writes
-        (``SparkSettings.follow``): step the queries to the writer's newest version — the
-        changes since the version this engine was at, as a tick's.  Raises
-        :class:`~workers.executors.spark.shared.FollowerBehind` when it cannot (the writer
-        replaced its state, or no longer keeps the versions between)."""
-        followed = self._following_spark().follow()
-        if followed is None:
+        """Following a database another engine writes (``SparkSettings.follow``): step the
+        queries to the writer's newest version — the changes since the version this engine
+        was at, as a tick's.  Raises :class:`~workers.executors.spark.shared.FollowerBehind`
+        when it cannot (the writer replaced its state, or no longer keeps the versions
+        between)."""
+        caught = self.database.replication.follow()
+        if caught is None:
             return {}
-        if followed.renumbered:  # against the version it is at, before the new schema
+        if caught.renumbered:  # against the version it is at, before the new schema
             self._bind_anew()
-        stamp = followed.manifest.stamp
-        assert stamp is not None
-        self.schema, self.tx = decode_schema(stamp.marks.schema), stamp.marks.position
-        if not len(followed.delta):  # versions that cancel out: nothing to step
-            self.dispatch.applied()
+        self.schema, self.tx = caught.schema, caught.position
+        if not len(caught.delta):  # versions that cancel out: nothing to step
+            self.database.replication.reached()
             return {}
-        return self._tick(followed.delta)
+        return self._tick(caught.delta)
 
     @property
     def queries(self) -> tuple[str, ...]:
@@ -706,17 +624,3 @@ def _forms(e: Any, a: Any, v: Any, added: Any) -> list[list[Any]]:
 def _one_attribute(a: Any) -> bool:
     """Whether a column transaction's ``a`` is one attribute for every datom."""
     return isinstance(a, edn_format.Keyword | str)
-
-
-def _changes_schema(delta: IdDelta, ids: ValueIds) -> bool:
-    """Whether a delta holds a datom of a schema attribute."""
-    schema = [i for i in map(ids.lookup, SCHEMA_ATTRIBUTES) if i is not None]
-    attributes = delta.a if isinstance(delta, DatomColumns) else [d[1] for d in delta]
-    return bool(np.isin(attributes, schema).any())
-
-
-def _entities_and_values(delta: IdDelta) -> tuple[npt.NDArray[np.int64], ...]:
-    """The ids a delta's datoms hold as entities and as values."""
-    if isinstance(delta, DatomColumns):
-        return delta.e.astype(np.int64), delta.v.astype(np.int64)
-    return (np.array([d[0] for d in delta], np.int64), np.array([d[2] for d in delta], np.int64))

@@ -115,11 +115,11 @@ def settle(engine: Any) -> float:
     spark = engine.dispatch.spark
     if spark is not None:
         spark.manifest()
-        spark.store.settle()  # a compaction the load started
+        spark.state.store.settle()  # a compaction the load started
     engine.idle()
     engine.db.state.settle()
     if spark is not None:
-        spark.store.settle()
+        spark.state.store.settle()
     return time.perf_counter() - started
 
 

@@ -13,10 +13,11 @@ from collections.abc import Sequence
 from bench.data import load_pegase_edges
 from bench.engine.tx import ADD, RETRACT, TO
 from bench.queries import QUERIES
-from workers.arrangements import ArrangementRegistry, MemoryArrangement
+from workers.arrangements import ArrangementRegistry
+from workers.arrangements.delta import TickDelta
 from workers.datalog import compile_query
 from workers.db import BUILTIN_SCHEMA, normalise, parse_tx
-from workers.executors import LocalExecutor, Work
+from workers.executors import LocalExecutor
 from workers.plan import plan_query
 
 PHASES = ("parse", "normalise", "arrange delta", "step", "apply")
@@ -32,10 +33,11 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse
 def run(args: argparse.Namespace) -> None:
     """Step the triangle's plan by hand over the grid, timing each phase; print the means."""
     edges = load_pegase_edges()
-    db, delta_arrangement, executor = ArrangementRegistry(), MemoryArrangement(), LocalExecutor()
+    db = ArrangementRegistry()
+    executor = LocalExecutor(db)
     db.apply(db.encode({(u, TO, v): 1 for u, v in edges}))
     plan = plan_query(compile_query(QUERIES["triangle"]))
-    prepared = executor.prepare(plan, db, delta_arrangement)
+    prepared = executor.prepare(plan)
     totals = dict.fromkeys(PHASES, 0.0)
     rng = random.Random(1)
     for _ in range(args.ticks // 2):
@@ -47,9 +49,10 @@ def run(args: argparse.Namespace) -> None:
             delta = normalise(ops, db, BUILTIN_SCHEMA, tx=1).delta
             t2 = time.perf_counter()
             encoded = db.encode(delta)
-            delta_arrangement.reset(encoded)
+            tick = TickDelta(encoded)
+            executor.input.feed(tick)  # arranged here, as the step would
             t3 = time.perf_counter()
-            executor.step(prepared, Work())
+            executor.step(prepared, tick)
             t4 = time.perf_counter()
             db.apply(encoded)
             t5 = time.perf_counter()

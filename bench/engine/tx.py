@@ -46,4 +46,4 @@ def settle(engine: Engine) -> None:
     ``executor=spark`` the state files' (a running one holds a second copy)."""
     engine.db.state.settle()
     if engine.dispatch.spark is not None:
-        engine.dispatch.spark.store.settle()
+        engine.dispatch.spark.state.store.settle()

@@ -12,12 +12,11 @@ import time
 import pytest
 from prometheus_client import REGISTRY
 
-from workers.arrangements import ArrangementRegistry, MemoryArrangement
-from workers.arrangements.delta import TickDelta
+from workers.arrangements import ArrangementRegistry
 from workers.datalog import compile_query
 from workers.edn import keyword
 from workers.engine import Engine
-from workers.executors import LocalExecutor, Work
+from workers.executors import LocalExecutor
 from workers.executors.dispatch import AutoPolicy
 from workers.executors.spark import JobGroups, SparkExecutor, SparkSettings, spark_session
 from workers.plan import plan_query
@@ -44,11 +43,11 @@ def test_bootstrap_of_50000_datoms_equals_local_and_actions_report_progress(
     session = spark_session(spark_settings)
     reports: list[str] = []
     spark = SparkExecutor(session, state, JobGroups(session, reports.append, interval_s=0.5))
-    local, delta = LocalExecutor(), MemoryArrangement()
+    local = LocalExecutor(state)
     plan = plan_query(compile_query(TRIANGLE))
-    expected = local.evaluate(local.prepare(plan, state, delta), Work())
+    expected, _ = local.evaluate(local.prepare(plan))
     assert len(expected) > 100
-    evaluated = spark.evaluate(spark.prepare(plan, state, TickDelta()), Work())
+    evaluated, _ = spark.evaluate(spark.prepare(plan))
     assert dict(zip(zip(*(c.tolist() for c in evaluated.columns), strict=True),
                     evaluated.weights.tolist(), strict=True)) == expected
     assert spark.jobs.last.jobs > 0
@@ -101,8 +100,8 @@ def test_ticks_do_not_grow_the_spark_work_per_tick(spark_settings: SparkSettings
     engine, local = Engine(executor="spark", spark=spark_settings), Engine()
     spark = engine.dispatch.spark
     assert spark is not None
-    spark.store.compact_batches = 40
-    spark.store.index_datoms = 1 if indexed else 10**9
+    spark.state.store.compact_batches = 40
+    spark.state.store.index_datoms = 1 if indexed else 10**9
     load = [[keyword("db/add"), a, TO, b] for a, b in random_edges(500, 100, seed=3)]
     for each in (engine, local):
         each.transact(load)
@@ -115,9 +114,9 @@ def test_ticks_do_not_grow_the_spark_work_per_tick(spark_settings: SparkSettings
         tx = [[op, a, TO, b] if tick % 3 else [op, a], [keyword("db/add"), b, TO, tick]]
         assert engine.transact(tx) == local.transact(tx), f"tick {tick}"
         counts.append((spark.jobs.last.jobs, spark.jobs.last.stages))
-        spark.store.settle()  # each compaction done before the next tick: counted exactly
-    assert spark.store.compactions == 2
-    assert (spark.store.manifest.index is not None) == indexed  # type: ignore[union-attr]
+        spark.state.store.settle()  # each compaction done before the next tick: counted exactly
+    assert spark.state.store.compactions == 2
+    assert (spark.state.store.manifest.index is not None) == indexed  # type: ignore[union-attr]
     first, last = counts[:20], counts[-20:]
     assert max(j for j, _ in last) <= max(j for j, _ in first)
     assert max(s for _, s in last) <= max(s for _, s in first)
@@ -132,7 +131,7 @@ def test_an_idle_engine_sums_the_spark_state_into_its_base(spark_settings: Spark
     engine, local = Engine(executor="spark", spark=spark_settings), Engine()
     spark = engine.dispatch.spark
     assert spark is not None
-    spark.store.index_datoms = 100
+    spark.state.store.index_datoms = 100
     load = [[keyword("db/add"), a, TO, b] for a, b in random_edges(300, 60, seed=5)]
     for each in (engine, local):
         each.transact(load)
@@ -140,12 +139,12 @@ def test_an_idle_engine_sums_the_spark_state_into_its_base(spark_settings: Spark
     for tick in range(3):
         tx = [[keyword("db/add"), tick, TO, 100 + tick], [keyword("db/retractEntity"), 10 + tick]]
         assert engine.transact(tx) == local.transact(tx), f"tick {tick}"
-    spark.store.settle()
-    before = spark.store.manifest
+    spark.state.store.settle()
+    before = spark.state.store.manifest
     assert before is not None and len(before.batches) >= 3  # the load's and the ticks'
     engine.idle()
-    spark.store.settle()
-    manifest = spark.store.manifest
+    spark.state.store.settle()
+    manifest = spark.state.store.manifest
     assert manifest is not None and not manifest.batches and manifest.index is not None
     assert manifest.base_version == before.version
     tx = [[keyword("db/add"), 100, TO, 0], [keyword("db/retract"), 0, TO, 100]]

@@ -41,7 +41,7 @@ def _writer(settings: SparkSettings, location: str, **store: int) -> Engine:
     writer = Engine(executor="spark", spark=replace(settings, state=location, share=True))
     for name, value in store.items():  # smaller compaction thresholds
         assert writer.dispatch.spark is not None
-        setattr(writer.dispatch.spark.store, name, value)
+        setattr(writer.dispatch.spark.state.store, name, value)
     return writer
 
 
@@ -74,7 +74,7 @@ def test_a_follower_steps_as_the_writer_s_database_changes(
         writer.transact_many(batch)
         oracle.transact_many(batch)
         assert writer.dispatch.spark is not None
-        writer.dispatch.spark.store.settle()  # a compaction, when due, in the history
+        writer.dispatch.spark.state.store.settle()  # a compaction, when due, in the history
         if follower is None and end >= joins:
             follower = _follower(spark_settings, location)
             views = {f"q{i}": follower.register(f"q{i}", query)
@@ -133,7 +133,7 @@ def test_a_new_writer_writes_on_where_the_last_stopped_and_followers_follow_it(
                                 [[ADD, 2, keyword("name"), "bob"]]], 1):
         for engine in (first, oracle):
             engine.transact(tx, tx_id)
-    first.dispatch.spark.store.settle()  # type: ignore[union-attr]
+    first.dispatch.spark.state.store.settle()  # type: ignore[union-attr]
     second = _writer(spark_settings, location)
     assert (second.tx, second.datoms, second.schema.items()) == (
         first.tx, first.datoms, first.schema.items())
@@ -206,7 +206,7 @@ def test_a_follower_too_far_behind_or_of_a_replaced_state_says_so(
     follower = _follower(spark_settings, location)
     follower.register("out", "[:find ?b :where [1 :g/to ?b]]")
     assert writer.dispatch.spark is not None
-    store = writer.dispatch.spark.store
+    store = writer.dispatch.spark.state.store
     store.compact_batches = 2
     for b in range(2, 6):
         writer.transact([[ADD, 1, TO, b]])

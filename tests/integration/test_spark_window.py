@@ -33,6 +33,7 @@ from tests.property.test_columns import TYPED_TX, as_columns, outcome
 from tests.property.test_columns import transactions as column_transactions
 from tests.property.test_incremental_matches_recompute import QUERIES
 from workers.arrangements.spilled import SpilledValueIds
+from workers.database.spark import SparkDatabase
 from workers.edn import keyword
 from workers.engine import Engine
 from workers.executors.spark import SparkSettings
@@ -80,9 +81,9 @@ def test_a_batch_on_spark_is_the_sum_of_its_transactions(
         assert [r.tx_id for r in refused] == expected_refused
     assert spark.datoms == local.datoms
     assert _datoms(spark) == _datoms(local)
-    assert spark.window is not None  # the planner's statistics, counted by a Spark task
-    for attribute in (NAME, TAG, TO, FRIEND):
-        assert spark.window.attribute_stats(attribute) == local.db.attribute_stats(attribute)
+    for attribute in (NAME, TAG, TO, FRIEND):  # the planner's: counted by a Spark task
+        assert isinstance(spark.database, SparkDatabase)
+        assert spark.database.attribute_stats(attribute) == local.db.attribute_stats(attribute)
 
 
 def test_the_driver_holds_only_what_a_tick_reads_while_it_runs(
@@ -97,9 +98,9 @@ def test_the_driver_holds_only_what_a_tick_reads_while_it_runs(
         engine.transact(load)
         engine.register("out", "[:find ?a :where [?a :g/to 1000]]")
     window_sizes: list[int] = []
-    applied = spark.dispatch.applied
-    monkeypatch.setattr(spark.dispatch, "applied",
-                        lambda: (window_sizes.append(len(spark.db)), applied())[1])
+    applied = spark.database.apply
+    monkeypatch.setattr(spark.database, "apply",  # the window's size once it took the tick
+                        lambda *tick: (applied(*tick), window_sizes.append(len(spark.db)))[0])
     tick = [[keyword("db/retractEntity"), 7], [ADD, 8, TO, 2000]]
     assert spark.transact(tick) == local.transact(tick) == {"out": {(7,): -1}}
     assert spark.datoms == local.datoms == 2000 - 10 + 1
@@ -143,9 +144,9 @@ def test_columns_fetch_the_datoms_they_name_not_their_entities(
         engine.transact_columns(hub, TO, np.arange(1, 1001))
         engine.register("out", "[:find ?b :where [0 :g/to ?b]]")
     window_sizes: list[int] = []
-    applied = spark.dispatch.applied
-    monkeypatch.setattr(spark.dispatch, "applied",
-                        lambda: (window_sizes.append(len(spark.db)), applied())[1])
+    applied = spark.database.apply
+    monkeypatch.setattr(spark.database, "apply",  # the window's size once it took the tick
+                        lambda *tick: (applied(*tick), window_sizes.append(len(spark.db)))[0])
     e, v = np.array([0, 0]), np.array([5, 2000])
     assert spark.transact_columns(e, TO, v) == local.transact_columns(e, TO, v) == {
         "out": {(2000,): 1}}

@@ -17,10 +17,11 @@ from typing import Any
 
 import numpy as np
 
+from workers.arrangements.datom_batch import DatomBatch, IdDatom
 from workers.arrangements.delta import DatomColumns
 from workers.arrangements.keys import IndexOrder
-from workers.arrangements.spine import DatomBatch, IdDatom, SpineArrangement
-from workers.arrangements.values import ValueIds
+from workers.arrangements.spine import SpineArrangement
+from workers.arrangements.values import Numbering, ValueIds
 
 Datom = tuple[Any, Any, Any]
 EAV, AEV, AVE, VAE = IndexOrder.EAV, IndexOrder.AEV, IndexOrder.AVE, IndexOrder.VAE
@@ -38,7 +39,7 @@ class ArrangementRegistry:
     __slots__ = ("ids", "size", "state")
 
     def __init__(self) -> None:
-        self.ids = ValueIds()
+        self.ids: Numbering = ValueIds()
         self.state = SpineArrangement(nonnegative=True, compact_from=COMPACT_FROM)
         self.size = 0  # how many datoms: kept by ``apply`` (an effective delta)
 
@@ -74,7 +75,7 @@ class ArrangementRegistry:
         self.state.update_columns(delta.e, delta.a, delta.v, delta.w)
         self.size += int(delta.w.sum())
 
-    def load(self, ids: ValueIds, columns: tuple[np.ndarray, ...]) -> None:
+    def load(self, ids: Numbering, columns: tuple[np.ndarray, ...]) -> None:
         """Adopt a snapshot: its value dictionary and its datoms as id columns."""
         self.ids = ids
         self.state = SpineArrangement(self.state.layer_limit, nonnegative=True,

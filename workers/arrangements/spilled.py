@@ -48,6 +48,7 @@ from workers.arrangements.values import (
     MAX_IDS,
     OBJECT_KIND,
     IdArray,
+    Numbering,
     ValueIds,
     int_key,
     object_key,
@@ -151,7 +152,7 @@ class SpilledValueIds(ValueIds):
         return spilled
 
     @classmethod
-    def of(cls, values: ValueIds, spill_values: int = SPILL_VALUES) -> SpilledValueIds:
+    def of(cls, values: Numbering, spill_values: int = SPILL_VALUES) -> SpilledValueIds:
         """``values`` (an engine's dictionary in memory, handed over) spilled at once."""
         spilled = cls(spill_values)
         spilled._write(*values.entries())

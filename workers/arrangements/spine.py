@@ -32,7 +32,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from workers.arrangements.batch import SUMMED_ROWS, Ids, Ints, set_weights, summed_by_entity
-from workers.arrangements.batch_reads import BatchReads, Located
+from workers.arrangements.batch_reads import BatchReads
 from workers.arrangements.compaction import COMPACTOR, Compaction
 from workers.arrangements.cursor import MAJOR
 from workers.arrangements.datom_batch import DatomBatch, IdDatom
@@ -42,7 +42,7 @@ from workers.arrangements.memory import MemoryArrangement
 from workers.arrangements.prefix_reads import PrefixReads
 from workers.zset import ZSet
 
-__all__ = ["SMALL_NODE", "DatomBatch", "IdDatom", "Located", "SpineArrangement"]
+__all__ = ["SMALL_NODE", "SpineArrangement"]
 
 # A node with at most this many keys is read whole (``SpineArrangement.small``), once per
 # write, and every verb on it reads that dict; a larger one stays on the per-source path

@@ -15,13 +15,19 @@ re-sorted O(log n) times).  Every other value (text, keywords, uuids, instants, 
 booleans, longer ints) sits in a dict, doubles and booleans under a key tagged with their
 type.  Invariant: an int of the column's range is in exactly one of the column and the
 recent dict.
+
+What a dictionary answers is the :class:`Numbering` protocol: :class:`ValueIds` is the one
+in memory; a driver under Spark keeps one in files
+(:class:`~workers.arrangements.spilled.SpilledValueIds`) and a follower of a shared state its
+writer's replica with ids of its own above it
+(:class:`~workers.executors.spark.shared.FollowerIds`).
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -60,6 +66,51 @@ def object_key(x: Any) -> Any:
     if kind is float or kind is bool:
         return (kind, x)
     return x if kind in SCALARS else typed(x)
+
+
+class Numbering(Protocol):
+    """Values ↔ ids, as the engine, the executors and the normalisers ask a dictionary."""
+
+    @property
+    def size(self) -> int:
+        """How many values have ids (the writer's numbering: ids ``0 .. size - 1``)."""
+
+    @property
+    def resident(self) -> int:
+        """How many values are held in memory."""
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes the dictionary's arrays hold in memory."""
+
+    def lookup(self, x: Any) -> int | None:
+        """The id of ``x``; None when it has none (never assigns one)."""
+
+    def intern(self, x: Any) -> int:
+        """The id of ``x``, assigned now if it has none."""
+
+    def intern_values(self, xs: Sequence[Any]) -> IdArray: ...
+
+    def intern_ints(self, xs: npt.NDArray[np.int64]) -> IdArray: ...
+
+    def lookup_values(self, xs: Sequence[Any]) -> IdArray:
+        """The ids of ``xs``, -1 for a value with none."""
+
+    def lookup_ints(self, xs: npt.NDArray[np.int64]) -> IdArray: ...
+
+    def value(self, i: int) -> Any:
+        """The value of id ``i``, exactly as interned."""
+
+    def values(self, ids: npt.NDArray[np.integer[Any]]) -> list[Any]: ...
+
+    def objects(self, ids: IdArray) -> list[Any]:
+        """The values of ``ids`` that are not ints (of the int64 range)."""
+
+    def copy(self) -> Numbering:
+        """A dictionary of the same entries, sharing nothing with this one."""
+
+    def entries(self) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.int64], list[Any]]:
+        """The entries in id order (what a snapshot stores)."""
 
 
 class ValueIds:

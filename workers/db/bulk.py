@@ -46,7 +46,7 @@ import numpy as np
 from workers.arrangements import ArrangementRegistry, IndexOrder
 from workers.arrangements.batch import Ids, Ints, Mask, sort_order, sorted_distinct, starts
 from workers.arrangements.delta import DatomColumns
-from workers.arrangements.values import ValueIds
+from workers.arrangements.values import Numbering
 from workers.db.normalise import check_plain
 from workers.db.resolve import names_in_values
 from workers.db.schema import SCHEMA_ATTRIBUTES, Schema
@@ -141,7 +141,7 @@ def needs_resolving(batch: BatchOps, schema: Schema) -> bool:
     return bool(unique) and any(a in unique for _, a, _ in batch.ops.adds)
 
 
-def batch_events(ids: ValueIds, schema: Schema, batch: BatchOps) -> Events:
+def batch_events(ids: Numbering, schema: Schema, batch: BatchOps) -> Events:
     """The batch's operations as columns, its added datoms first (in ``batch.ops.adds``'
     order)."""
     ops = batch.ops
@@ -177,7 +177,7 @@ def _stored(db: ArrangementRegistry, events: Events) -> tuple[Ids, Ids, Ids]:
             np.concatenate([entity_v, values]))
 
 
-def _holds_schema(ids: ValueIds, a: Ids) -> bool:
+def _holds_schema(ids: Numbering, a: Ids) -> bool:
     """Whether one of the attributes ``a`` is a schema attribute."""
     schema_ids = [i for i in map(ids.lookup, SCHEMA_ATTRIBUTES) if i is not None]
     return bool(schema_ids) and bool(np.isin(a, schema_ids).any())
@@ -202,7 +202,7 @@ def _at_risk(events: Events) -> Mask:
     return events.added & np.isin((events.position << 32) | events.e, retracted)
 
 
-def _suspects(events: Events, size: int, ids: ValueIds, schema: Schema) -> Mask:
+def _suspects(events: Events, size: int, ids: Numbering, schema: Schema) -> Mask:
     """The transactions (a flag per position) one of :func:`check_plain`'s checks may
     refuse: those adding and retracting one datom, adding two values to an entity's
     cardinality-one attribute, or a value not of its attribute's type."""
@@ -427,7 +427,7 @@ def _plain_values(values: Sequence[Any]) -> bool:
     return not ints or (min(ints) >= LONG_MIN and max(ints) <= LONG_MAX)
 
 
-def _typed(ids: ValueIds, schema: Schema, a_ids: Ids, values: Sequence[Any]) -> bool:
+def _typed(ids: Numbering, schema: Schema, a_ids: Ids, values: Sequence[Any]) -> bool:
     """Every value of a typed attribute of its type (checked on each distinct one)."""
     for attribute in np.unique(a_ids).tolist():
         value_type = schema[ids.value(attribute)].value_type
@@ -443,14 +443,14 @@ def _typed(ids: ValueIds, schema: Schema, a_ids: Ids, values: Sequence[Any]) -> 
     return True
 
 
-def intern_column(ids: ValueIds, values: Sequence[Any]) -> Ids:
+def intern_column(ids: Numbering, values: Sequence[Any]) -> Ids:
     """The ids of a column of values: plain ints through NumPy, anything else per distinct
     object (ids are the same as ``ids.intern`` called on each in turn would give, up to the
     numbering of new values)."""
     return _column_ids(values, ids.intern_ints, ids.intern_values)
 
 
-def lookup_column(ids: ValueIds, values: Sequence[Any]) -> Ids:
+def lookup_column(ids: Numbering, values: Sequence[Any]) -> Ids:
     """:meth:`ValueIds.lookup` of a column of values, -1 for a value with no id (what the
     driver fetches under ``executor=spark`` is keyed by a tick's values: no call per op)."""
     return _column_ids(values, ids.lookup_ints, ids.lookup_values)
@@ -488,7 +488,7 @@ def _columns(datoms: list[Datom]) -> tuple[Sequence[Any], Sequence[Any], Sequenc
     return tuple(list(map(itemgetter(i), datoms)) for i in range(3))  # type: ignore[return-value]
 
 
-def _cardinality_one_ids(ids: ValueIds, schema: Schema, a: Ids) -> Ids:
+def _cardinality_one_ids(ids: Numbering, schema: Schema, a: Ids) -> Ids:
     """The ids among ``a`` of cardinality-one attributes."""
     distinct = np.unique(a)
     return np.array([i for i in distinct.tolist() if schema[ids.value(i)].cardinality_one],

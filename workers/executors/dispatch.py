@@ -16,27 +16,21 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from workers.arrangements import ArrangementRegistry
 from workers.arrangements.delta import TickDelta
 from workers.errors import ErrorCode, WorkersError
 from workers.executors.local import LocalExecutor, PreparedPlan
+from workers.executors.rows import Stepped
 from workers.executors.rules import PreparedRules
-from workers.executors.vectorised import Frame, VectorExecutor, VectorPlan
-from workers.executors.work import Work
+from workers.executors.vectorised import VectorExecutor, VectorPlan
 from workers.plan.ir import Body, Plan, RulesPlan
 
 if TYPE_CHECKING:
     from workers.executors.spark import SparkExecutor, SparkSettings
     from workers.executors.spark.backend import SparkBackend
-    from workers.executors.spark.window import StateWindow
 
-Row = tuple[Any, ...]
-# Rows of value ids and their weights: a dict from the row-at-a-time executors and Spark's
-# steps, columns from the vectorised one and Spark's evaluations (a big result's million rows
-# become tuples once, decoded).
-IdRows = dict[Row, int] | Frame
 T = TypeVar("T")
 EXECUTORS = ("local", "spark", "auto")
 # Measured on 2 cores (docs/spark.md, "`auto` re-measured"): Spark's tasks run the local
@@ -92,117 +86,121 @@ class Dispatch:
     """Holds the executors of one engine and picks one for each step and evaluation; Spark's
     start and failures are :class:`~workers.executors.spark.backend.SparkBackend`'s."""
 
-    def __init__(self, mode: str, old: ArrangementRegistry, delta: TickDelta,
-                 spark: SparkSettings | None = None, auto: AutoPolicy = DEFAULT_AUTO) -> None:
+    def __init__(self, mode: str, old: ArrangementRegistry, spark: SparkSettings | None = None,
+                 auto: AutoPolicy = DEFAULT_AUTO) -> None:
         if mode not in EXECUTORS:
             raise WorkersError(f"unknown executor {mode!r}; one of {', '.join(EXECUTORS)}",
                                code=ErrorCode.CONFIG)
         self.mode, self.auto = mode, auto
-        self.local = LocalExecutor()
-        self.vector = VectorExecutor(old, delta)
+        self.local = LocalExecutor(old)
+        self.vector = VectorExecutor(old)
         self.vector_datoms = VECTOR_DATOMS
         self.last = "local"  # the executor of the latest step or evaluation
-        self._old, self._tick = old, delta
-        self._delta = delta.arrangement  # what the row-at-a-time executors and Spark read
+        self._old = old
         self.backend: SparkBackend | None = None
-        # Under ``spark`` the database is Spark's state: ``old`` is a window on it.
-        self.window: StateWindow | None = None
         if mode != "local":
             from workers.executors.spark.backend import SparkBackend
 
-            self.backend = SparkBackend(spark, old, delta, required=mode == "spark")
-        if mode == "spark":
-            from workers.executors.spark.window import StateWindow
-
-            assert self.spark is not None and self.backend is not None
-            self.window = StateWindow(old, self.spark, self.backend.settings.memory_values)
+            self.backend = SparkBackend(spark, old, required=mode == "spark")
 
     def prepare(self, plan: Body) -> Prepared:
         if isinstance(plan, RulesPlan):
             if self.mode == "spark":
                 return Prepared(plan, self._spark_rules(plan))
-            return Prepared(plan, self.local.prepare(plan, self._old, self._delta))
-        return Prepared(plan, self.local.prepare(plan, self._old, self._delta),
-                        self.vector.prepare(plan))
+            return Prepared(plan, self.local.prepare(plan))
+        return Prepared(plan, self.local.prepare(plan),
+                        self.vector.prepare(plan) if self.vector.takes(plan) else None)
 
     def _spark_rules(self, plan: RulesPlan) -> PreparedRules:
         """Derived relations whose join programs run on Spark (``executor=spark``; under
-        ``auto`` a query's derived relations are kept locally: its ticks are small)."""
+        ``auto`` a query's derived relations are kept locally: its ticks are small); the
+        rules read the tick's delta from the local executor's tries, as its own do."""
         from workers.executors.spark.rules import SparkJoins
 
-        spark = self.spark
+        spark, delta = self.spark, self.local.input.arrangement
         assert spark is not None
-        return PreparedRules(plan, self._old.ids, self._delta,
-                             lambda relations: SparkJoins(spark, self._old, self._delta,
-                                                          relations))
+        return PreparedRules(plan, self._old.ids, delta,
+                             lambda relations: SparkJoins(spark, self._old, delta, relations))
 
-    def steps(self, queries: Mapping[str, Prepared], delta_datoms: int,
-              works: Mapping[str, Work]) -> dict[str, IdRows]:
-        """The tick's set changes of each query, on the executor the tick's size calls for
-        (a query with derived relations: where its prepared joins run) — those going to
-        Spark in one job.  Each query's ``seconds`` are its step's; a Spark job's are
-        shared equally among its queries."""
-        large = delta_datoms >= self.auto.tick_datoms
+    def steps(self, queries: Mapping[str, Prepared], delta: TickDelta) -> dict[str, Stepped]:
+        """The tick's set changes of each query by ``delta`` and the work they took, on the
+        executor the tick's size calls for (a query with derived relations: where its
+        prepared joins run) — those going to Spark in one job.  Each query's ``seconds``
+        are its step's; a Spark job's are shared equally among its queries."""
+        large = len(delta) >= self.auto.tick_datoms
         on_spark = [name for name, prepared in queries.items() if self._on_spark(large, prepared)]
-        stepped: dict[str, IdRows] = {}
+        stepped: dict[str, Stepped] = {}
         if on_spark:
             started = time.perf_counter()
             plans = [_plain(queries[name]) for name in on_spark]
-            rows = self._attempt(lambda spark: spark.steps(
-                [spark.prepare(plan, self._old, self._tick) for plan in plans],
-                [works[name] for name in on_spark]))
-            if rows is not None:
+            done = self._attempt(lambda spark: spark.steps(
+                [spark.prepare(plan) for plan in plans], delta))
+            if done is not None:
                 seconds = (time.perf_counter() - started) / len(on_spark)
-                for name, changes in zip(on_spark, rows, strict=True):
-                    works[name].executor = "spark"
-                    works[name].seconds += seconds  # and a share of a job done before
-                    stepped[name] = changes
+                for name, (changes, work) in zip(on_spark, done, strict=True):
+                    work.executor = "spark"
+                    work.seconds += seconds  # and a share of a job done before
+                    stepped[name] = changes, work
         for name, prepared in queries.items():
             if name not in stepped:
                 started = time.perf_counter()
-                stepped[name] = self._step_here(prepared, delta_datoms, works[name])
-                works[name].seconds = time.perf_counter() - started
+                here = self._step_here(prepared, delta)
+                here[1].seconds = time.perf_counter() - started
+                stepped[name] = here
         return stepped
 
-    def spark_plans(self, queries: Iterable[Prepared]) -> tuple[Plan, ...]:
+    def remote_plans(self, queries: Iterable[Prepared]) -> tuple[Plan, ...]:
         """The plans of ``queries`` that :meth:`steps` sends to Spark under ``spark``."""
         return tuple(_plain(prepared) for prepared in queries if not prepared.local_only)
 
-    def _step_here(self, prepared: Prepared, delta_datoms: int, work: Work) -> IdRows:
+    def _step_here(self, prepared: Prepared, delta: TickDelta) -> Stepped:
         """One query's step in this process: a frame at a time from ``vector_datoms``."""
-        if prepared.vector is not None and delta_datoms >= self.vector_datoms:
-            return self.vector.step(prepared.vector, work)
-        self._tick.arranged()
-        return self.local.step(prepared.local, work)
+        if prepared.vector is not None and len(delta) >= self.vector_datoms:
+            return self.vector.step(prepared.vector, delta)
+        return self.local.step(prepared.local, delta)
 
-    def evaluate(self, prepared: Prepared, work: Work) -> IdRows:
+    def evaluate(self, prepared: Prepared) -> Stepped:
         """The full result over the current state (a bootstrap when a query registers)."""
         large = self.mode == "auto" and len(self._old) >= self.auto.bootstrap_datoms
         if self._on_spark(large, prepared):
             plan = _plain(prepared)
-            rows = self._attempt(
-                lambda spark: spark.evaluate(spark.prepare(plan, self._old, self._tick), work))
-            if rows is not None:
-                return rows
+            done = self._attempt(lambda spark: spark.evaluate(spark.prepare(plan)))
+            if done is not None:
+                return done
         self._old.state.compact_for_scan()
-        full = None if prepared.vector is None else prepared.vector.full
-        if full is not None and len(self._old) >= self.vector_datoms:
-            return self.vector.evaluate(full, work)
-        return self.local.evaluate(prepared.local, work)
+        vector = prepared.vector
+        if vector is not None and vector.full is not None and len(self._old) >= self.vector_datoms:
+            return self.vector.evaluate(vector)
+        return self.local.evaluate(prepared.local)
 
-    def applied(self) -> None:
-        """The shared arrangements took the tick's delta; Spark's state follows."""
-        if self.backend is not None:
-            self.backend.applied()
+    def applied(self, delta: TickDelta) -> None:
+        """The database took the tick's ``delta``; under ``auto`` Spark's copy of it follows
+        (under ``spark`` Spark's state is the database, which wrote it)."""
+        if self.backend is not None and self.mode == "auto":
+            self.backend.applied(delta)
 
     def restored(self) -> None:
-        if self.backend is not None:
+        """The database was replaced by a snapshot's; under ``auto`` Spark's copy of it is
+        written again on next use."""
+        if self.backend is not None and self.mode == "auto":
             self.backend.restored()
+
+    def idle(self) -> None:
+        """Nothing to step: under ``auto`` Spark's copy compacts (under ``spark`` the
+        database does)."""
+        if self.mode == "auto" and self.spark is not None:
+            self.spark.state.idle()
 
     @property
     def spark(self) -> SparkExecutor | None:
         """The Spark executor, once started."""
         return None if self.backend is None else self.backend.executor
+
+    @property
+    def memory_values(self) -> int:
+        """The values of a dictionary in files kept in memory (``SparkSettings``)."""
+        assert self.backend is not None
+        return self.backend.settings.memory_values
 
     def _attempt(self, action: Callable[[SparkExecutor], T]) -> T | None:
         assert self.backend is not None

@@ -22,7 +22,7 @@ from typing import Any
 from workers.arrangements import ArrangementRegistry, IndexOrder, MemoryArrangement
 from workers.arrangements.relation import RelationArrangement
 from workers.arrangements.spine import SpineArrangement
-from workers.arrangements.values import ValueIds
+from workers.arrangements.values import Numbering
 from workers.plan.ir import DATOMS, ExtenderSpec, Role, Step, StepKind
 from workers.zset import add_into
 
@@ -34,7 +34,7 @@ Relations = Mapping[str, tuple[RelationArrangement, RelationArrangement]]
 _LOOKUP = (StepKind.CONST, StepKind.BOUND)
 
 
-def with_ids(spec: ExtenderSpec, ids: ValueIds) -> ExtenderSpec:
+def with_ids(spec: ExtenderSpec, ids: Numbering) -> ExtenderSpec:
     """``spec`` with its constants replaced by their value ids (numbered now if new)."""
     if not any(s.kind is StepKind.CONST for s in spec.steps):
         return spec

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from workers.arrangements import ArrangementRegistry, MemoryArrangement
+from workers.arrangements import ArrangementRegistry
+from workers.arrangements.delta import DeltaInput, TickDelta
 from workers.executors.distinct import set_changes
 from workers.executors.extenders import Row
 from workers.executors.generic_join import CompiledProgram, compile_program, run, seed_rows
@@ -25,12 +26,18 @@ class PreparedPlan:
 
 class LocalExecutor:
     """Executes every strategy's terms with GenericJoin over the in-memory arrangements; a
-    query with derived relations keeps them itself (:class:`PreparedRules`)."""
+    query with derived relations keeps them itself (:class:`PreparedRules`).  Its plans are
+    compiled once against ``db`` and its :class:`DeltaInput`'s tries, which each step fills
+    from the delta it is given."""
 
     name = "local"
 
-    def prepare(self, plan: Body, db: ArrangementRegistry,
-                delta: MemoryArrangement) -> PreparedPlan | PreparedRules:
+    def __init__(self, db: ArrangementRegistry) -> None:
+        self.db = db
+        self.input = DeltaInput()
+
+    def prepare(self, plan: Body) -> PreparedPlan | PreparedRules:
+        db, delta = self.db, self.input.arrangement
         if isinstance(plan, RulesPlan):
             return PreparedRules(plan, db.ids, delta,
                                  lambda relations: LocalJoins(db, delta, relations))
@@ -38,14 +45,19 @@ class LocalExecutor:
                             compile_program(plan.support, db, delta),
                             tuple(compile_term(term, db, delta) for term in plan.terms))
 
-    def step(self, prepared: PreparedPlan | PreparedRules, work: Work) -> dict[Row, int]:
+    def step(self, prepared: PreparedPlan | PreparedRules, delta: TickDelta
+             ) -> tuple[dict[Row, int], Work]:
+        work = Work()
+        self.input.feed(delta)
         if isinstance(prepared, PreparedRules):
-            return prepared.step(work)
+            return prepared.step(work), work
         derivations = derivation_change(prepared.terms, work)
-        return set_changes(prepared.support, derivations, work) if derivations else {}
+        return (set_changes(prepared.support, derivations, work) if derivations else {}), work
 
-    def evaluate(self, prepared: PreparedPlan | PreparedRules, work: Work) -> dict[Row, int]:
+    def evaluate(self, prepared: PreparedPlan | PreparedRules) -> tuple[dict[Row, int], Work]:
+        work = Work()
+        self.input.feed(None)
         if isinstance(prepared, PreparedRules):
-            return prepared.evaluate(work)
+            return prepared.evaluate(work), work
         rows = run(prepared.full, seed_rows(prepared.full, work), work)
-        return dict.fromkeys(rows, 1)
+        return dict.fromkeys(rows, 1), work

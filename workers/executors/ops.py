@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from workers.arrangements.values import ValueIds
+from workers.arrangements.values import Numbering
 from workers.datalog.functions import FUNCTIONS, CallFailed, call, truthy
 from workers.executors.extenders import Extender, Row
 from workers.plan.ir import Compute, Filter, Step, StepKind
@@ -24,7 +24,7 @@ Expanded = list[tuple[Row, int]]
 Getter = Callable[[Row], Any]
 
 
-def _getter(step: Step, ids: ValueIds) -> Getter:
+def _getter(step: Step, ids: Numbering) -> Getter:
     """The argument's value: a constant, or a row column decoded."""
     if step.kind is StepKind.CONST:
         value = step.arg
@@ -57,7 +57,7 @@ class AbsentOp:
 class FilterOp:
     __slots__ = ("_args", "_fn")
 
-    def __init__(self, op: Filter, ids: ValueIds) -> None:
+    def __init__(self, op: Filter, ids: Numbering) -> None:
         self._fn = FUNCTIONS[op.fn]
         self._args = tuple(_getter(s, ids) for s in op.args)
 
@@ -72,7 +72,7 @@ class FilterOp:
 class ComputeOp:
     __slots__ = ("_args", "_fn", "_intern", "_shape", "_targets", "_width")
 
-    def __init__(self, op: Compute, ids: ValueIds) -> None:
+    def __init__(self, op: Compute, ids: Numbering) -> None:
         self._fn = FUNCTIONS[op.fn]
         self._args = tuple(_getter(s, ids) for s in op.args)
         self._intern = ids.intern

@@ -48,7 +48,7 @@ from operator import itemgetter
 
 from workers.arrangements import IndexOrder, MemoryArrangement
 from workers.arrangements.relation import RelationArrangement
-from workers.arrangements.values import ValueIds
+from workers.arrangements.values import Numbering
 from workers.executors.extenders import Relations, Row
 from workers.executors.joins import Joins
 from workers.executors.levels import Levels
@@ -100,7 +100,7 @@ class PreparedRules:
     """A rules plan with the query's own relations; ``make_joins`` says where the join
     programs run (:class:`~workers.executors.joins.LocalJoins` or Spark's)."""
 
-    def __init__(self, plan: RulesPlan, ids: ValueIds, delta: MemoryArrangement,
+    def __init__(self, plan: RulesPlan, ids: Numbering, delta: MemoryArrangement,
                  make_joins: MakeJoins) -> None:
         self.plan = plan
         self._delta = delta

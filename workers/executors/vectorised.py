@@ -33,8 +33,9 @@ import numpy as np
 
 from workers.arrangements import ArrangementRegistry, IndexOrder
 from workers.arrangements.batch import Ids, Ints, Mask, sort_order, starts
+from workers.arrangements.batch_reads import Located
 from workers.arrangements.delta import TickDelta
-from workers.arrangements.spine import Located, SpineArrangement
+from workers.arrangements.spine import SpineArrangement
 from workers.executors.extenders import lookup_depth, with_ids
 from workers.executors.share import WHOLE, Share
 from workers.executors.threads import Threads
@@ -58,6 +59,10 @@ ONE_THREAD = Threads(1)
 # a database of 100,000 datoms (2x at 2x10^5 edges on 2 threads).
 PARALLEL_ELEMENTS = 300_000
 PARALLEL_DATOMS = 100_000
+# What an evaluation reads as the delta: nothing (``new`` reads as ``old``).
+NO_DELTA = TickDelta()
+# Each source of a pattern (the state, the delta) with where a frame's prefixes are in it.
+Found = list[tuple[SpineArrangement, Located]]
 
 
 @dataclass(slots=True)
@@ -86,13 +91,13 @@ class Frame:
 class VectorExtender:
     """One data pattern over a role's sources, for a frame at a time."""
 
-    def __init__(self, spec: ExtenderSpec, db: ArrangementRegistry, delta: TickDelta) -> None:
+    def __init__(self, spec: ExtenderSpec, db: ArrangementRegistry) -> None:
         depth = lookup_depth(spec)
         assert isinstance(spec.order, IndexOrder)
         self.order, self.weighted, self.role = spec.order, spec.weighted, spec.role
         self._prefix = tuple((s.kind is StepKind.CONST, s.arg) for s in spec.steps[:depth])
         self._free_tail = all(s.kind is StepKind.FREE for s in spec.steps[depth + 1:])
-        self._db, self._delta = db, delta
+        self._db = db
 
     @staticmethod
     def supports(spec: ExtenderSpec, level: bool) -> bool:
@@ -105,12 +110,12 @@ class VectorExtender:
                 k is StepKind.FREE for k in tail[1:])
         return all(k is StepKind.FREE for k in tail)
 
-    def _sources(self) -> list[SpineArrangement]:
+    def _sources(self, delta: TickDelta) -> list[SpineArrangement]:
         if self.role is Role.OLD:
             return [self._db.state]
         if self.role is Role.DELTA:
-            return [self._delta.spine()]
-        return [self._db.state, self._delta.spine()]
+            return [delta.spine()]
+        return [self._db.state, delta.spine()]
 
     def _prefixes(self, frame: Frame) -> Ints:
         out = np.empty((len(frame), len(self._prefix)), np.int64)
@@ -118,20 +123,20 @@ class VectorExtender:
             out[:, j] = arg if is_const else frame.columns[arg]
         return out
 
-    def locate(self, frame: Frame) -> list[Located]:
-        """Every row's prefix found in each source, once for the level's three verbs."""
+    def locate(self, frame: Frame, delta: TickDelta) -> Found:
+        """Every row's prefix found in each source (the state, ``delta``, or both), once
+        for the level's three verbs."""
         prefixes = self._prefixes(frame)
-        return [source.locate(self.order, prefixes) for source in self._sources()]
+        return [(source, source.locate(self.order, prefixes))
+                for source in self._sources(delta)]
 
-    def estimates(self, located: list[Located]) -> Ints:
-        return sum((source.estimates_at(at) for source, at in zip(self._sources(), located,
-                                                                  strict=True)),
-                   np.zeros(located[0].rows, np.int64))
+    def estimates(self, located: Found) -> Ints:
+        return sum((source.estimates_at(at) for source, at in located),
+                   np.zeros(located[0][1].rows, np.int64))
 
-    def propose(self, located: list[Located], rows: Ints) -> tuple[Ints, Ints, Ints]:
+    def propose(self, located: Found, rows: Ints) -> tuple[Ints, Ints, Ints]:
         """For the frame rows ``rows``: ``(frame row, key, weight)`` of every key present."""
-        parts = [source.proposals_at(at, rows)
-                 for source, at in zip(self._sources(), located, strict=True)]
+        parts = [source.proposals_at(at, rows) for source, at in located]
         if len(parts) == 1:
             found, keys, sums = parts[0]
             keep = sums != 0 if self.weighted else np.ones(len(sums), bool)
@@ -141,10 +146,10 @@ class VectorExtender:
         weights = sums[keep] if self.weighted else np.ones(int(keep.sum()), np.int64)
         return rows[found[keep]], keys[keep].astype(np.int64), weights
 
-    def lookup(self, located: list[Located], rows: Ints, keys: Ints) -> tuple[Mask, Ints]:
+    def lookup(self, located: Found, rows: Ints, keys: Ints) -> tuple[Mask, Ints]:
         """For candidates ``(frame row, key)``: present, and this pattern's weight factor."""
         held, total = np.zeros(len(rows), bool), np.zeros(len(rows), np.int64)
-        for source, at in zip(self._sources(), located, strict=True):
+        for source, at in located:
             found, sums = source.lookups_at(at, rows, keys.astype(np.int32))
             held |= found
             total += sums
@@ -153,12 +158,12 @@ class VectorExtender:
             present &= total != 0
         return present, total if self.weighted else np.ones(len(rows), np.int64)
 
-    def check(self, frame: Frame) -> tuple[Mask, Ints]:
+    def check(self, frame: Frame, delta: TickDelta) -> tuple[Mask, Ints]:
         """A fully bound pattern (lookups then ``_``s): present, and its weight factor."""
         prefixes = self._prefixes(frame)
         total = np.zeros(len(frame), np.int64)
         present = np.zeros(len(frame), bool)
-        for source in self._sources():
+        for source in self._sources(delta):
             weights = source.weights(self.order, prefixes)
             total += weights
             if self.role is Role.DELTA:  # a Z-set: a prefix is present when a datom is
@@ -218,11 +223,11 @@ def _program_ok(program: JoinProgram, seeded: bool) -> bool:
                                       for e in op.extenders) for op in program.levels)
 
 
-def prepare_vector(plan: Plan, db: ArrangementRegistry, delta: TickDelta) -> VectorPlan:
+def prepare_vector(plan: Plan, db: ArrangementRegistry) -> VectorPlan:
     def bind(program: JoinProgram) -> VectorProgram:
         return VectorProgram(
-            tuple(VectorExtender(with_ids(c, db.ids), db, delta) for c in program.checks),
-            tuple(tuple(VectorExtender(with_ids(e, db.ids), db, delta) for e in op.extenders)
+            tuple(VectorExtender(with_ids(c, db.ids), db) for c in program.checks),
+            tuple(tuple(VectorExtender(with_ids(e, db.ids), db) for e in op.extenders)
                   for op in program.levels if isinstance(op, Level)),
             program.output)
 
@@ -243,14 +248,9 @@ def _one_derivation(support: JoinProgram) -> bool:
                                       for check in support.checks for step in check.steps)
 
 
-def step(plan: VectorPlan, seeds: list[Frame], work: Work) -> Frame:
-    """The tick's set changes: the terms' derivation changes summed, then ``distinct``."""
-    return distinct(plan, derivations(plan, seeds, work), work)
-
-
-def derivations(plan: VectorPlan, seeds: list[Frame], work: Work) -> Frame:
+def derivations(plan: VectorPlan, seeds: list[Frame], delta: TickDelta, work: Work) -> Frame:
     """The change of the derivation counts: each term's from its seeds, summed."""
-    outputs = [run(program, frame, work)
+    outputs = [run(program, frame, delta, work)
                for program, frame in zip(plan.terms, seeds, strict=True)]
     return summed_frames(outputs, plan.find)
 
@@ -261,7 +261,7 @@ def summed_frames(frames: list[Frame], width: int) -> Frame:
                         np.concatenate([f.weights for f in frames]))
 
 
-def distinct(plan: VectorPlan, derivations: Frame, work: Work,
+def distinct(plan: VectorPlan, derivations: Frame, delta: TickDelta, work: Work,
              threads: Threads | None = None) -> Frame:
     """The set changes of consolidated derivation changes, recounting each row's
     derivations in the old state (:mod:`workers.executors.distinct`, for arrays; the rows
@@ -276,8 +276,8 @@ def distinct(plan: VectorPlan, derivations: Frame, work: Work,
         columns = derivations.columns if share.count == 1 else [c[rows] for c in
                                                                 derivations.columns]
         ones = np.ones(len(rows), np.int64)
-        supported = run(plan.support, Frame(columns, ones, np.arange(len(rows))), counted,
-                        project=False)
+        supported = run(plan.support, Frame(columns, ones, np.arange(len(rows))), delta,
+                        counted, project=False)
         before[rows] = np.bincount(supported.origin, weights=supported.weights,
                                    minlength=len(rows))
 
@@ -288,20 +288,20 @@ def distinct(plan: VectorPlan, derivations: Frame, work: Work,
     return derivations.gather(keep, change[keep])
 
 
-def run(program: VectorProgram, frame: Frame, work: Work, project: bool = True,
-        share: Share = WHOLE) -> Frame:
+def run(program: VectorProgram, frame: Frame, delta: TickDelta, work: Work,
+        project: bool = True, share: Share = WHOLE) -> Frame:
     """The frame through the program's checks and levels, then projected and consolidated
     (``project``; else every row of the last level, for counting per origin).  A level's
     input is cut into pieces of at most ``PIECE_ROWS`` rows, each taken through the
     remaining levels before the next (depth first), so a bootstrap's frames stay bounded.
     Of the first level's rows only those in ``share`` go on (an evaluation between tasks)."""
     for check in program.checks:
-        present, factor = check.check(frame)
+        present, factor = check.check(frame, delta)
         work.calls += 1
         work.elements += len(frame)
         keep = np.flatnonzero(present)
         frame = frame.gather(keep, frame.weights[keep] * factor[keep])
-    pieces = _through(frame, program.levels, 0, work, share)
+    pieces = _through(frame, program.levels, 0, delta, work, share)
     if project:  # each piece consolidated as it comes: only results are held
         pieces = (consolidated([p.columns[i] for i in program.output], p.weights)
                   for p in pieces)
@@ -324,7 +324,7 @@ PIECE_ROWS = 1 << 16
 
 
 def _through(frame: Frame, levels: tuple[tuple[VectorExtender, ...], ...], depth: int,
-             work: Work, share: Share = WHOLE) -> Iterator[Frame]:
+             delta: TickDelta, work: Work, share: Share = WHOLE) -> Iterator[Frame]:
     """The non-empty frames ``frame`` becomes after ``levels[depth:]``, piece by piece."""
     if not len(frame):
         return
@@ -333,16 +333,16 @@ def _through(frame: Frame, levels: tuple[tuple[VectorExtender, ...], ...], depth
         return
     for start in range(0, len(frame), PIECE_ROWS):
         piece = frame if len(frame) <= PIECE_ROWS else frame.rows(start, start + PIECE_ROWS)
-        extended = _extend(piece, levels[depth], work, share if depth == 0 else WHOLE)
-        yield from _through(extended, levels, depth + 1, work)
+        extended = _extend(piece, levels[depth], delta, work, share if depth == 0 else WHOLE)
+        yield from _through(extended, levels, depth + 1, delta, work)
 
 
-def _extend(frame: Frame, extenders: tuple[VectorExtender, ...], work: Work,
-            share: Share = WHOLE) -> Frame:
+def _extend(frame: Frame, extenders: tuple[VectorExtender, ...], delta: TickDelta,
+            work: Work, share: Share = WHOLE) -> Frame:
     """One GenericJoin level for every row of ``frame``, keeping the proposed values in
     ``share`` (before the other extenders check them: a share's first level checks its own
     values, not every task all of them)."""
-    located = [extender.locate(frame) for extender in extenders]
+    located = [extender.locate(frame, delta) for extender in extenders]
     if len(extenders) == 1:
         proposer = np.zeros(len(frame), np.int64)
     else:
@@ -422,67 +422,79 @@ def seed_frame(spec: ExtenderSpec, delta: TickDelta) -> Frame:
 
 
 class VectorExecutor:
-    """Steps the plans it takes (:func:`vectorisable`) a frame at a time, over the shared
-    arrangements and the tick's delta arrangement (read as a spine); big steps and
-    evaluations over ``threads``."""
+    """Steps the plans it takes (:meth:`takes`) a frame at a time, over the shared
+    arrangements and the delta a step is given (read as a spine); big steps and evaluations
+    over ``threads``."""
 
-    def __init__(self, db: ArrangementRegistry, delta: TickDelta,
-                 threads: Threads = ONE_THREAD) -> None:
-        self._db, self._delta = db, delta
+    name = "vectorised"
+
+    def __init__(self, db: ArrangementRegistry, threads: Threads = ONE_THREAD) -> None:
+        self._db = db
         self.threads = threads
         self.parallel_elements, self.parallel_datoms = PARALLEL_ELEMENTS, PARALLEL_DATOMS
 
-    def prepare(self, plan: Plan) -> VectorPlan | None:
-        return prepare_vector(plan, self._db, self._delta) if vectorisable(plan) else None
+    @staticmethod
+    def takes(plan: Plan) -> bool:
+        """Whether :meth:`prepare` takes the plan (:func:`vectorisable`)."""
+        return vectorisable(plan)
 
-    def step(self, prepared: VectorPlan, work: Work) -> Frame:
+    def prepare(self, plan: Plan) -> VectorPlan:
+        return prepare_vector(plan, self._db)
+
+    def step(self, prepared: VectorPlan, delta: TickDelta) -> tuple[Frame, Work]:
         """The tick's set changes, as columns of value ids and weights ±1: over the threads
         when the plan's latest step says this one will touch ``parallel_elements``."""
-        datoms, touched = len(self._delta), work.elements
+        work = Work()
+        datoms = len(delta)
         if self.threads.count == 1 or datoms * prepared.cost.per_datom < self.parallel_elements:
-            changes = distinct(prepared, self.derivations(prepared, work), work)
+            changes = distinct(prepared, self.derivations(prepared, delta, work), delta, work)
         else:
-            with self._shared_reads():
+            with self._shared_reads(delta):
                 derived = summed_frames(self.threads.map(
-                    lambda share, counted: self.derivations(prepared, counted, share), work),
-                    prepared.find)
-                changes = distinct(prepared, derived, work, self.threads)
-        prepared.cost.per_datom = (work.elements - touched) / max(datoms, 1)
-        return changes
+                    lambda share, counted: self.derivations(prepared, delta, counted, share),
+                    work), prepared.find)
+                changes = distinct(prepared, derived, delta, work, self.threads)
+        prepared.cost.per_datom = work.elements / max(datoms, 1)
+        return changes, work
 
-    def derivations(self, prepared: VectorPlan, work: Work, share: Share = WHOLE) -> Frame:
+    def derivations(self, prepared: VectorPlan, delta: TickDelta, work: Work,
+                    share: Share = WHOLE) -> Frame:
         """The change of the derivation counts from ``share`` of each term's seed rows."""
-        seeds = [seed_frame(spec, self._delta) for spec in prepared.seeds]
+        seeds = [seed_frame(spec, delta) for spec in prepared.seeds]
         if share.count > 1:
             seeds = [seed.gather(rows, seed.weights[rows])
                      for seed in seeds for rows in [share.positions(len(seed))]]
-        return derivations(prepared, seeds, work)
+        return derivations(prepared, seeds, delta, work)
 
-    def evaluate(self, full: VectorProgram, work: Work) -> Frame:
+    def evaluate(self, prepared: VectorPlan) -> tuple[Frame, Work]:
         """The query's result over the current state: its rows, each of weight 1 (over the
-        threads on a database of ``parallel_datoms``)."""
+        threads on a database of ``parallel_datoms``); the plan's ``full`` program must be
+        one this executor takes (not None)."""
+        full = prepared.full
+        assert full is not None, "evaluated row at a time"
+        work = Work()
         with self._db.state.scan():
             if self.threads.count == 1 or not full.levels or len(self._db) < self.parallel_datoms:
                 out = self.evaluation(full, work)
             else:  # a row may come from several shares' first levels: summed, counted once
-                with self._shared_reads():
+                with self._shared_reads(NO_DELTA):
                     out = summed_frames(self.threads.map(
                         lambda share, counted: self.evaluation(full, counted, share), work),
                         len(full.output))
-        return Frame(out.columns, np.ones(len(out), np.int64), out.origin)
+        return Frame(out.columns, np.ones(len(out), np.int64), out.origin), work
 
     def evaluation(self, full: VectorProgram, work: Work, share: Share = WHOLE) -> Frame:
         """The result's rows: the full program from the one empty row, its rows of positive
         derivation count.  Over a set every derivation counts +1, so the rows ``share``
         derives are the result's rows from that share's first-level rows."""
         one = np.ones(1, np.int64)
-        out = run(full, Frame([], one, np.zeros(1, np.int64)), work, share=share)
+        out = run(full, Frame([], one, np.zeros(1, np.int64)), NO_DELTA, work, share=share)
         rows = np.flatnonzero(out.weights > 0)
         return out.gather(rows, out.weights[rows])
 
     @contextmanager
-    def _shared_reads(self) -> Iterator[None]:
+    def _shared_reads(self, delta: TickDelta) -> Iterator[None]:
         """The arrangements ready to be read from several threads (see :mod:`threads`)."""
-        self._delta.spine()
+        delta.spine()
         with self._db.state.shared_reads():
             yield

@@ -172,7 +172,7 @@ class Pulling:
 
 @dataclass(frozen=True, slots=True)
 class PullReads:
-    """What the pulls of a tick's queries read after it (``Engine._read_pulled``): the
+    """What the pulls of a tick's queries read after it (``Database.read_pulled``): the
     datoms of the ids in ``columns`` of each query's set changes (``(position among the
     tick's plans, its pulled columns)``) and of the ids in the tick's delta, then ``hops``
     steps on, in the state after the tick."""

@@ -59,23 +59,13 @@ def test_cores_of_a_master(master: str, cores: int) -> None:
     assert SparkSettings(master=master).cores() == cores
 
 
-class FailingSpark:
-    """A Spark executor whose jobs all fail (a lost cluster, an out-of-memory executor)."""
+class FailingState:
+    """The versions of a state of its own (not shared) whose appends all fail."""
 
-    opened = follower = None  # a state of its own, not shared
+    opened = follower = marks = None
 
     def __init__(self) -> None:
         self.restored_count = 0
-        self.split_datoms = 10_000
-
-    def prepare(self, plan: object, old: object, delta: object) -> object:
-        return plan
-
-    def evaluate(self, prepared: object, work: object) -> dict[object, int]:
-        raise RuntimeError("Py4JJavaError: Job aborted")
-
-    def steps(self, prepared: object, works: object) -> list[dict[object, int]]:
-        raise RuntimeError("Py4JJavaError: Job aborted")
 
     def applied(self, delta: object) -> None:
         raise RuntimeError("Py4JJavaError: Job aborted")
@@ -88,6 +78,23 @@ class FailingSpark:
 
     def manifest(self) -> None:
         """Under ``executor=spark`` the state is written at the start: nothing to write."""
+
+
+class FailingSpark:
+    """A Spark executor whose jobs all fail (a lost cluster, an out-of-memory executor)."""
+
+    def __init__(self) -> None:
+        self.state = FailingState()
+        self.split_datoms = 10_000
+
+    def prepare(self, plan: object) -> object:
+        return plan
+
+    def evaluate(self, prepared: object) -> dict[object, int]:
+        raise RuntimeError("Py4JJavaError: Job aborted")
+
+    def steps(self, prepared: object, delta: object) -> list[dict[object, int]]:
+        raise RuntimeError("Py4JJavaError: Job aborted")
 
     def fetch(self, forward: object, backward: object, pairs: object, triples: object,
               hops: int = 0) -> tuple[Ids, Ids, Ids]:
@@ -118,7 +125,7 @@ def test_auto_redoes_a_failed_spark_step_locally(monkeypatch: pytest.MonkeyPatch
         assert engine.register("q", "[:find ?a :where [?a :g/to ?b]]") == {}
         assert engine.transact("[[:db/add 1 :g/to 2]]") == {"q": {(1,): 1}}
     assert engine.dispatch.last == "local"
-    assert spark.restored_count >= 2  # the state is dropped, to be written again
+    assert spark.state.restored_count >= 2  # the state is dropped, to be written again
     assert any("Spark failed, this step runs locally" in r.getMessage() for r in caplog.records)
 
 

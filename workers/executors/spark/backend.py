@@ -31,11 +31,11 @@ class SparkBackend:
     """Starts the :class:`SparkExecutor` of one engine and runs its actions."""
 
     def __init__(self, settings: SparkSettings | None, db: ArrangementRegistry,
-                 tick: TickDelta, required: bool) -> None:
+                 required: bool) -> None:
         self.settings = settings or SparkSettings()
         self.required = required
         self.executor: SparkExecutor | None = None
-        self._db, self._tick = db, tick
+        self._db = db
         self._failed = False
         if required:
             self.executor = self._start()
@@ -61,18 +61,19 @@ class SparkBackend:
             if self.required:
                 raise
             log.warning("executor=auto: Spark failed, this step runs locally: %s", error)
-            executor.restored()
+            executor.state.restored()
             return None
 
-    def applied(self) -> None:
-        """The shared arrangements took the tick's delta; Spark's state follows."""
+    def applied(self, delta: TickDelta) -> None:
+        """The arrangements took the tick's ``delta``; Spark's state, once written, follows
+        (under ``auto``: under ``spark`` the state is the database, which writes it)."""
         if self.executor is not None:
-            self.attempt(lambda executor: executor.applied(self._tick.columns()))
+            self.attempt(lambda executor: executor.state.applied(delta.columns()))
 
     def restored(self) -> None:
         """The shared arrangements were replaced by a snapshot."""
         if self.executor is not None:
-            self.executor.restored()
+            self.executor.state.restored()
 
     def _start(self) -> SparkExecutor:
         from workers.executors.spark.executor import SparkExecutor

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from workers.arrangements.values import ValueIds, int_key
+from workers.arrangements.values import Numbering, int_key
 from workers.db.codec import DECODE, encode_value
 from workers.executors.spark.state import filesystem
 
@@ -28,7 +28,7 @@ class DriverValues:
     """A writer's :class:`~workers.executors.spark.state.ValueFiles`: the values of its
     dictionary (``ids()``: the one it numbers in now), a piece at a time."""
 
-    def __init__(self, ids: Callable[[], ValueIds]) -> None:
+    def __init__(self, ids: Callable[[], Numbering]) -> None:
         self._ids = ids
 
     def write(self, location: str, name: str, start: int, stop: int) -> None:

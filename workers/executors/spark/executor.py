@@ -23,9 +23,11 @@ An evaluation (a bootstrap) is one stage: each task derives the result's rows of
 of the first variable's values; the driver takes their union.  A join program of derived
 relations (:mod:`~workers.executors.spark.rules`) is one stage over shares of its rows.
 
-The state is written by the driver, in :meth:`applied`: one batch file per tick
-(:class:`~workers.executors.spark.state.StateStore`).  It is built from the shared
-arrangements on first use, so an ``auto`` engine that never needs Spark never writes it.
+The state is written by the driver, not by this executor: one batch file per tick, by the
+:class:`~workers.executors.spark.versions.StateVersions` it reads its versions from (moved
+by the engine's database, or under ``auto`` by the backend mirroring the arrangements).  It
+is built from the shared arrangements on first use, so an ``auto`` engine that never needs
+Spark never writes it.
 Its compaction is a Spark job too (:func:`tasks.compact`, one task per bucket of
 entities), run from the store's background thread: the driver never sums the database.
 """
@@ -33,41 +35,48 @@ entities), run from the store's background thread: the driver never sums the dat
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
-from workers import metrics
 from workers.arrangements import ArrangementRegistry, MemoryArrangement
-from workers.arrangements.batch import Ids, Ints, set_weights, sort_order
+from workers.arrangements.batch import Ids, Ints
 from workers.arrangements.delta import DatomColumns, TickDelta
-from workers.arrangements.spilled import SpilledValueIds
 from workers.db.bulk import Events
 from workers.executors.extenders import Relations, Row
 from workers.executors.spark import tasks
-from workers.executors.spark.dictionary import DriverValues
+from workers.executors.spark.codec import (
+    QUERY,
+    WEIGHT,
+    by_query,
+    column,
+    datoms_of,
+    schema,
+    to_rows,
+)
 from workers.executors.spark.jobs import JobGroups
-from workers.executors.spark.shared import Followed, FollowerIds, StateFollower
-from workers.executors.spark.state import Manifest, Marks, Part, StateStore
-from workers.executors.spark.tasks import (
+from workers.executors.spark.requests import (
     Compaction,
     Fetch,
     Rows,
     Speculation,
     Tick,
-    column,
-    schema,
+    constants,
+    tuples,
 )
+from workers.executors.spark.shared import StateFollower
+from workers.executors.spark.speculation import Ahead, PulledAhead, Speculated
+from workers.executors.spark.state import Manifest, Part
+from workers.executors.spark.versions import StateVersions
 from workers.executors.vectorised import Frame, consolidated
 from workers.executors.work import Work
 from workers.plan.ir import JoinProgram, Plan
 from workers.pull.maintain import PullReads
 
 if TYPE_CHECKING:
-    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
 # A tick of fewer datoms is stepped by one task in one stage: splitting it would add a stage
@@ -76,62 +85,16 @@ SPLIT_DATOMS = 10_000
 # A compaction writes a bucket of the base per this many datoms (at least one per share): a
 # task sums its bucket in memory.
 BUCKET_DATOMS = 4_000_000
-_ASSUMED = {outcome: metrics.SPARK_ASSUMED_STEPS.labels(outcome)
-            for outcome in ("used", "stepped_again")}
 Counted = TypeVar("Counted", dict[Row, int], Frame)
 
 
 @dataclass(frozen=True, slots=True)
-class Speculated:
-    """A tick's step done with its read (:meth:`SparkExecutor.read_and_step`), kept until
-    the tick's steps: the state's version it read, the plans, the delta it assumed, each
-    plan's set changes and work, and the job's seconds."""
-
-    version: tuple[str, int]
-    plans: tuple[Plan, ...]
-    delta: DatomColumns
-    rows: list[dict[Row, int]]
-    works: list[Work | None]
-    seconds: float
-    pulled: PulledAhead | None  # what the plans' pulls read after the tick
-
-    def holds(self, version: tuple[str, int], plans: Sequence[Plan],
-              delta: DatomColumns) -> list[int] | None:
-        """The positions of ``plans`` among the speculated ones, when this step is theirs at
-        ``version`` by ``delta``; else None."""
-        positions = {id(plan): i for i, plan in enumerate(self.plans)}
-        if version != self.version or any(id(plan) not in positions for plan in plans):
-            return None
-        return [positions[id(plan)] for plan in plans] if _same(delta, self.delta) else None
-
-
-@dataclass(frozen=True, slots=True)
-class PulledAhead:
-    """What pulling reads after a tick, read by :meth:`SparkExecutor.read_and_step` in the
-    state after its assumed delta (``version``, once the tick is appended): the datoms of
-    the ids ``seeds``, ``hops`` steps on."""
-
-    version: tuple[str, int]
-    seeds: Ints
-    hops: int
-    datoms: tuple[Ids, Ids, Ids]
-
-    def answers(self, version: tuple[str, int], forward: Ints, backward: Ints, pairs: Ints,
-                triples: Ints, hops: int) -> bool:
-        """Whether this read holds what :meth:`SparkExecutor.fetch` is asked at ``version``
-        (a superset of it is as good: the readers walk from what they want)."""
-        return (version == self.version and not len(pairs) and not len(triples)
-                and hops <= self.hops and bool(np.isin(forward, self.seeds).all())
-                and bool(np.isin(backward, self.seeds).all()))
-
-
-@dataclass(frozen=True, slots=True)
 class SparkPlan:
-    """A plan for this executor: the plan and the tick's delta, read as columns (a big
-    tick's are never arranged into dict tries on the driver)."""
+    """A plan for this executor: binding it costs nothing (its tasks bind it to the state
+    they open); a step reads its delta as columns (a big tick's are never arranged into
+    dict tries on the driver)."""
 
     plan: Plan
-    delta: TickDelta
 
 
 class SparkExecutor:
@@ -150,49 +113,35 @@ class SparkExecutor:
         self.session, self.db = session, db
         self.jobs = jobs or JobGroups(session)
         self._compaction_jobs = JobGroups(session)  # apart: they run beside the steps
-        self.store = StateStore(location, compactor=self._compact, indexer=self._index,
-                                values=DriverValues(lambda: self.db.ids) if share else None,
-                                retain_seconds=retain_seconds)
-        self.opened = opened
-        self.follower = opened if follows else None
-        self._following: Manifest | None = None  # the version a follower steps to
-        if opened is not None:
-            self.store.resume(opened.manifest, follows)
-        # What a sharing writer stamps each version with (its driver's window says).
-        self.marks: Callable[[], Marks] | None = None
+        # The state's versions: this executor reads them, and runs the store's jobs.
+        self.state = StateVersions(db, location, self._compact, self._index, share,
+                                   retain_seconds, opened, follows)
         self.shares = shares or int(session.conf.get("spark.sql.shuffle.partitions") or 1)
         self.split_datoms = SPLIT_DATOMS
-        self._speculated: Speculated | None = None  # the tick's step, done with its read
-        self._pulled: PulledAhead | None = None  # the used step's read for the tick's pulls
+        self._ahead = Ahead()  # a small tick's step done with its read (:mod:`speculation`)
 
-    def prepare(self, plan: Plan, old: ArrangementRegistry, delta: TickDelta) -> SparkPlan:
-        if old is not self.db:
-            raise ValueError("a SparkExecutor serves the state it keeps")
-        return SparkPlan(plan, delta)
+    def prepare(self, plan: Plan) -> SparkPlan:
+        return SparkPlan(plan)
 
-    def step(self, prepared: SparkPlan, work: Work) -> dict[Row, int]:
+    def step(self, prepared: SparkPlan, delta: TickDelta) -> tuple[dict[Row, int], Work]:
         """One query's set changes of the tick (:meth:`steps` of one)."""
-        return self.steps([prepared], [work])[0]
+        return self.steps([prepared], delta)[0]
 
-    def steps(self, prepared: Sequence[SparkPlan], works: Sequence[Work]
-              ) -> list[dict[Row, int]]:
-        """The tick's set changes of several queries, all in one job (a job's floor per
-        tick, not per query): a small tick one task, a large one two stages (derive by
-        share, then distinct by query and row)."""
+    def steps(self, prepared: Sequence[SparkPlan], tick_delta: TickDelta
+              ) -> list[tuple[dict[Row, int], Work]]:
+        """The tick's set changes of several queries and their work, all in one job (a
+        job's floor per tick, not per query): a small tick one task, a large one two stages
+        (derive by share, then distinct by query and row)."""
         plans = tuple(each.plan for each in prepared)
-        delta = prepared[0].delta.columns()
-        speculated, self._speculated = self._speculated, None
-        manifest = self.manifest()
-        positions = None if speculated is None else speculated.holds(
-            (manifest.epoch, manifest.version), plans, delta)
-        if speculated is not None:
-            _ASSUMED["stepped_again" if positions is None else "used"].inc()
-        if positions is not None:
-            assert speculated is not None
-            self._pulled = speculated.pulled  # the tick's pulls read what was read ahead
+        delta = tick_delta.columns()
+        works = [Work() for _ in plans]
+        manifest = self.state.manifest()
+        ahead = self._ahead.step((manifest.epoch, manifest.version), plans, delta)
+        if ahead is not None:
+            speculated, positions = ahead
             for work in works:
                 work.seconds += speculated.seconds / len(works)
-            return [_counted(speculated.rows[i], work, speculated.works[i])
+            return [(_counted(speculated.rows[i], work, speculated.works[i]), work)
                     for i, work in zip(positions, works, strict=True)]
         what = f"step of {len(plans)} queries" if len(plans) > 1 else f"step of {plans[0].find}"
         if len(delta) < self.split_datoms:
@@ -205,15 +154,15 @@ class SparkExecutor:
             with self.jobs.action(what):
                 derived = self._shares(tick.shares).mapInArrow(
                     partial(tasks.derive, tick), schema(tick.width, tagged=True))
-                by_row = derived.repartition(tick.shares, tasks.QUERY,
+                by_row = derived.repartition(tick.shares, QUERY,
                                              *map(column, range(tick.width)))
                 table = by_row.mapInArrow(partial(tasks.distinguish, tick),
                                           schema(tick.width, tagged=True)).toArrow()
-        return [_counted(tasks.to_rows(part, len(plan.find)), work, tick.counters.of(query))
+        return [(_counted(to_rows(part, len(plan.find)), work, tick.counters.of(query)), work)
                 for query, (part, plan, work) in enumerate(zip(
-                    tasks.by_query(table, len(plans)), plans, works, strict=True))]
+                    by_query(table, len(plans)), plans, works, strict=True))]
 
-    def evaluate(self, prepared: SparkPlan, work: Work) -> Frame:
+    def evaluate(self, prepared: SparkPlan) -> tuple[Frame, Work]:
         """The full result over the current state: one job, one stage.  Its rows stay
         columns, as the vectorised executor's (the engine decodes a column at a time)."""
         plan = prepared.plan
@@ -226,27 +175,28 @@ class SparkExecutor:
                                                     schema(width)).toArrow()
         # a row several tasks derive (from several first-level values) is one row, of weight 1
         rows = consolidated([table.column(column(i)).to_numpy() for i in range(width)],
-                            table.column(tasks.WEIGHT).to_numpy())
+                            table.column(WEIGHT).to_numpy())
+        work = Work()
         return _counted(Frame(rows.columns, np.ones(len(rows), np.int64), rows.origin), work,
-                        tick.counters.of(0))
+                        tick.counters.of(0)), work
 
     def run_rows(self, program: JoinProgram, rows: Mapping[Row, int], delta: MemoryArrangement,
                  derived: Relations, work: Work) -> dict[Row, int]:
         """Rows over the program's seed variables through its checks and levels (GenericJoin
         levels only: the caller runs the other ops), reading derived relations too."""
-        task = Rows(self.manifest(), program, tasks.constants(program, self.db.ids),
-                    _columns(delta), self.shares, dict(rows), tasks.tuples(derived),
+        task = Rows(self.state.manifest(), program, constants(program, self.db.ids),
+                    _columns(delta), self.shares, dict(rows), tuples(derived),
                     self.jobs.counters(1))
         width = len(program.output)
         with self.jobs.action(f"join from {program.seed_vars}"):
             table = self._shares(task.shares).mapInArrow(partial(tasks.join, task),
                                                          schema(width)).toArrow()
-        return _counted(tasks.to_rows(table, width), work, task.counters.of(0))
+        return _counted(to_rows(table, width), work, task.counters.of(0))
 
     def forget_step(self) -> None:
         """Drop a step done ahead by :meth:`read_and_step` and not used, and what its pulls
         read: the tick it was for is over (or reads anew)."""
-        self._speculated = self._pulled = None
+        self._ahead.forget()
 
     def fetch(self, forward: Ints, backward: Ints, pairs: Ints, triples: Ints,
               hops: int = 0, attributes: Ints | None = None) -> tuple[Ids, Ids, Ids]:
@@ -256,11 +206,11 @@ class SparkExecutor:
         of the ``attributes``, in no order: one job, keyed by entity over the shares when the
         request is large (or names attributes) — or none, when the tick's step was done ahead
         and read it already (pulls)."""
-        pulled, manifest = self._pulled, self.manifest()
-        self.forget_step()
-        if attributes is None and pulled is not None and pulled.answers(
-                (manifest.epoch, manifest.version), forward, backward, pairs, triples, hops):
-            return pulled.datoms
+        manifest = self.state.manifest()
+        ahead = self._ahead.read((manifest.epoch, manifest.version), forward, backward, pairs,
+                                 triples, hops)
+        if attributes is None and ahead is not None:
+            return ahead
         wanted = np.zeros(0, np.int64) if attributes is None else attributes
         size = len(forward) + len(backward) + len(pairs) + len(triples)
         shares = self.shares if hops == 0 and (size >= self.split_datoms or len(wanted)) else 1
@@ -268,7 +218,7 @@ class SparkExecutor:
         with self.jobs.action(f"read of {size} entities"):
             table = self._shares(shares).mapInArrow(partial(tasks.fetch, request),
                                                     schema(3)).toArrow()
-        return _datoms(table)
+        return datoms_of(table)
 
     def read_and_step(self, read: tuple[Ints, Ints, Ints, Ints], events: Events,
                       plans: tuple[Plan, ...], pulls: PullReads | None = None
@@ -286,19 +236,19 @@ class SparkExecutor:
         with self.jobs.action(f"read and step of {len(plans)} queries"):
             table = self._shares(1).mapInArrow(partial(tasks.speculate, request),
                                                schema(tick.width, tagged=True)).toArrow()
-        *parts, read, assumed, after = tasks.by_query(table, len(plans) + 3)
-        delta = DatomColumns(*_datoms(assumed), assumed.column(tasks.WEIGHT).to_numpy())
-        rows = [tasks.to_rows(part, len(plan.find)) for part, plan in zip(parts, plans,
+        *parts, read, assumed, after = by_query(table, len(plans) + 3)
+        delta = DatomColumns(*datoms_of(assumed), assumed.column(WEIGHT).to_numpy())
+        rows = [to_rows(part, len(plan.find)) for part, plan in zip(parts, plans,
                                                                           strict=True)]
         pulled = None if pulls is None else PulledAhead(
             (tick.manifest.epoch, tick.manifest.version + 1),
             pulls.seeds(lambda query, c: np.array([row[c] for row in rows[query]], np.int64),
-                        delta), pulls.hops, _datoms(after))
-        self._speculated = Speculated(
+                        delta), pulls.hops, datoms_of(after))
+        self._ahead.keep(Speculated(
             (tick.manifest.epoch, tick.manifest.version), plans, delta, rows,
             [tick.counters.of(query) for query in range(len(plans))],
-            time.perf_counter() - started, pulled)
-        return _datoms(read)
+            time.perf_counter() - started, pulled))
+        return datoms_of(read)
 
     def statistics(self) -> dict[int, tuple[int, int]]:
         """Per attribute id, its distinct entities and distinct values (the planner's): one
@@ -307,73 +257,9 @@ class SparkExecutor:
         the bootstrap's critical path: 1.2 s at 10^7 datoms)."""
         with self.jobs.action("attribute statistics"):
             table = self._shares(self.shares).mapInArrow(
-                partial(tasks.statistics, self.manifest()), schema(3)).toArrow()
+                partial(tasks.statistics, self.state.manifest()), schema(3)).toArrow()
         a, entities, values = (table.column(column(i)).to_pylist() for i in range(3))
         return {x: (n, m) for x, n, m in zip(a, entities, values, strict=True)}
-
-    def applied(self, delta: DatomColumns) -> None:
-        """The shared arrangements took ``delta``: append it to the state (once written) —
-        a follower's was written by its writer: it is at that version now."""
-        if self.follower is not None:
-            if self._following is not None:
-                self.store.manifest = self.follower.manifest = self._following
-                self._following = None
-        elif self.store.manifest is not None and len(delta):
-            self.store.append(delta, self._marks())
-
-    def moved(self) -> None:
-        """A tick changed nothing: a shared state's writer stamps its version anew (its
-        position moved)."""
-        marks = self._marks()
-        if self.follower is None and self.store.manifest is not None and marks is not None:
-            self.store.restamp(marks)
-
-    def lead(self) -> None:
-        """A follower writes the state on from the version it is at (its writer stopped)."""
-        assert self.follower is not None, "a follower leads"
-        self.store.resume(self.follower.manifest, reading=False)
-        self.follower = None
-
-    def step_down(self) -> None:
-        """A writer stops writing (another takes over) and follows the state from here."""
-        assert self.follower is None and self.store.manifest is not None, "a writer steps down"
-        assert isinstance(self.db.ids, SpilledValueIds)
-        self.store.settle()  # its compaction published, or none is running
-        self.follower = self.opened = StateFollower(
-            self.store.location, self.store.manifest, FollowerIds(self.db.ids))
-
-    def follow(self) -> Followed | None:
-        """A follower's step to its writer's newest version (None: it is at it); the
-        version is this executor's once the engine has stepped (:meth:`applied`)."""
-        assert self.follower is not None, "a follower follows"
-        followed = self.follower.next()
-        self._following = None if followed is None else followed.manifest
-        return followed
-
-    def restored(self) -> None:
-        """The shared arrangements were replaced: the state is written again on next use."""
-        self.store.drop()
-
-    def _marks(self) -> Marks | None:
-        """What the writer of a shared state stamps its next version with (None: the state
-        is its own)."""
-        return None if self.marks is None or self.store.values is None else self.marks()
-
-    def manifest(self) -> Manifest:
-        """The state's current version, written from the arrangements on first use."""
-        if self.store.manifest is None:
-            return self.reset(*self.db.columns())
-        return self.store.manifest
-
-    def idle(self) -> None:
-        """Nothing to step: the state's batches summed into its base while there is time
-        (:meth:`StateStore.compact_idle`) — by its writer."""
-        if self.store.manifest is not None and self.follower is None:
-            self.store.compact_idle()
-
-    def reset(self, e: Ids, a: Ids, v: Ids) -> Manifest:
-        """The state replaced by the datoms ``e, a, v`` (a set)."""
-        return self.store.reset(DatomColumns(e, a, v, set_weights(len(e))), self._marks())
 
     def _compact(self, manifest: Manifest, stem: str) -> tuple[Part, ...]:
         """The store's compactor: one Spark job, a task per bucket of entities."""
@@ -394,7 +280,7 @@ class SparkExecutor:
 
     def _tick(self, plans: tuple[Plan, ...], delta: DatomColumns, shares: int,
               least_width: int = 0) -> Tick:
-        return Tick(self.manifest(), plans, tasks.constants(plans, self.db.ids), delta, shares,
+        return Tick(self.state.manifest(), plans, constants(plans, self.db.ids), delta, shares,
                     self.jobs.counters(len(plans)), least_width)
 
     def _shares(self, count: int) -> DataFrame:
@@ -404,21 +290,6 @@ class SparkExecutor:
 
 def _columns(delta: MemoryArrangement) -> DatomColumns:
     return DatomColumns.of(dict(delta.datoms()))
-
-
-def _datoms(table: pa.Table) -> tuple[Ids, Ids, Ids]:
-    """The first three columns of collected rows: datoms' ids."""
-    e, a, v = (table.column(column(i)).to_numpy().astype(np.int32) for i in range(3))
-    return e, a, v
-
-
-def _same(one: DatomColumns, other: DatomColumns) -> bool:
-    """Whether two deltas are one Z-set (each consolidated, in any order)."""
-    if len(one) != len(other):
-        return False
-    ordered = [(c.e[o], c.a[o], c.v[o], c.w[o]) for c in (one, other)
-               for o in [sort_order(c.e, c.a, c.v)]]
-    return all(np.array_equal(x, y) for x, y in zip(*ordered, strict=True))
 
 
 def _counted(rows: Counted, work: Work, tasks_work: Work | None) -> Counted:

@@ -36,7 +36,7 @@ import pyarrow as pa
 from workers.arrangements.batch import sorted_sum
 from workers.arrangements.delta import DatomColumns
 from workers.arrangements.spilled import SpilledValueIds
-from workers.arrangements.values import MAX_IDS, IdArray, ValueIds, int_key, object_key
+from workers.arrangements.values import MAX_IDS, IdArray, Numbering, int_key, object_key
 from workers.errors import ErrorCode, WorkersError
 from workers.executors.spark.dictionary import decoded_rows
 from workers.executors.spark.state import (
@@ -173,16 +173,15 @@ def _key(x: Any) -> Any:
     return x if int_key(x) is not None else object_key(x)
 
 
-class FollowerIds(ValueIds):
-    """A follower's dictionary: ``replica``, its writer's (the same ids), and above it ids
-    of the follower's own, numbered down from the largest, for values only the follower's
-    queries name (see the module's docstring)."""
+class FollowerIds:
+    """A follower's dictionary (a :class:`~workers.arrangements.values.Numbering`):
+    ``replica``, its writer's (the same ids), and above it ids of the follower's own,
+    numbered down from the largest, for values only the follower's queries name (see the
+    module's docstring)."""
 
     __slots__ = ("_own", "_own_values", "replica")
 
     def __init__(self, replica: SpilledValueIds) -> None:
-        # The inherited columns are left unset, as SpilledValueIds's: every public method is
-        # overridden (a test checks).
         self.replica = replica
         self._own: dict[Any, int] = {}  # the follower's own values -> their ids
         self._own_values: list[Any] = []  # by id, down from MAX_IDS - 1 (kept once renumbered)
@@ -192,8 +191,8 @@ class FollowerIds(ValueIds):
         """The smallest id of the follower's own."""
         return MAX_IDS - len(self._own_values)
 
-    @property  # ValueIds's is a slot its own numbering keeps
-    def size(self) -> int:  # type: ignore[override]
+    @property
+    def size(self) -> int:
         return self.replica.size
 
     @property
@@ -281,5 +280,5 @@ class FollowerIds(ValueIds):
         raise WorkersError("a follower's dictionary is its writer's: the writer's snapshots "
                            "hold it", code=ErrorCode.SPARK)
 
-    def copy(self) -> ValueIds:
+    def copy(self) -> Numbering:
         return self.entries()  # type: ignore[return-value]  # it raises

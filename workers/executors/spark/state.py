@@ -426,6 +426,12 @@ class StateStore:
         for name in ahead & set(unnamed):
             self._fs.delete_file(f"{self._root}/{name}")
 
+    def reached(self, manifest: Manifest) -> None:
+        """A follower's store is at its writer's version ``manifest`` (its engine stepped
+        there): the versions its tasks read from now on."""
+        with self._lock:
+            self.manifest = manifest
+
     def drop(self) -> None:
         """Forget the state (the arrangements were replaced); :meth:`reset` starts anew."""
         self.settle()

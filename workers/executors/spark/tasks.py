@@ -33,10 +33,8 @@ when it ends (:func:`~workers.executors.heap.reusing_heap`).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
-from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -52,152 +50,39 @@ from workers.arrangements.batch import (
     sorted_sum,
 )
 from workers.arrangements.delta import DatomColumns, TickDelta
-from workers.arrangements.relation import RelationArrangement
-from workers.arrangements.values import ValueIds
-from workers.db.bulk import Events, assumed_delta
+from workers.db.bulk import assumed_delta
 from workers.executors.distinct import set_changes
-from workers.executors.extenders import Relations, Row
 from workers.executors.generic_join import compile_program, run
 from workers.executors.heap import reusing_heap
 from workers.executors.local import LocalExecutor, PreparedPlan
 from workers.executors.share import WHOLE, Share
 from workers.executors.spark.cache import PlanIds, open_state
-from workers.executors.spark.jobs import WorkCounts
+from workers.executors.spark.codec import (
+    QUERY,
+    WEIGHT,
+    arrow_schema,
+    by_query,
+    column,
+    from_columns,
+    from_frame,
+    from_rows,
+    tag_rows,
+    to_rows,
+)
+from workers.executors.spark.requests import Compaction, Fetch, Rows, Speculation, Tick
 from workers.executors.spark.state import Manifest, index_here, summed, write_part
 from workers.executors.terms import derivation_change
 from workers.executors.vectorised import (
-    Frame,
     VectorExecutor,
     VectorPlan,
     consolidated,
     distinct,
 )
 from workers.executors.work import Work
-from workers.plan.ir import JoinProgram, Plan, Step, StepKind
-from workers.pull.maintain import PullReads
+from workers.plan.ir import Plan
 
-WEIGHT = "w"
-QUERY = "q"  # a step's rows: which of the tick's plans each belongs to
 _NO_ROWS = np.zeros(0, np.int64)
 _NO_DATOMS = (_NO_ROWS, _NO_ROWS, _NO_ROWS)
-
-
-def column(i: int) -> str:
-    return f"c{i}"
-
-
-def schema(width: int, tagged: bool = False) -> str:
-    """The Spark schema of id rows ``width`` wide with their weights (``tagged``: after the
-    number of the query each belongs to)."""
-    return ", ".join([f"{QUERY} long"] * tagged + [*(f"{column(i)} long" for i in range(width)),
-                                                   f"{WEIGHT} long"])
-
-
-@dataclass(frozen=True, slots=True)
-class Tick:
-    """What every task of one step of the tick's queries (or one evaluation, of one plan)
-    needs (pickled into the task)."""
-
-    manifest: Manifest
-    plans: tuple[Plan, ...]
-    constants: dict[Any, int]
-    delta: DatomColumns
-    shares: int
-    counters: WorkCounts  # what the tasks did for each plan
-    least_width: int = 0  # rows of other kinds in the same job (:class:`Speculation`)
-
-    @property
-    def width(self) -> int:
-        """The columns of the step's rows: the widest query's (the others padded)."""
-        return max(self.least_width, *(len(plan.find) for plan in self.plans))
-
-
-@dataclass(frozen=True, slots=True)
-class Rows:
-    """A join program of derived relations, the rows it starts from and the relations'
-    tuples (each a state and a change), for :func:`join`."""
-
-    manifest: Manifest
-    program: JoinProgram
-    constants: dict[Any, int]
-    delta: DatomColumns
-    shares: int
-    rows: dict[Row, int]
-    relations: dict[str, tuple[RelationArrangement, RelationArrangement]]
-    counters: WorkCounts  # of one plan: the program
-
-
-@dataclass(frozen=True, slots=True)
-class Fetch:
-    """Datoms the driver asks for: those whose entity is one of ``forward`` and those whose
-    value is one of ``backward`` (ids); then, ``hops`` times, those of every entity or value
-    the datoms found so far hold (one share only: a hop crosses shares).  Besides, those
-    under each ``(e, a)`` row of ``pairs``, each ``(e, a, v)`` row of ``triples`` that
-    is present, and every datom of the ``attributes`` (a schema change checks their data;
-    keyed by entity like the rest, so each share reads its own entities' datoms)."""
-
-    manifest: Manifest
-    forward: Ints
-    backward: Ints
-    hops: int
-    shares: int
-    pairs: Ints
-    triples: Ints
-    attributes: Ints = field(default_factory=lambda: np.zeros(0, np.int64))
-
-
-@dataclass(frozen=True, slots=True)
-class Speculation:
-    """A small tick's read and step in one task (:func:`speculate`): the datoms the driver
-    normalises against (``read``), the step of ``tick``'s queries by the delta the task
-    assumes from the batch's ``events`` and the state (:func:`assumed_delta`), and what the
-    queries' ``pulls`` read after the tick."""
-
-    tick: Tick
-    read: Fetch
-    events: Events
-    pulls: PullReads | None
-
-
-@dataclass(frozen=True, slots=True)
-class Compaction:
-    """The base of ``manifest``'s version as ``buckets`` files ``{stem}-{bucket}.arrow``."""
-
-    manifest: Manifest
-    stem: str
-    buckets: int
-
-    def name(self, bucket: int) -> str:
-        return f"{self.stem}-{bucket}.arrow"
-
-
-def constants(node: Any, ids: ValueIds) -> dict[Any, int]:
-    """The ids of every constant in a plan (numbered now if new), keyed as :class:`PlanIds`
-    looks them up."""
-    found: dict[Any, int] = {}
-
-    def walk(item: Any) -> None:
-        if isinstance(item, Step) and item.kind is StepKind.CONST:
-            found[PlanIds.key(item.arg)] = ids.intern(item.arg)
-        elif dataclasses.is_dataclass(item) and not isinstance(item, type):
-            for field in dataclasses.fields(item):
-                walk(getattr(item, field.name))
-        elif isinstance(item, tuple):
-            for each in item:
-                walk(each)
-
-    walk(node)
-    return found
-
-
-def tuples(relations: Relations) -> dict[str, tuple[RelationArrangement, RelationArrangement]]:
-    """Derived relations as their tuples alone (a task builds the tries it reads)."""
-    def rows_of(arrangement: RelationArrangement) -> RelationArrangement:
-        copy = RelationArrangement()
-        copy.rows = arrangement.rows
-        return copy
-    return {name: (rows_of(state), rows_of(change))
-            for name, (state, change) in relations.items()}
 
 
 class Bound:
@@ -208,9 +93,10 @@ class Bound:
                  delta: DatomColumns) -> None:
         self.db: ArrangementRegistry = open_state(manifest)
         self.db.ids = PlanIds(constants)
-        self.delta = TickDelta()
-        self.delta.reset(delta)
-        self.vector = VectorExecutor(self.db, self.delta)
+        self.delta = TickDelta(delta)
+        self.vector = VectorExecutor(self.db)
+        self._local = LocalExecutor(self.db)
+        self.arranged = self._local.input.feed(self.delta)  # the task's one delta
         self._bound: dict[int, tuple[VectorPlan | None, PreparedPlan | None]] = {}
 
     def plan(self, plan: Plan) -> tuple[VectorPlan | None, PreparedPlan | None]:
@@ -218,13 +104,13 @@ class Bound:
         one): vectorised when the vectorised executor takes it, else row at a time."""
         found = self._bound.get(id(plan))
         if found is None:
-            vector = self.vector.prepare(plan)
+            vector = self.vector.prepare(plan) if self.vector.takes(plan) else None
             found = self._bound[id(plan)] = (vector,
                                              self.local(plan) if vector is None else None)
         return found
 
     def local(self, plan: Plan) -> PreparedPlan:
-        prepared = LocalExecutor().prepare(plan, self.db, self.delta.arranged())
+        prepared = self._local.prepare(plan)
         assert isinstance(prepared, PreparedPlan)
         return prepared
 
@@ -242,17 +128,17 @@ def _derived(bound: Bound, tick: Tick, shares: Iterable[Share]) -> Iterator[pa.R
             vector, local = bound.plan(plan)
             work = Work()
             if local is not None:
-                rows = _from_rows(derivation_change(local.terms, work, share), len(plan.find))
+                rows = from_rows(derivation_change(local.terms, work, share), len(plan.find))
             else:
                 assert vector is not None
-                rows = _from_frame(bound.vector.derivations(vector, work, share))
+                rows = from_frame(bound.vector.derivations(vector, bound.delta, work, share))
             tick.counters.add(query, work)
-            yield _tagged(rows, query, tick.width)
+            yield tag_rows(rows, query, tick.width)
 
 
 @reusing_heap
 def distinguish(tick: Tick, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    table = pa.Table.from_batches(list(batches), schema=_arrow_schema(tick.width, tagged=True))
+    table = pa.Table.from_batches(list(batches), schema=arrow_schema(tick.width, tagged=True))
     if table.num_rows:
         yield from _set_changes(Bound(tick.manifest, tick.constants, tick.delta), tick, table)
 
@@ -267,7 +153,7 @@ def step(tick: Tick, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBat
 def _stepped(tick: Tick, shares: Iterable[Share]) -> Iterator[pa.RecordBatch]:
     bound = Bound(tick.manifest, tick.constants, tick.delta)
     derived = pa.Table.from_batches(list(_derived(bound, tick, shares)),
-                                    schema=_arrow_schema(tick.width, tagged=True))
+                                    schema=arrow_schema(tick.width, tagged=True))
     if derived.num_rows:
         yield from _set_changes(bound, tick, derived)
 
@@ -284,8 +170,8 @@ def speculate(request: Speculation, batches: Iterable[pa.RecordBatch]
     read = _fetched(db, request.read, WHOLE)
     delta = assumed_delta(db, request.events)
     queries = len(tick.plans)
-    yield _tagged(_from_columns(read, np.ones(len(read[0]), np.int64)), queries, tick.width)
-    yield _tagged(_from_columns((delta.e, delta.a, delta.v), delta.w), queries + 1,
+    yield tag_rows(from_columns(read, np.ones(len(read[0]), np.int64)), queries, tick.width)
+    yield tag_rows(from_columns((delta.e, delta.a, delta.v), delta.w), queries + 1,
                   tick.width)
     stepped = list(_stepped(dataclasses.replace(tick, delta=delta), [WHOLE])
                    ) if len(delta) else []
@@ -299,7 +185,7 @@ def speculate(request: Speculation, batches: Iterable[pa.RecordBatch]
             return _NO_ROWS if found is None else found.column(c).to_numpy().astype(np.int64)
         seeds = request.pulls.seeds(rows, delta)
         after = _walked(_datoms_after(db, delta), seeds, _NO_DATOMS, request.pulls.hops)
-        yield _tagged(_from_columns(after, np.ones(len(after[0]), np.int64)), queries + 2,
+        yield tag_rows(from_columns(after, np.ones(len(after[0]), np.int64)), queries + 2,
                       tick.width)
 
 
@@ -311,7 +197,7 @@ def _set_changes(bound: Bound, tick: Tick, table: pa.Table) -> Iterator[pa.Recor
             work = Work()
             changes = _query_set_changes(bound, plan, part, work)
             tick.counters.add(query, work)
-            yield _tagged(changes, query, tick.width)
+            yield tag_rows(changes, query, tick.width)
 
 
 def _query_set_changes(bound: Bound, plan: Plan, table: pa.Table, work: Work
@@ -320,11 +206,11 @@ def _query_set_changes(bound: Bound, plan: Plan, table: pa.Table, work: Work
     vector, local = bound.plan(plan)
     if local is not None:
         rows = to_rows(table, width)
-        return _from_rows(set_changes(local.support, rows, work), width)
+        return from_rows(set_changes(local.support, rows, work), width)
     assert vector is not None
     columns = [table.column(column(i)).to_numpy() for i in range(width)]
     derivations = consolidated(columns, table.column(WEIGHT).to_numpy())
-    return _from_frame(distinct(vector, derivations, work))
+    return from_frame(distinct(vector, derivations, bound.delta, work))
 
 
 @reusing_heap
@@ -332,7 +218,7 @@ def evaluate(tick: Tick, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Recor
     (plan,) = tick.plans
     bound = Bound(tick.manifest, tick.constants, tick.delta)
     bound.db.state.compact_for_scan()  # as a local evaluation (Dispatch.evaluate) does
-    vector = bound.vector.prepare(plan)
+    vector = bound.vector.prepare(plan) if bound.vector.takes(plan) else None
     full = None if vector is None else vector.full
     local = bound.local(plan) if full is None else None
     with bound.db.state.scan():  # the scan's bands are freed, not kept in the worker's cache
@@ -340,20 +226,20 @@ def evaluate(tick: Tick, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Recor
         for share in _shares(batches, tick.shares):
             if local is not None:  # over a set, every derivation counts +1
                 rows = run(local.full, {(): 1}, work, share)
-                yield _from_rows(dict.fromkeys(rows, 1), len(plan.full.output))
+                yield from_rows(dict.fromkeys(rows, 1), len(plan.full.output))
             else:
                 assert full is not None
-                yield _from_frame(bound.vector.evaluation(full, work, share))
+                yield from_frame(bound.vector.evaluation(full, work, share))
         tick.counters.add(0, work)
 
 
 @reusing_heap
 def join(task: Rows, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     bound = Bound(task.manifest, task.constants, task.delta)
-    program = compile_program(task.program, bound.db, bound.delta.arranged(), task.relations)
+    program = compile_program(task.program, bound.db, bound.arranged, task.relations)
     work = Work()
     for share in _shares(batches, task.shares):
-        yield _from_rows(run(program, share.rows(task.rows), work), len(task.program.output))
+        yield from_rows(run(program, share.rows(task.rows), work), len(task.program.output))
     task.counters.add(0, work)
 
 
@@ -364,7 +250,7 @@ def fetch(request: Fetch, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Reco
     db = open_state(request.manifest)
     for share in _shares(batches, request.shares):
         datoms = _fetched(db, request, share)
-        yield _from_columns(datoms, np.ones(len(datoms[0]), np.int64))
+        yield from_columns(datoms, np.ones(len(datoms[0]), np.int64))
 
 
 def _fetched(db: ArrangementRegistry, request: Fetch, share: Share) -> tuple[Ints, Ints, Ints]:
@@ -472,7 +358,7 @@ def statistics(manifest: Manifest, batches: Iterable[pa.RecordBatch]
     if 0 not in shares:
         return
     attributes = sorted(state.propose(IndexOrder.AEV, ()))
-    yield _from_columns([np.array(attributes, np.int64),
+    yield from_columns([np.array(attributes, np.int64),
                          np.array([state.count(IndexOrder.AEV, (a,)) for a in attributes],
                                   np.int64),
                          np.array([state.count(IndexOrder.AVE, (a,)) for a in attributes],
@@ -489,7 +375,7 @@ def compact(request: Compaction, batches: Iterable[pa.RecordBatch]
         columns = summed(manifest, share.index, request.buckets)
         part = write_part(manifest.location, request.name(share.index), columns,
                           manifest.version)
-        yield _from_columns([np.array([share.index])], np.array([part.rows]))
+        yield from_columns([np.array([share.index])], np.array([part.rows]))
 
 
 @reusing_heap
@@ -499,7 +385,7 @@ def index(manifest: Manifest, name: str, batches: Iterable[pa.RecordBatch]
     (:func:`~workers.executors.spark.state.index_here`, in one task); a row ``(0, rows)``."""
     for _ in batches:
         index_here(manifest, name)
-    yield _from_columns([np.array([0])], np.array([manifest.base_rows]))
+    yield from_columns([np.array([0])], np.array([manifest.base_rows]))
 
 
 def _shares(batches: Iterable[pa.RecordBatch], count: int) -> Iterator[Share]:
@@ -509,55 +395,3 @@ def _shares(batches: Iterable[pa.RecordBatch], count: int) -> Iterator[Share]:
             yield Share(index, count)
 
 
-def _arrow_schema(width: int, tagged: bool = False) -> pa.Schema:
-    names = [QUERY] * tagged + [*map(column, range(width)), WEIGHT]
-    return pa.schema([(name, pa.int64()) for name in names])
-
-
-def _tagged(rows: pa.RecordBatch, query: int, width: int) -> pa.RecordBatch:
-    """Rows of one query tagged with its number, their columns padded to ``width``."""
-    count = rows.num_rows
-    padding = pa.array(np.zeros(count, np.int64))
-    arrays = [pa.array(np.full(count, query, np.int64)),
-              *(rows.column(i) if i < rows.num_columns - 1 else padding for i in range(width)),
-              rows.column(WEIGHT)]
-    return pa.RecordBatch.from_arrays(arrays, schema=_arrow_schema(width, tagged=True))
-
-
-def by_query(table: pa.Table, queries: int) -> list[pa.Table]:
-    """The rows of a step's table, by the query they belong to (one sort, not a pass over
-    the table per query)."""
-    tags = table.column(QUERY).to_numpy()
-    order = np.argsort(tags, kind="stable")
-    bounds = np.searchsorted(tags[order], np.arange(queries + 1)).tolist()
-    ordered = table.take(pa.array(order))
-    return [ordered.slice(lo, hi - lo) for lo, hi in pairwise(bounds)]
-
-
-def _from_frame(frame: Frame) -> pa.RecordBatch:
-    return _from_columns(frame.columns, frame.weights)
-
-
-def _from_columns(columns: Sequence[Ids | Ints], weights: Ints) -> pa.RecordBatch:
-    arrays = [pa.array(c, pa.int64()) for c in [*columns, weights]]
-    return pa.RecordBatch.from_arrays(arrays, schema=_arrow_schema(len(columns)))
-
-
-def _from_rows(rows: Mapping[Row, int], width: int) -> pa.RecordBatch:
-    columns = list(zip(*rows, strict=True)) if rows else [() for _ in range(width)]
-    arrays = [pa.array(c, pa.int64()) for c in columns]
-    arrays.append(pa.array(list(rows.values()), pa.int64()))
-    return pa.RecordBatch.from_arrays(arrays, schema=_arrow_schema(width))
-
-
-def to_rows(table: pa.Table, width: int) -> dict[Row, int]:
-    """Collected id rows as a Z-set (equal rows from several tasks summed, zeros dropped)."""
-    weights = table.column(WEIGHT).to_pylist()
-    if not width:  # no find columns: at most one (empty) row
-        total = sum(weights)
-        return {(): total} if total else {}
-    columns = [table.column(column(i)).to_pylist() for i in range(width)]
-    out: dict[Row, int] = {}
-    for row, weight in zip(zip(*columns, strict=True), weights, strict=True):
-        out[row] = out.get(row, 0) + weight
-    return {row: weight for row, weight in out.items() if weight}

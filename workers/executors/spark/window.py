@@ -34,7 +34,7 @@ import numpy.typing as npt
 from workers.arrangements import ArrangementRegistry
 from workers.arrangements.batch import Ids, Ints, sorted_distinct
 from workers.arrangements.spilled import SpilledValueIds
-from workers.arrangements.values import ValueIds
+from workers.arrangements.values import Numbering
 from workers.db.bulk import batch_events, by_identity, lookup_column, needs_resolving
 from workers.db.codec import decode_schema, encode_schema
 from workers.db.resolve import named
@@ -61,7 +61,7 @@ class StateWindow:
                  memory_values: int) -> None:
         """``memory_values``: the values of the dictionary kept in memory."""
         self.db, self._spark, self._memory_values = db, spark, memory_values
-        opened = spark.opened  # a shared state, followed or written on
+        opened = spark.state.opened  # a shared state, followed or written on
         self.values: SpilledValueIds | FollowerIds
         self.datoms = len(db)  # the database's size, kept from the applied deltas
         # what a shared state is stamped with (Marks)
@@ -70,14 +70,14 @@ class StateWindow:
         if opened is None:
             self.values = SpilledValueIds.of(db.ids, memory_values)
         else:  # a follower numbers values of its own; a writer its writer's
-            self.values = opened.ids if spark.follower is not None else opened.ids.replica
+            self.values = opened.ids if spark.state.follower is not None else opened.ids.replica
             self.datoms, self._position = opened.marks.datoms, opened.marks.position
             self._schema = decode_schema(opened.marks.schema)
         db.ids = self.values
         self._version = 0  # ticks applied: the statistics' key
         self._statistics: tuple[int, dict[int, tuple[int, int]]] | None = None
-        spark.marks = self.marks
-        spark.manifest()  # the state exists from the start: every tick appends to it
+        spark.state.marks = self.marks
+        spark.state.manifest()  # the state exists from the start: every tick appends to it
 
     def read_transactions(self, batch: BatchOps, schema: Schema,
                           steps: Callable[[set[Any]], tuple[tuple[Plan, ...], PullReads | None]]
@@ -208,7 +208,7 @@ class StateWindow:
     def moved(self, position: int) -> None:
         """A tick that changed nothing put the database at the transaction ``position``."""
         self._position, self._complete = position, True
-        self._spark.moved()
+        self._spark.state.moved()
 
     def marks(self) -> Marks:
         """What the state's version is stamped with, when it is shared."""
@@ -226,7 +226,7 @@ class StateWindow:
     def columns(self) -> tuple[Ids, Ids, Ids]:
         """The whole database's int32 columns in EAV order (a snapshot), read from the
         state a range at a time into files they map (:meth:`StateStore.columns`)."""
-        return self._spark.store.columns()
+        return self._spark.state.store.columns()
 
     def dictionary(self, kinds: npt.NDArray[np.int8], payloads: npt.NDArray[np.int64],
                    objects: list[Any]) -> SpilledValueIds:
@@ -234,7 +234,7 @@ class StateWindow:
         (:meth:`SpilledValueIds.from_entries`), never whole in memory."""
         return SpilledValueIds.from_entries(kinds, payloads, objects, self._memory_values)
 
-    def restored(self, values: ValueIds, columns: tuple[Ids, Ids, Ids], position: int,
+    def restored(self, values: Numbering, columns: tuple[Ids, Ids, Ids], position: int,
                  schema: Schema) -> None:
         """A snapshot's whole database (at ``position``, of ``schema``) becomes the state,
         written from its EAV columns as they are (the driver builds no arrangement of it);
@@ -245,7 +245,7 @@ class StateWindow:
         self._position, self._schema = position, schema
         self.numbering(values if isinstance(values, SpilledValueIds) else SpilledValueIds.of(
             values, self._memory_values))  # before the reset: a shared state writes it
-        self._spark.reset(*columns)
+        self._spark.state.reset(*columns)
         self.forget()
 
     def ids_of(self, values: Iterable[Any]) -> Ints:

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from workers.arrangements.delta import DatomColumns
 from workers.arrangements.spilled import SpilledValueIds
-from workers.arrangements.values import MAX_IDS, ValueIds
+from workers.arrangements.values import MAX_IDS, Numbering, ValueIds
 from workers.db.codec import decode_schema, encode_schema
 from workers.db.schema import BUILTIN_SCHEMA
 from workers.edn import keyword
@@ -184,8 +184,11 @@ def test_a_follower_s_own_ids_are_numbered_down_and_given_up_to_the_writer_s() -
 
 
 def test_every_public_method_answers_from_the_replica_or_the_own_ids() -> None:
-    """The inherited columns are left unset: a method not overridden would read them."""
+    """A follower's dictionary answers all a dictionary is asked (:class:`Numbering`, what
+    :class:`ValueIds` answers), from its replica or its own ids."""
     public = {name for name in vars(ValueIds) if not name.startswith("_")} - {"from_entries"}
+    asked = {name for name in vars(Numbering) if not name.startswith("_")}
+    assert asked == public
     assert public <= set(vars(FollowerIds)), public - set(vars(FollowerIds))
 
 

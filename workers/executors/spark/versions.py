@@ -1,0 +1,122 @@
+"""Which version of Spark's state the tasks open, and the one object that moves it.
+
+The state's files (:mod:`~workers.executors.spark.state`) are written by one
+:class:`~workers.executors.spark.state.StateStore`; a shared state is read by followers
+(:mod:`~workers.executors.spark.shared`).  :class:`StateVersions` holds both sides for one
+driver, so that nothing else writes either: the executor only reads the version its jobs
+ship (:meth:`StateVersions.manifest`); the engine's database (under ``executor=spark``) or
+the Spark backend (under ``auto``, mirroring the local arrangements) moves it:
+
+1. :meth:`~StateVersions.applied`: a tick's delta appended as the next version — or, for a
+   follower, the version its writer wrote, reached once its engine stepped to it;
+2. :meth:`~StateVersions.moved`: a tick that changed nothing restamps a shared version (the
+   position moved);
+3. :meth:`~StateVersions.reset` / :meth:`~StateVersions.restored`: the state replaced (a
+   snapshot), or dropped to be written again from the arrangements on next use;
+4. :meth:`~StateVersions.follow`, :meth:`~StateVersions.lead`,
+   :meth:`~StateVersions.step_down`: a shared state's changes of writer
+   (:mod:`workers.database.replication`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from workers.arrangements import ArrangementRegistry
+from workers.arrangements.batch import Ids, set_weights
+from workers.arrangements.delta import DatomColumns
+from workers.arrangements.spilled import SpilledValueIds
+from workers.executors.spark.dictionary import DriverValues
+from workers.executors.spark.shared import Followed, FollowerIds, StateFollower
+from workers.executors.spark.state import Compactor, Indexer, Manifest, Marks, StateStore
+
+
+class StateVersions:
+    """The driver's side of Spark's state: the store it writes, or the follower it is of
+    another's (see the module's docstring)."""
+
+    def __init__(self, db: ArrangementRegistry, location: str | None, compactor: Compactor,
+                 indexer: Indexer, share: bool = False, retain_seconds: float = 0.0,
+                 opened: StateFollower | None = None, follows: bool = False) -> None:
+        """``db``: the arrangements a state not written yet is written from, whose
+        dictionary a shared state writes beside it; ``share``: other engines follow the
+        state (:mod:`shared`), whose replaced files are kept ``retain_seconds``;
+        ``opened``: a shared state found at ``location``, which this driver ``follows``
+        (another engine writes it) or writes on from its newest version (its writer before
+        stopped there); ``compactor``, ``indexer``: the store's jobs (Spark's)."""
+        self.db = db
+        self.store = StateStore(location, compactor=compactor, indexer=indexer,
+                                values=DriverValues(lambda: self.db.ids) if share else None,
+                                retain_seconds=retain_seconds)
+        self.opened = opened
+        self.follower = opened if follows else None
+        self._following: Manifest | None = None  # the version a follower steps to
+        if opened is not None:
+            self.store.resume(opened.manifest, follows)
+        # What a sharing writer stamps each version with (its driver's window says).
+        self.marks: Callable[[], Marks] | None = None
+
+    def manifest(self) -> Manifest:
+        """The state's current version, written from the arrangements on first use."""
+        if self.store.manifest is None:
+            return self.reset(*self.db.columns())
+        return self.store.manifest
+
+    def applied(self, delta: DatomColumns) -> None:
+        """The arrangements took ``delta``: append it to the state (once written) — a
+        follower's was written by its writer: it is at that version now."""
+        if self.follower is not None:
+            if self._following is not None:
+                self.store.reached(self._following)
+                self.follower.manifest = self._following
+                self._following = None
+        elif self.store.manifest is not None and len(delta):
+            self.store.append(delta, self._marks())
+
+    def moved(self) -> None:
+        """A tick changed nothing: a shared state's writer stamps its version anew (its
+        position moved)."""
+        marks = self._marks()
+        if self.follower is None and self.store.manifest is not None and marks is not None:
+            self.store.restamp(marks)
+
+    def lead(self) -> None:
+        """A follower writes the state on from the version it is at (its writer stopped)."""
+        assert self.follower is not None, "a follower leads"
+        self.store.resume(self.follower.manifest, reading=False)
+        self.follower = None
+
+    def step_down(self) -> None:
+        """A writer stops writing (another takes over) and follows the state from here."""
+        assert self.follower is None and self.store.manifest is not None, "a writer steps down"
+        assert isinstance(self.db.ids, SpilledValueIds)
+        self.store.settle()  # its compaction published, or none is running
+        self.follower = self.opened = StateFollower(
+            self.store.location, self.store.manifest, FollowerIds(self.db.ids))
+
+    def follow(self) -> Followed | None:
+        """A follower's step to its writer's newest version (None: it is at it); the
+        version is this driver's once the engine has stepped (:meth:`applied`)."""
+        assert self.follower is not None, "a follower follows"
+        followed = self.follower.next()
+        self._following = None if followed is None else followed.manifest
+        return followed
+
+    def restored(self) -> None:
+        """The arrangements were replaced: the state is written again on next use."""
+        self.store.drop()
+
+    def idle(self) -> None:
+        """Nothing to step: the state's batches summed into its base while there is time
+        (:meth:`StateStore.compact_idle`) — by its writer."""
+        if self.store.manifest is not None and self.follower is None:
+            self.store.compact_idle()
+
+    def reset(self, e: Ids, a: Ids, v: Ids) -> Manifest:
+        """The state replaced by the datoms ``e, a, v`` (a set)."""
+        return self.store.reset(DatomColumns(e, a, v, set_weights(len(e))), self._marks())
+
+    def _marks(self) -> Marks | None:
+        """What the writer of a shared state stamps its next version with (None: the state
+        is its own)."""
+        return None if self.marks is None or self.store.values is None else self.marks()

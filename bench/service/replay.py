@@ -79,7 +79,7 @@ PHASES: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
                                                     ("workers/kafka/sink.py", "commit"))),
     ("snapshots", (("workers/runtime/worker.py", "_maybe_snapshot"),)),
     ("metrics", (("workers/runtime/worker.py", "_observe"),
-                 ("workers/runtime/worker.py", "_observed"))),
+                 ("workers/runtime/batch.py", "_observed"))),
 )
 TICK = ("workers/runtime/worker.py", "tick")
 TICKS_S = "ticks, s (profiled)"

@@ -29,8 +29,9 @@ One tick:
 2. poll a batch of transactions (bounded by count, bytes and wait; never past a waiting
    query's progress) — none in a tick that took registrations up: it commits them at the
    position, and the next tick applies what was sent meanwhile;
-3. decode them and apply them as one engine tick; refused or undecodable records become
-   dead letters, exactly once (:mod:`workers.runtime.dead_letters`).  A tick whose
+3. decode them and apply them as one engine tick (:mod:`workers.runtime.batch`); refused
+   or undecodable records become dead letters, exactly once
+   (:mod:`workers.runtime.dead_letters`).  A tick whose
    delta is larger than ``tick_max_datoms`` is stepped in pieces: the first is held like a
    whole tick, the others are written as they are computed, so an enormous change (a hub
    retracted) is never in memory whole;
@@ -51,26 +52,22 @@ import gc
 import logging
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from workers import metrics
-from workers.collector import collector_paused
 from workers.config import WorkerConfig
-from workers.engine import Changes, Engine
-from workers.errors import WorkersError
-from workers.kafka.avro import AvroCodec, DecodeError, registry_for
+from workers.engine import Engine
 from workers.kafka.closing import Closing
-from workers.kafka.messages import transaction_from_avro
 from workers.kafka.source import TxRecord
 from workers.kafka.topics import Topics
 from workers.runtime.backpressure import TickSize, resident_bytes
+from workers.runtime.batch import BatchApplier
 from workers.runtime.checkpoint import Snapshots, SnapshotStore
-from workers.runtime.dead_letters import DeadLetters, Refused, snapshot_bound
+from workers.runtime.dead_letters import DeadLetters, snapshot_bound
 from workers.runtime.engine_role import EngineRole
 from workers.runtime.faults import crash_point
 from workers.runtime.lifecycle import QueryLifecycle
-from workers.runtime.observe import StateGauges, observe_steps
+from workers.runtime.observe import StateGauges
 from workers.runtime.phases import TickPhases
 from workers.runtime.pieces import Pieces
 from workers.runtime.ports import Group, KafkaPorts, Ports, Source
@@ -95,7 +92,6 @@ class Worker(Closing):
         self._role = EngineRole(config)  # the engine, made in the group if the fleet shares it
         self.snapshots = Snapshots(SnapshotStore.at(config.snapshot_store()),
                                    config.snapshot_interval_s)
-        self._tx_codec = AvroCodec("transaction", registry_for(config.registry_url))
         self._clients = contextlib.ExitStack()  # closed last opened first: the group first
         self._ports = ports or KafkaPorts(config, self.topics)
         self._clients.callback(self._ports.close)  # the admin client: closed last
@@ -107,6 +103,7 @@ class Worker(Closing):
                                   self._phases)
         self._clients.callback(self._writer.close)
         self._clients.callback(self._phases.close)
+        self._batches = BatchApplier(config, self._role, self._dead_letters, self._phases)
         self._lifecycle = QueryLifecycle(config, self.topics, self._ports, self._role,
                                          self._queries, views, self._dead_letters, self._writer)
         self._pending = TickOutput()  # a lost tick's output, sent again with the next one
@@ -202,7 +199,7 @@ class Worker(Closing):
                 for query, rows in self._role.follow(self._dead_letters).items():
                     add_into(output.changes.setdefault(query, {}), rows)
         else:
-            rest = self._apply(batch, output)
+            rest = self._batches.apply(batch, output)
         letters = self._dead_letters.due(batch)
         moved = self.engine.tx != self.committed  # a follower's step moves it, batch or not
         if not (batch or moved or output or letters):
@@ -248,53 +245,12 @@ class Worker(Closing):
             time.sleep(THROTTLE_PAUSE_S)  # consume slower while over the memory ceiling
         return tick_tx
 
-    def _apply(self, batch: Sequence[TxRecord], output: TickOutput) -> Pieces:
-        """Apply a batch of transactions as one tick.  Undecodable and refused ones are kept
-        for their dead letters (:mod:`workers.runtime.dead_letters`).  The first piece of the
-        change goes into ``output``; the rest (a tick larger than ``tick_max_datoms``) are
-        returned, computed as the tick's transaction writes them."""
-        refused: list[tuple[TxRecord, WorkersError]] = []
-        with collector_paused():  # the batch's forms are made and freed inside
-            pieces, refusals = self.engine.transact_in_chunks(
-                self._decoded(batch, refused), self.config.tick_max_datoms)
-        self._phases.mark("normalise")
-        self._dead_letters.reported(self.engine.tempids)
-        stream = Pieces(self._observed(piece) for piece in pieces)
-        if batch:
-            self.engine.seek(batch[-1].offset)
-        by_offset = {record.offset: record for record in batch}
-        refused += [(by_offset[refusal.tx_id], refusal.error) for refusal in refusals]
-        metrics.TX_CONSUMED.inc(len(batch) - len(refused))
-        for record, err in sorted(refused, key=lambda pair: pair[0].offset):
-            metrics.TX_REFUSED.labels(err.code.value).inc()
-            self._dead_letters.refused([Refused(record.offset, err.code.value, str(err))])
-        self._role.stamp(self._dead_letters)
-        for query, rows in stream.first().items():
-            add_into(output.changes.setdefault(query, {}), rows)
-        self._phases.mark("step")  # a tick in pieces steps the others in "write"
-        return stream
-
     def _lead(self) -> None:
         """A follower owning the queries topic's partition 0 writes the shared state from
         here on, reading the log after its position, once it can
         (:meth:`~workers.runtime.engine_role.EngineRole.lead`)."""
         if self._role.lead(self.committed):
             self._start_reading()
-
-    def _decoded(self, batch: Sequence[TxRecord], refused: list[tuple[TxRecord, WorkersError]]
-                 ) -> Iterator[tuple[Any, int]]:
-        """The batch's transactions as forms with their offsets; the undecodable ones go to
-        ``refused``."""
-        for record in batch:
-            try:
-                yield (transaction_from_avro(self._tx_codec.decode(record.value)),
-                       record.offset)
-            except DecodeError as error:
-                refused.append((record, error))
-
-    def _observed(self, piece: Changes) -> Changes:
-        observe_steps(self.engine.last_work)
-        return piece
 
     def _observe(self, batch: Sequence[TxRecord]) -> None:
         """The gauges after a tick: position, lag (records and age), snapshot age, sizes."""

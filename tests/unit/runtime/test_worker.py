@@ -3,14 +3,18 @@ in, the committed changes, views, progress and dead letters out — no broker.""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
+from tests.integration.pipeline import TRIANGLE, TWO_PATH, random_stream, reference_states
 from workers.config import WorkerConfig
 from workers.runtime.dead_letters import DEAD_LETTERS
 from workers.runtime.worker import Worker
-from workers.testing import FakeKafka, FakePorts
+from workers.testing import CollectingSink, FakeKafka, FakePorts, check_change_stream
 from workers.zset.row import Row
 
 NAMES = "[:find ?n :where [?e :name ?n]]"
@@ -21,12 +25,20 @@ def kafka() -> FakeKafka:
     return FakeKafka(query_partitions=2)
 
 
-def _worker(kafka: FakeKafka, tmp_path: Path, name: str = "w1") -> Worker:
+def _worker(kafka: FakeKafka, tmp_path: Path, name: str = "w1", **settings: Any) -> Worker:
     config = WorkerConfig(worker_id=name, snapshot_dir=tmp_path / "snapshots",
                           snapshot_interval_s=3600.0, tick_max_wait_s=0.0)
-    worker = Worker(config, FakePorts(kafka, f"deltalog-worker-{name}"))
+    worker = Worker(replace(config, **settings), FakePorts(kafka, f"deltalog-worker-{name}"))
     worker.start()
     return worker
+
+
+def _check(kafka: FakeKafka, stream: list[Any], *queries: tuple[str, str]) -> None:
+    """Each query's committed change stream is its exact change, tick by tick, once."""
+    states = reference_states(stream)
+    for name, query in queries:
+        check_change_stream(query, [SimpleNamespace(**c) for c in kafka.changes(name)],
+                            states)
 
 
 def _ticks(worker: Worker, most: int = 10) -> None:
@@ -155,3 +167,67 @@ def test_a_revoked_partition_drops_its_queries(kafka: FakeKafka, tmp_path: Path)
         _ticks(worker)
         assert worker.engine.queries == ()
     assert kafka.result("names") == {}
+
+
+def test_a_take_up_commits_at_the_position_before_what_was_sent_meanwhile(
+        kafka: FakeKafka, tmp_path: Path) -> None:
+    """As test_fleet's broker test: the tick taking a query up applies no transaction."""
+    stream = random_stream(seed=17, count=40)
+    kafka.register("tri", TRIANGLE)
+    for tx in stream[:20]:
+        kafka.send(tx)
+    with _worker(kafka, tmp_path, tick_max_tx=1) as worker:
+        _ticks(worker, 30)
+        for tx in stream[20:]:
+            kafka.send(tx)
+        kafka.register("two", TWO_PATH)
+        assert worker.tick() and worker.committed == 19  # taken up at the position
+        _ticks(worker, 30)
+    assert kafka.changes("two")[0]["tx_last"] == 19 and kafka.changes("two")[0]["snapshot"]
+    _check(kafka, stream, ("tri", TRIANGLE), ("two", TWO_PATH))
+
+
+def test_a_tick_refused_at_a_rebalance_is_sent_again_exactly_once(
+        kafka: FakeKafka, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As test_fleet's broker test: the group's generation changes between a tick's offsets
+    and its commit; a new producer sends it again with the next tick."""
+    stream = random_stream(seed=19, count=30)
+    kafka.register("tri", TRIANGLE)
+    send_offsets = CollectingSink.send_offsets
+
+    def rebalanced_once(sink: CollectingSink, offsets: list[Any], metadata: Any) -> None:
+        send_offsets(sink, offsets, metadata)
+        if len(kafka.changes("tri")) > 1 and not sink.swept:  # once, mid-stream
+            kafka.assign({})
+
+    monkeypatch.setattr(CollectingSink, "send_offsets", rebalanced_once)
+    with _worker(kafka, tmp_path, tick_max_tx=3) as worker:
+        for tx in stream:
+            kafka.send(tx)
+            worker.tick()
+        _ticks(worker, 30)
+    assert kafka.epochs["deltalog-worker-w1"] >= 2  # a new producer after the loss
+    _check(kafka, stream, ("tri", TRIANGLE))
+
+
+def test_a_worker_is_not_ready_while_it_takes_queries_up(kafka: FakeKafka,
+                                                         tmp_path: Path) -> None:
+    """As test_fleet's broker test: asked while the views are read, then after the tick."""
+    kafka.register("tri", TRIANGLE)
+    for tx in random_stream(seed=5, count=10):
+        kafka.send(tx)
+    ports = FakePorts(kafka)
+    asked: list[tuple[bool, str]] = []
+    views = ports.views
+
+    def views_asking(*args: Any, **kwargs: Any) -> Any:
+        asked.append(worker.readiness())
+        return views(*args, **kwargs)
+
+    ports.views = views_asking  # type: ignore[method-assign]
+    with Worker(WorkerConfig(snapshot_dir=tmp_path, tick_max_wait_s=0.0), ports) as worker:
+        worker.start()
+        assert worker.readiness()[0] is False  # taken up in start(), not committed yet
+        _ticks(worker)
+        assert worker.readiness() == (True, "caught up (lag 0), 1 queries")
+    assert asked == [(False, "taking queries up: their progress, views, first tick")]

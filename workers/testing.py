@@ -824,13 +824,13 @@ class FakeGroup:
 class FakePorts:
     """A worker's :class:`~workers.runtime.ports.Ports` over a :class:`FakeKafka`: its source
     and sinks are :class:`FakeTxSource` and :class:`CollectingSink`, its group a
-    :class:`FakeGroup`; the fences it was asked for are kept in ``fenced``."""
+    :class:`FakeGroup`; fencing a writer gone from the group bumps its producer's epoch
+    (that producer can commit no more)."""
 
     def __init__(self, kafka: FakeKafka, worker: str = "deltalog-worker-fake") -> None:
         self.kafka = kafka
         self.worker = worker
         self.sinks: list[CollectingSink] = []  # every producer opened, the current last
-        self.fenced: list[str] = []
         self.created: set[str] = set()
 
     def source(self, position: int) -> FakeTxSource:
@@ -865,7 +865,6 @@ class FakePorts:
 
     def fence_absent(self, writers: set[str]) -> None:
         for writer in sorted(writers - set(self.kafka.owners.values())):
-            self.fenced.append(writer)
             self.kafka.epochs[writer] += 1
 
     def unstick(self, writers: set[str], held: list[Any]) -> None:

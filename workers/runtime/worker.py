@@ -120,6 +120,7 @@ class Worker(Closing):
 
     @property
     def engine(self) -> Engine:
+        """The engine (a shared state's worker makes it in the group: :mod:`engine_role`)."""
         return self._role.engine
 
     # -- start ---------------------------------------------------------------------------

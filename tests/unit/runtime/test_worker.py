@@ -126,9 +126,9 @@ def test_a_query_moving_to_a_worker_behind_waits_for_its_progress(kafka: FakeKaf
     with _worker(kafka, tmp_path / "w1", "w1") as first:
         _ticks(first)
         assert kafka.progress()["names"]["tx_last"] == 0
-    # w1 left the group; w2 was behind: it had applied nothing of the log yet
+    # w1 left the group (closed); w2 was behind: it had applied nothing of the log yet
     kafka.send('[[:db/add 2 :name "Oleg"]]')
-    kafka.owners.clear()
+    assert kafka.owners == {}
     with _worker(kafka, tmp_path / "w2", "w2") as second:
         _ticks(second)
         assert second.readiness() == (True, "caught up (lag 0), 1 queries")
@@ -136,6 +136,7 @@ def test_a_query_moving_to_a_worker_behind_waits_for_its_progress(kafka: FakeKaf
     assert kafka.view("names").rows == {Row(("Ivan",)): 1, Row(("Oleg",)): 1}
     assert kafka.progress()["names"] == {"query": "names", "registration": 0, "tx_last": 1,
                                          "worker": "deltalog-worker-w2"}
+    assert kafka.epochs["deltalog-worker-w1"] == 2  # its init, then w2's fence: gone
 
 
 def test_a_query_moving_to_a_worker_ahead_catches_up_from_its_committed_view(
@@ -156,6 +157,7 @@ def test_a_query_moving_to_a_worker_ahead_catches_up_from_its_committed_view(
         (Row(("Ivan",)), -1, 1), (Row(("Oleg",)), 1, 1)}  # one tick 1..1 from its view
     assert kafka.view("names").rows == {Row(("Oleg",)): 1}
     assert kafka.progress()["names"]["worker"] == "deltalog-worker-w2"
+    assert kafka.epochs["deltalog-worker-w1"] == 1  # a member of the group: never fenced
 
 
 def test_a_revoked_partition_drops_its_queries(kafka: FakeKafka, tmp_path: Path) -> None:

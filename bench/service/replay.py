@@ -61,7 +61,7 @@ METRICS_TIMEOUT_S = 10.0
 # The parts of a tick, as the functions that do them: (label, (module path, function)...).
 PHASES: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     ("poll the tx log", (("workers/kafka/source.py", "next_batch"),)),
-    ("poll the queries' group", (("workers/runtime/lifecycle.py", "own"),)),
+    ("poll the queries' group", (("workers/runtime/query_lifecycle.py", "own"),)),
     ("decode Avro", (("workers/kafka/avro.py", "decode"),
                      ("workers/kafka/messages.py", "transaction_from_avro"))),
     ("normalise", (("workers/engine.py", "_normalise_many"),)),

@@ -6,7 +6,7 @@ the queries are shared out by the consumer group on ``deltalog.queries``
 owns.  The worker's *position* is the last transaction its arrangements include.
 
 The worker is made of parts, each in its own module, and this module is the loop that asks
-them: the queries' lifecycle (:mod:`workers.runtime.lifecycle`: taken up from their committed
+them: the queries' lifecycle (:mod:`workers.runtime.query_lifecycle`: taken up from their committed
 progress, in the states of :mod:`workers.runtime.queries`), the tick's Kafka transaction
 (:mod:`workers.runtime.tick_writer`), the transaction log's dead letters
 (:mod:`workers.runtime.dead_letters`), and the engine's role in a Spark state a fleet shares
@@ -66,12 +66,12 @@ from workers.runtime.checkpoint import Snapshots, SnapshotStore
 from workers.runtime.dead_letters import DeadLetters, snapshot_bound
 from workers.runtime.engine_role import EngineRole
 from workers.runtime.faults import crash_point
-from workers.runtime.lifecycle import QueryLifecycle
 from workers.runtime.observe import StateGauges
 from workers.runtime.phases import TickPhases
 from workers.runtime.pieces import Pieces
 from workers.runtime.ports import Group, KafkaPorts, Ports, Source
 from workers.runtime.queries import OwnedQueries
+from workers.runtime.query_lifecycle import QueryLifecycle
 from workers.runtime.tick_writer import TickOutput, TickWriter
 from workers.runtime.views import ViewWrites
 from workers.zset import add_into

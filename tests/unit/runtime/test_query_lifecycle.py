@@ -8,10 +8,10 @@ import pytest
 from workers.config import WorkerConfig
 from workers.runtime.dead_letters import DEAD_LETTERS, DeadLetters
 from workers.runtime.engine_role import EngineRole
-from workers.runtime.lifecycle import QueryLifecycle
 from workers.runtime.ownership import Polled
 from workers.runtime.phases import TickPhases
 from workers.runtime.queries import OwnedQueries, QueryState
+from workers.runtime.query_lifecycle import QueryLifecycle
 from workers.runtime.tick_writer import TickOutput, TickWriter
 from workers.runtime.views import ViewWrites
 from workers.testing import CollectingSink, FakeGroup, FakeKafka, FakePorts, FakeTxSource

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from random import Random
 from types import SimpleNamespace
 from typing import Any
 
@@ -233,3 +234,28 @@ def test_a_worker_is_not_ready_while_it_takes_queries_up(kafka: FakeKafka,
         _ticks(worker)
         assert worker.readiness() == (True, "caught up (lag 0), 1 queries")
     assert asked == [(False, "taking queries up: their progress, views, first tick")]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_lost_transactions_at_random_leave_every_change_stream_exact(
+        kafka: FakeKafka, tmp_path: Path, seed: int) -> None:
+    """A third of the commits lost, ticks in pieces (queries with pieces written owned anew
+    and caught up from their views): each committed change stream is still its query's
+    exact change, once (the from-scratch oracle)."""
+    rng = Random(seed)
+    stream = random_stream(seed=seed, count=120)
+    kafka.register("tri", TRIANGLE)
+    kafka.register("two", TWO_PATH)
+    with _worker(kafka, tmp_path, tick_max_tx=7, tick_max_datoms=4) as worker:
+        sent = 0
+        while sent < len(stream):
+            for tx in stream[sent:sent + rng.randint(1, 8)]:
+                sent += 1
+                kafka.send(tx)
+            kafka.fail_commits = int(rng.random() < 1 / 3)
+            worker.tick()
+        kafka.fail_commits = 0
+        _ticks(worker, 30)
+        assert worker.committed == len(stream) - 1
+    assert kafka.epochs["deltalog-worker-w1"] > 3  # transactions were lost (init + each)
+    _check(kafka, stream, ("tri", TRIANGLE), ("two", TWO_PATH))

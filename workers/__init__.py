@@ -15,7 +15,8 @@ The engine (in one process, no Kafka), from the outside in:
 - ``zset``          Z-sets and the DBSP stream operators, the kind-aware row
 - ``edn``           EDN text ↔ Python forms
 - ``errors``        every error deltalog raises, each with a stable code
-- ``testing``       the from-scratch oracle the tests check the engine against
+- ``testing``       the from-scratch oracle the tests check the engine against, and fakes of
+                    the worker's Kafka (above the service: they implement its ports)
 
 The service (the engine as a fleet of workers over Kafka):
 
@@ -34,7 +35,7 @@ The service (the engine as a fleet of workers over Kafka):
 
 Imports run down the layers only (``tests/unit/test_layers.py``; ``docs/layout.md``, "Import
 layers"): errors < edn < zset < arrangements < db < datalog < plan < find, pull < executors
-< database < engine, testing, config < kafka < runtime, sinks < demo < cli.
+< database < engine, config < kafka < runtime, sinks < testing < demo < cli.
 """
 
 from __future__ import annotations

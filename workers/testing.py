@@ -1,4 +1,5 @@
-"""Test helpers shipped with the package: an independent from-scratch oracle.
+"""Test helpers shipped with the package: an independent from-scratch oracle, and in-memory
+fakes of the Kafka a worker reads and writes.
 
 Nothing here shares code with the planner, the tries or the executors: queries are
 evaluated by naive backtracking over a plain list of datoms (rules by bottom-up fixpoint
@@ -10,12 +11,20 @@ Values keep their kind here too (``1``, ``1.0`` and ``true`` are three values): 
 compares values with its own :func:`_same` and keeps rows, datoms and bags as
 :class:`~workers.zset.row.Row` (only the container: a tuple whose equality is kind-aware, so
 results compare with the engine's).
+
+The fakes (:class:`FakeKafka`, :class:`FakeTxSource`, :class:`CollectingSink`,
+:class:`FakeGroup`, :class:`FakePorts`) keep the contracts of the transaction log's source,
+the result sink and the workers' group (:mod:`workers.runtime.ports`), so that a
+:class:`~workers.runtime.worker.Worker` ticks in a unit test: transactions and registrations
+in, the committed changes, views, progress and dead letters out, a transaction lost or fenced
+on request.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -44,7 +53,16 @@ from workers.datalog.ast import (
     binding_terms,
 )
 from workers.datalog.functions import FUNCTIONS, CallFailed, call, sort_key, truthy
-from workers.edn import keyword
+from workers.edn import keyword, read
+from workers.kafka.avro import AvroCodec
+from workers.kafka.compacted import KeyedRecord, latest
+from workers.kafka.messages import transaction_to_avro
+from workers.kafka.registration import registration_record
+from workers.kafka.sink import TransactionFailed
+from workers.kafka.source import TxRecord
+from workers.kafka.topics import Topics
+from workers.kafka.views import MARKER, View
+from workers.runtime.ownership import Polled
 from workers.zset import ZSet, add_into
 from workers.zset.row import Row, ValueSet
 
@@ -531,3 +549,326 @@ def edge_transactions(seed: int, nodes: int) -> Iterator[list[list[Any]]]:
             else:
                 tx.append([retract_entity, a])
         yield tx
+
+
+# --- fakes of the worker's Kafka (workers.runtime.ports) ------------------------------------
+# In-memory stand-ins for the transaction log, the transactional producer and the workers'
+# group, keeping the contracts of workers.kafka.source, workers.kafka.sink and
+# workers.runtime.ownership, so that a Worker ticks without a broker (bytewax's testing.py).
+
+@dataclass(frozen=True, slots=True)
+class FakeRecord:
+    """One record a :class:`CollectingSink` committed: decoded values, not Avro bytes."""
+
+    topic: str
+    key: Any  # a row (changes, views), a query name (progress), a tx (reports), or None
+    value: dict[str, Any] | None  # None: a tombstone
+
+
+class FakeKafka:
+    """The topics a fleet of workers shares, in memory: the transaction log and the queries
+    topic as Avro records (what producers send), every committed record of the workers'
+    transactions, and the group's assignment (partition -> worker), with its generation."""
+
+    def __init__(self, prefix: str = "deltalog", query_partitions: int = 1) -> None:
+        self.topics = Topics(prefix)
+        self.tx: list[TxRecord] = []
+        self.queries: list[KeyedRecord] = []
+        self.committed: list[FakeRecord] = []
+        self.query_partitions = query_partitions
+        self.owners: dict[int, str] = {}  # partition -> the member owning it
+        self.generation = 0  # bumped by every rebalance: older transactions are refused
+        self.epochs: dict[str, int] = defaultdict(int)  # transactional id -> producer epoch
+        self.fail_commits = 0  # the next commits to fail (a lost transaction), as a broker's
+        self._tx_codec = AvroCodec("transaction")
+        self._registration_codec = AvroCodec("query_registration")
+
+    def send(self, forms: Any) -> int:
+        """A transaction (EDN text or forms) appended to the log; its offset (its tx id)."""
+        forms = read(forms) if isinstance(forms, str) else forms
+        return self.send_raw(self._tx_codec.encode(transaction_to_avro(forms)))
+
+    def send_raw(self, value: bytes) -> int:
+        self.tx.append(TxRecord(len(self.tx), value, time.time()))
+        return len(self.tx) - 1
+
+    def register(self, name: str, edn: str, partition: int = 0) -> int:
+        """A registration on the queries topic; its offset."""
+        return self._query(name, self._registration_codec.encode(
+            registration_record(name, edn)), partition)
+
+    def unregister(self, name: str, partition: int = 0) -> int:
+        return self._query(name, None, partition)
+
+    def _query(self, name: str, value: bytes | None, partition: int) -> int:
+        offset = sum(record.partition == partition for record in self.queries)
+        self.queries.append(KeyedRecord(name, value, offset, partition, self.topics.queries))
+        return offset
+
+    def assign(self, owners: Mapping[int, str]) -> None:
+        """A rebalance: the partitions given (partition -> member) move; a new generation."""
+        self.owners.update(owners)
+        self.generation += 1
+
+    def records(self, topic: str) -> list[FakeRecord]:
+        return [record for record in self.committed if record.topic == topic]
+
+    def changes(self, query: str) -> list[dict[str, Any]]:
+        """The committed change stream of ``query``: ``{"row", "weight", "tx_first", ...}``."""
+        return [record.value for record in self.records(self.topics.results(query))
+                if record.value is not None]
+
+    def result(self, query: str) -> dict[Row, int]:
+        """What the committed change stream of ``query`` integrates to."""
+        result: dict[Row, int] = {}
+        for change in self.changes(query):
+            add_into(result, {change["row"]: change["weight"]})
+        return result
+
+    def progress(self) -> dict[str, dict[str, Any]]:
+        """The committed progress table (the latest record per key)."""
+        return {record.key: record.value for record in self.records(self.topics.progress)
+                if record.value is not None}
+
+    def view(self, query: str) -> View:
+        """The committed view of ``query`` (:func:`workers.kafka.views.read_views`)."""
+        latest: dict[Any, dict[str, Any] | None] = {}
+        records = self.records(self.topics.view(query))
+        for record in records:
+            latest[record.key] = record.value
+        marker = latest.pop(MARKER, None)
+        return View({row: value["weight"] for row, value in latest.items() if value},
+                    -1 if marker is None else marker["registration"],
+                    -1 if marker is None else marker["tx_last"], len(records))
+
+
+class FakeTxSource:
+    """The transaction log of a :class:`FakeKafka` from ``position``
+    (:class:`~workers.kafka.source.TxSource`'s contract: bounds, ``until``, ``end``)."""
+
+    def __init__(self, kafka: FakeKafka, position: int) -> None:
+        self._kafka = kafka
+        self._next = position
+        self.closed = False
+
+    def next_batch(self, max_count: int, max_bytes: int, max_wait_s: float,
+                   until: int | None = None) -> list[TxRecord]:
+        batch: list[TxRecord] = []
+        size = 0
+        for record in self._kafka.tx[self._next:]:
+            size += len(record.value)
+            if len(batch) == max_count or (until is not None and record.offset > until) or (
+                    batch and size > max_bytes):
+                break
+            batch.append(record)
+        self._next += len(batch)
+        return batch
+
+    def end(self) -> int:
+        return len(self._kafka.tx)
+
+    def close(self) -> None:
+        self.closed = True
+
+    def __enter__(self) -> FakeTxSource:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+class CollectingSink:
+    """A transactional producer into a :class:`FakeKafka`
+    (:class:`~workers.kafka.sink.ResultSink`'s contract): a transaction's records are
+    committed together or not at all.  A commit fails (:class:`TransactionFailed`) when the
+    kafka says so (``fail_commits``), when the transaction carries an older generation of the
+    group than the kafka's, or when a newer producer of its transactional id was initialised
+    (fenced)."""
+
+    def __init__(self, kafka: FakeKafka, transactional_id: str) -> None:
+        self._kafka = kafka
+        self.worker = transactional_id
+        self.written: set[str] = set()
+        self.swept: list[set[str]] = []
+        self._epoch = -1
+        self._open: list[FakeRecord] | None = None
+        self._generation: int | None = None
+
+    def init(self) -> None:
+        """``init_transactions``: fences the earlier producers of this transactional id."""
+        self._kafka.epochs[self.worker] += 1
+        self._epoch = self._kafka.epochs[self.worker]
+
+    def begin(self) -> None:
+        self.written, self._open, self._generation = set(), [], None
+
+    def _produce(self, topic: str, key: Any, value: dict[str, Any] | None) -> None:
+        if self._open is None:
+            raise TransactionFailed("no transaction open")
+        self.written.add(topic)
+        self._open.append(FakeRecord(topic, key, value))
+
+    def change(self, query: str, registration: int, row: Row, weight: int, tx_first: int,
+               tx_last: int, snapshot: bool = False) -> bytes:
+        self._produce(self._kafka.topics.results(query), row, {
+            "row": row, "weight": weight, "tx_first": tx_first, "tx_last": tx_last,
+            "snapshot": snapshot, "registration": registration})
+        return repr(row).encode()
+
+    def change_and_view(self, query: str, registration: int, row: Row, weight: int,
+                        view_weight: int, tx_first: int, tx_last: int) -> None:
+        self.change(query, registration, row, weight, tx_first, tx_last)
+        self.view(query, registration, row, view_weight, tx_last)
+
+    def view(self, query: str, registration: int, row: Row, weight: int, tx_last: int,
+             key: bytes | None = None) -> None:
+        self._produce(self._kafka.topics.view(query), row, {
+            "weight": weight, "tx_last": tx_last, "registration": registration}
+            if weight else None)
+
+    def view_marker(self, query: str, registration: int, tx_last: int) -> None:
+        self._produce(self._kafka.topics.view(query), MARKER, {
+            "weight": 0, "tx_last": tx_last, "registration": registration})
+
+    def progress(self, query: str, registration: int, tx_last: int) -> None:
+        self._produce(self._kafka.topics.progress, query, {
+            "query": query, "registration": registration, "tx_last": tx_last,
+            "worker": self.worker})
+
+    def dead_letter(self, topic: str, partition: int, offset: int, code: str, reason: str,
+                    payload: bytes) -> None:
+        self._produce(self._kafka.topics.dlq, None, {
+            "topic": topic, "partition": partition, "offset": offset, "code": code,
+            "reason": reason, "payload": payload, "worker": self.worker})
+
+    def report(self, tx: int, tempids: Mapping[Any, int]) -> None:
+        self._produce(self._kafka.topics.reports, tx, {"tx": tx, "tempids": dict(tempids)})
+
+    def send_offsets(self, offsets: list[Any], group_metadata: Any) -> None:
+        self._generation = group_metadata
+
+    def commit(self) -> None:
+        kafka, records = self._kafka, self._open
+        self._open = None
+        if records is None:
+            raise TransactionFailed("no transaction open")
+        if kafka.fail_commits:
+            kafka.fail_commits -= 1
+            raise TransactionFailed("the fake broker lost the transaction")
+        if kafka.epochs[self.worker] != self._epoch:
+            raise TransactionFailed(f"{self.worker}: fenced by a newer producer")
+        if self._generation is not None and self._generation != kafka.generation:
+            raise TransactionFailed("the group rebalanced: a stale generation")
+        kafka.committed += records
+
+    def worker_topics(self) -> set[str]:
+        return {record.topic for record in self._kafka.committed
+                if self._kafka.topics.written_by_workers(record.topic)}
+
+    def sweep(self, topics: set[str]) -> None:
+        if topics:
+            self.swept.append(set(topics))
+
+    def close(self) -> None:
+        self._open = None
+
+
+class FakeGroup:
+    """A member of the workers' group over a :class:`FakeKafka`
+    (:class:`~workers.runtime.ownership.Ownership`'s contract): it owns the partitions the
+    kafka assigns it (all of the unowned ones when it joins); a partition assigned is
+    released as a table, the latest registration per query, then its records pass through."""
+
+    def __init__(self, kafka: FakeKafka, member: str) -> None:
+        self._kafka = kafka
+        self._member = member
+        kafka.assign({p: member for p in range(kafka.query_partitions)
+                      if p not in kafka.owners})
+        self.owned: set[int] = set()
+        self.assigned_once = False
+        self.catching_up = False
+        self._read: dict[int, int] = {}  # partition -> records of it polled
+
+    def poll(self, timeout_s: float = 0.0) -> Polled:
+        polled = Polled()
+        now = {p for p, member in self._kafka.owners.items() if member == self._member}
+        polled.revoked = self.owned - now
+        for partition in now - self.owned:  # assigned: read to its end, as a table
+            records = [r for r in self._kafka.queries if r.partition == partition]
+            polled.records += latest(records).values()
+            self._read[partition] = len(records)
+        for partition in self.owned & now:
+            records = [r for r in self._kafka.queries if r.partition == partition]
+            polled.records += records[self._read[partition]:]
+            self._read[partition] = len(records)
+        self.owned, self.assigned_once = now, True
+        return polled
+
+    def offsets(self) -> list[Any]:
+        return [(partition, self._read[partition]) for partition in sorted(self.owned)]
+
+    def group_metadata(self) -> Any:
+        return self._kafka.generation
+
+    def close(self) -> None:
+        self._kafka.owners = {p: m for p, m in self._kafka.owners.items()
+                              if m != self._member}
+
+    def __enter__(self) -> FakeGroup:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+class FakePorts:
+    """A worker's :class:`~workers.runtime.ports.Ports` over a :class:`FakeKafka`: its source
+    and sinks are :class:`FakeTxSource` and :class:`CollectingSink`, its group a
+    :class:`FakeGroup`; fencing a writer gone from the group bumps its producer's epoch
+    (that producer can commit no more)."""
+
+    def __init__(self, kafka: FakeKafka, worker: str = "deltalog-worker-fake") -> None:
+        self.kafka = kafka
+        self.worker = worker
+        self.sinks: list[CollectingSink] = []  # every producer opened, the current last
+        self.created: set[str] = set()
+
+    def source(self, position: int) -> FakeTxSource:
+        return FakeTxSource(self.kafka, position)
+
+    def sink(self) -> CollectingSink:
+        self.sinks.append(CollectingSink(self.kafka, self.worker))
+        return self.sinks[-1]
+
+    def group(self) -> FakeGroup:
+        return FakeGroup(self.kafka, self.worker)
+
+    def ensure_topics(self) -> None:
+        return None
+
+    def create(self, topics: dict[str, dict[str, str]]) -> None:
+        self.created |= topics.keys()
+
+    def progress(self, on_held: Callable[[set[str]], None],
+                 on_hanging: Callable[[set[str], list[Any]], None]) -> dict[str, dict[str, Any]]:
+        return self.kafka.progress()
+
+    def views(self, queries: Sequence[str], on_hanging: Callable[[list[Any]], None]
+              ) -> dict[str, View]:
+        return {query: self.kafka.view(query) for query in queries}
+
+    def integrated_view(self, query: str) -> dict[Row, int]:
+        return self.kafka.result(query)
+
+    def members(self) -> set[str] | None:
+        return set(self.kafka.owners.values())
+
+    def fence_absent(self, writers: set[str]) -> None:
+        for writer in sorted(writers - set(self.kafka.owners.values())):
+            self.kafka.epochs[writer] += 1
+
+    def unstick(self, writers: set[str], held: list[Any]) -> None:
+        return None
+
+    def close(self) -> None:
+        return None

@@ -61,7 +61,7 @@ METRICS_TIMEOUT_S = 10.0
 # The parts of a tick, as the functions that do them: (label, (module path, function)...).
 PHASES: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     ("poll the tx log", (("workers/kafka/source.py", "next_batch"),)),
-    ("poll the queries' group", (("workers/runtime/worker.py", "_own"),)),
+    ("poll the queries' group", (("workers/runtime/query_lifecycle.py", "own"),)),
     ("decode Avro", (("workers/kafka/avro.py", "decode"),
                      ("workers/kafka/messages.py", "transaction_from_avro"))),
     ("normalise", (("workers/engine.py", "_normalise_many"),)),
@@ -69,8 +69,8 @@ PHASES: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     ("apply to the arrangements", (("workers/arrangements/registry.py", "apply"),
                                    ("workers/arrangements/registry.py", "apply_batch"),
                                    ("workers/arrangements/registry.py", "apply_columns"))),
-    ("produce rows, views, progress", (("workers/runtime/worker.py", "_write"),
-                                       ("workers/runtime/worker.py", "_write_view"),
+    ("produce rows, views, progress", (("workers/runtime/tick_writer.py", "_write"),
+                                       ("workers/runtime/tick_writer.py", "_write_view"),
                                        ("workers/kafka/sink.py", "view_marker"),
                                        ("workers/kafka/sink.py", "progress"),
                                        ("workers/kafka/sink.py", "dead_letter"))),
@@ -79,7 +79,7 @@ PHASES: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
                                                     ("workers/kafka/sink.py", "commit"))),
     ("snapshots", (("workers/runtime/worker.py", "_maybe_snapshot"),)),
     ("metrics", (("workers/runtime/worker.py", "_observe"),
-                 ("workers/runtime/worker.py", "_observed"))),
+                 ("workers/runtime/batch.py", "_observed"))),
 )
 TICK = ("workers/runtime/worker.py", "tick")
 TICKS_S = "ticks, s (profiled)"

@@ -41,6 +41,7 @@ from workers.kafka.clients import QueryAdmin, TxProducer
 from workers.kafka.compacted import CompactedReader
 from workers.kafka.topics import Topics
 from workers.kafka.views import read_views
+from workers.runtime import ports as ports_module
 from workers.runtime import worker as worker_module
 from workers.runtime.ownership import HEARTBEATS_PER_SESSION, Ownership
 from workers.runtime.process import WorkerProcess
@@ -176,7 +177,7 @@ def test_a_worker_is_not_ready_while_it_takes_queries_up(
             asked.append(worker.readiness())
             return read_views(*args, **kwargs)
 
-        monkeypatch.setattr(worker_module, "read_views", read_views_asking)
+        monkeypatch.setattr(ports_module, "read_views", read_views_asking)
         worker.start()
         deadline = time.monotonic() + 120
         while not worker.readiness()[0]:

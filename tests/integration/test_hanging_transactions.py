@@ -4,7 +4,7 @@ a tick added partitions to its transaction; here the same state is made on purpo
 transaction writes to a results topic, then to the progress topic, and while the broker is
 stopped the coordinator's record of that second addition is cut from its log.  After the
 restart the coordinator aborts what it knows and the progress partition stays held for ever
-— until deltalog's sweep: the writer's own (a lost tick's partitions, as ``Worker._lost``
+— until deltalog's sweep: the writer's own (a lost tick's partitions, as ``TickWriter._lost``
 does) or a reader's (a worker whose read it holds up, as another writer)."""
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ def test_a_writer_ends_what_its_lost_transaction_left_hanging(own_broker: LocalB
     writer = transactional_id("lost")
     hanging = _leave_hanging(own_broker, config, topics, writer, held=topics.progress)
     with ResultSink(config, topics, writer) as sink:
-        sink.init()  # as Worker._lost: a new producer, whose init aborts what the
+        sink.init()  # as TickWriter._lost: a new producer, whose init aborts what the
         # coordinator knows of the transaction — the results topic — and not the rest
         assert not _held(config, topics.results("q"))
         assert _held(config, topics.progress)

@@ -36,9 +36,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("find", "pull"),  # the :find stage; pulled maps (Spark's tasks read pulled maps)
     ("executors",),  # joins over the arrangements, local and on Spark
     ("database",),  # where the datoms live (memory, Spark's state) and its replication
-    ("engine", "testing", "config"),  # the embedding API; the oracle; the worker's settings
+    ("engine", "config"),  # the embedding API; the worker's settings
     ("kafka",),  # records, topics, clients; they take their settings from config
     ("runtime", "sinks"),  # the worker; the PostgreSQL sink
+    ("testing",),  # the oracle, and fakes of the worker's Kafka (they implement runtime's ports)
     ("demo",),
     ("cli",),
     ("__main__",),

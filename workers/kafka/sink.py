@@ -215,7 +215,7 @@ class ResultSink(Closing):
     def close(self) -> None:
         """Close between transactions: records not committed mean nothing, so none is waited
         for.  Not for a producer whose transaction failed: closing aborts the transaction
-        first, the very call librdkafka can hang in (see ``Worker._lost``)."""
+        first, the very call librdkafka can hang in (see ``TickWriter._lost``)."""
         with watchdog("Kafka close"):
             close_producer(self._producer, 0.0)
 

@@ -10,6 +10,7 @@ only through its transitions: each checks that it is legal and raises
 from __future__ import annotations
 
 import enum
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -96,6 +97,12 @@ class OwnedQueries:
     def __init__(self) -> None:
         self._queries: dict[str, OwnedQuery] = {}
         self._reown: list[KeyedRecord] = []
+        # When queries were last taken up, until a tick including them commits (not ready)
+        self.taken_up_s: float | None = None
+
+    def taking_up(self) -> None:
+        """Registrations are being taken up (the clock runs from the first of them)."""
+        self.taken_up_s = self.taken_up_s or time.monotonic()
 
     def take(self, record: KeyedRecord, registration: Registration, progress: int | None,
              position: int, view: View) -> OwnedQuery:
@@ -126,12 +133,20 @@ class OwnedQueries:
             query.view = None
         return list(zip(reached, views, strict=True))
 
-    def committed(self) -> None:
+    def committed(self) -> float | None:
         """New, resuming, catching up → live: a tick including them committed (their first
-        output, if any, with it)."""
+        output, if any, with it).  The seconds since they began to be taken up (None: no
+        take-up was under way)."""
         for query in self._queries.values():
             if query.state in REGISTERED - {QueryState.LIVE}:
                 query.move(QueryState.LIVE)
+        return self.live_as_is()
+
+    def live_as_is(self) -> float | None:
+        """The take-up is over (queries taken up with nothing to write are live as is);
+        the seconds since it began (None: none was under way)."""
+        began, self.taken_up_s = self.taken_up_s, None
+        return None if began is None else time.monotonic() - began
 
     def drop(self, name: str) -> QueryState | None:
         """Any state → dropped: its partition was revoked, or its registration removed or

@@ -64,15 +64,16 @@ from workers.plan import STRATEGIES, QueryPlan, explain, query_plan
 from workers.plan.ir import Plan
 from workers.pull import Pulling, PullReader
 from workers.pull.maintain import PullReads
+from workers.zset import ZSet
 from workers.zset.row import Row
 
 if TYPE_CHECKING:
     from workers.executors.spark import SparkSettings
 
-Changes = dict[str, dict[Row, int]]
+Changes = dict[str, ZSet[Row]]
 
 
-class TxReport(dict[str, dict[Row, int]]):
+class TxReport(dict[str, ZSet[Row]]):
     """What :meth:`Engine.transact` returns: the changed queries' changes, and ``tempids``,
     the ids its tempids were given (``{"-1": 4611686018428436480}``; Datomic's report)."""
 
@@ -367,7 +368,7 @@ class Engine:
         value = self.db.ids.value
         # Steps 3-4: route and step the affected queries.
         changes: Changes = {}
-        pulled: dict[str, dict[Row, int]] = {}  # stepped pull queries: their input's change
+        pulled: dict[str, ZSet[Row]] = {}  # stepped pull queries: their input's change
         affected = self._affected({value(a) for a in attribute_ids(delta)})
         stepped = self.dispatch.steps({name: self._queries[name].prepared for name in affected},
                                       tick)
@@ -431,7 +432,7 @@ class Engine:
     # -- queries ---------------------------------------------------------------------------
 
     def register(self, name: str, query: Any, inputs: Sequence[Any] = (),
-                 bootstrap: bool = True) -> dict[Row, int]:
+                 bootstrap: bool = True) -> ZSet[Row]:
         """Keep ``query`` live under ``name``; return its current result ``{row: 1}`` (a bag's
         rows with their multiplicities)
         (``bootstrap=False`` skips computing it, for a query resumed after a restart)."""
@@ -462,7 +463,7 @@ class Engine:
         their multiplicity, where a set's weigh 1."""
         return isinstance(self._registered(name).aggregation, Projection)
 
-    def result(self, name: str) -> dict[Row, int]:
+    def result(self, name: str) -> ZSet[Row]:
         """The current result of a registered query, evaluated over the shared arrangements."""
         return self._evaluate(self._registered(name))
 
@@ -488,7 +489,7 @@ class Engine:
         return query_plan(compile_query(query, inputs), self.strategy,
                           functools.cache(self.database.attribute_stats))
 
-    def _evaluate(self, registered: RegisteredQuery) -> dict[Row, int]:
+    def _evaluate(self, registered: RegisteredQuery) -> ZSet[Row]:
         rows = decoded(self.dispatch.evaluate(registered.prepared)[0], self.db.ids)
         if registered.aggregation is not None:
             rows = registered.aggregation.reset(rows)

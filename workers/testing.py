@@ -618,9 +618,9 @@ class FakeKafka:
         return [record.value for record in self.records(self.topics.results(query))
                 if record.value is not None]
 
-    def result(self, query: str) -> dict[Row, int]:
+    def result(self, query: str) -> ZSet[Row]:
         """What the committed change stream of ``query`` integrates to."""
-        result: dict[Row, int] = {}
+        result: ZSet[Row] = {}
         for change in self.changes(query):
             add_into(result, {change["row"]: change["weight"]})
         return result
@@ -857,7 +857,7 @@ class FakePorts:
               ) -> dict[str, View]:
         return {query: self.kafka.view(query) for query in queries}
 
-    def integrated_view(self, query: str) -> dict[Row, int]:
+    def integrated_view(self, query: str) -> ZSet[Row]:
         return self.kafka.result(query)
 
     def members(self) -> set[str] | None:

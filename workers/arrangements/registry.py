@@ -22,6 +22,7 @@ from workers.arrangements.delta import DatomColumns
 from workers.arrangements.keys import IndexOrder
 from workers.arrangements.spine import SpineArrangement
 from workers.arrangements.values import Numbering, ValueIds
+from workers.zset import ZSet
 
 Datom = tuple[Any, Any, Any]
 EAV, AEV, AVE, VAE = IndexOrder.EAV, IndexOrder.AEV, IndexOrder.AVE, IndexOrder.VAE
@@ -46,7 +47,7 @@ class ArrangementRegistry:
     def __len__(self) -> int:
         return self.size
 
-    def encode(self, delta: Mapping[Datom, int]) -> dict[IdDatom, int]:
+    def encode(self, delta: Mapping[Datom, int]) -> ZSet[IdDatom]:
         """A delta of value datoms as id datoms (new values numbered now)."""
         intern = self.ids.intern
         return {(intern(e), intern(a), intern(v)): w for (e, a, v), w in delta.items()}

@@ -11,11 +11,13 @@ run the other two) — and :mod:`~workers.executors.dispatch` picks one per step
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from workers.arrangements.delta import TickDelta
 from workers.executors.work import Work
 from workers.plan.ir import Plan
+from workers.zset import ZSet
+from workers.zset.row import Row
 
 if TYPE_CHECKING:
     from workers.executors.local import LocalExecutor, PreparedPlan
@@ -24,7 +26,6 @@ if TYPE_CHECKING:
     from workers.executors.spark.executor import SparkExecutor, SparkPlan
     from workers.executors.vectorised import Frame, VectorExecutor, VectorPlan
 
-Row = tuple[Any, ...]
 Prepared = TypeVar("Prepared")
 Rows = TypeVar("Rows", covariant=True)
 
@@ -50,7 +51,7 @@ class Executor(Protocol[Prepared, Rows]):
 
 if TYPE_CHECKING:
     def conforming(local: LocalExecutor, vector: VectorExecutor, spark: SparkExecutor
-                   ) -> tuple[Executor[PreparedPlan | PreparedRules, dict[Row, int]],
+                   ) -> tuple[Executor[PreparedPlan | PreparedRules, ZSet[Row]],
                               Executor[VectorPlan, Frame], Executor[SparkPlan, IdRows]]:
         """mypy's check that each executor follows the protocol (never run)."""
         return local, vector, spark

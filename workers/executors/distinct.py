@@ -15,15 +15,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from workers.executors.extenders import Row
 from workers.executors.generic_join import CompiledProgram, count_support
 from workers.executors.work import Work
-from workers.zset import distinct_change
+from workers.zset import ZSet, distinct_change
+from workers.zset.row import Row
 
 
 def set_changes(support: CompiledProgram, derivations: Mapping[Row, int],
-                work: Work) -> dict[Row, int]:
-    out: dict[Row, int] = {}
+                work: Work) -> ZSet[Row]:
+    out: ZSet[Row] = {}
     for row, delta in derivations.items():
         cap = 1 if delta > 0 else 1 - delta
         before = count_support(support, row, cap, work)

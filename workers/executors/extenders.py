@@ -24,9 +24,9 @@ from workers.arrangements.relation import RelationArrangement
 from workers.arrangements.spine import SpineArrangement
 from workers.arrangements.values import Numbering
 from workers.plan.ir import DATOMS, ExtenderSpec, Role, Step, StepKind
-from workers.zset import add_into
+from workers.zset import ZSet, add_into
+from workers.zset.row import Row
 
-Row = tuple[Any, ...]
 Candidates = Mapping[Any, int]
 Arrangement = MemoryArrangement | RelationArrangement
 Relations = Mapping[str, tuple[RelationArrangement, RelationArrangement]]
@@ -131,7 +131,7 @@ class TrieExtender:
         _walk(node, self._tail, 0, row, [], out, self._weighted, single=False)
         return out.get((), 0)
 
-    def enumerate(self, row: Row = ()) -> dict[Row, int]:
+    def enumerate(self, row: Row = ()) -> ZSet[Row]:
         """Every binding of the spec's BIND columns with its weight (a seed)."""
         node = self.node(row)
         if node is None:
@@ -204,7 +204,7 @@ class SpineExtender:
             return total if self._weighted or not total else 1
         return self._walk(row, single=False).get((), 0)
 
-    def enumerate(self, row: Row = ()) -> dict[Row, int]:
+    def enumerate(self, row: Row = ()) -> ZSet[Row]:
         """Every binding of the spec's BIND columns with its weight (a seed)."""
         leaves = self._spine.enumerate(self._order, self.prefix(row))
         if self._shape == "pairs":

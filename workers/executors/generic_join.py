@@ -17,7 +17,6 @@ from workers.executors.extenders import (
     Candidates,
     Extender,
     Relations,
-    Row,
     SpineExtender,
     TrieExtender,
     compile_extender,
@@ -26,6 +25,8 @@ from workers.executors.ops import AbsentOp, CheckOp, CompiledOp, ComputeOp, Filt
 from workers.executors.share import WHOLE, Share
 from workers.executors.work import Work
 from workers.plan.ir import Absent, ExtenderSpec, Filter, JoinProgram, Level, Op
+from workers.zset import ZSet
+from workers.zset.row import Row
 
 EMPTY_ROW: Row = ()
 # proposals in the first chunk a depth-first search intersects (:func:`_extend_lazily`)
@@ -71,7 +72,7 @@ def compile_program(program: JoinProgram, db: ArrangementRegistry, delta: Memory
     )
 
 
-def seed_rows(program: CompiledProgram, work: Work) -> dict[Row, int]:
+def seed_rows(program: CompiledProgram, work: Work) -> ZSet[Row]:
     """The seed pattern's tuples (from the tick's delta), or the single empty row."""
     if program.seed is None:
         return {EMPTY_ROW: 1}
@@ -81,8 +82,8 @@ def seed_rows(program: CompiledProgram, work: Work) -> dict[Row, int]:
     return rows
 
 
-def run(program: CompiledProgram, rows: dict[Row, int], work: Work,
-        share: Share = WHOLE) -> dict[Row, int]:
+def run(program: CompiledProgram, rows: ZSet[Row], work: Work,
+        share: Share = WHOLE) -> ZSet[Row]:
     """Extend ``rows`` through the program; return the projected, consolidated Z-set (of
     the first level's rows in ``share``: an evaluation split between tasks)."""
     for check in program.checks:
@@ -99,9 +100,9 @@ def run(program: CompiledProgram, rows: dict[Row, int], work: Work,
     return project(program, rows)
 
 
-def _expand(rows: dict[Row, int], op: CompiledOp, work: Work) -> dict[Row, int]:
+def _expand(rows: ZSet[Row], op: CompiledOp, work: Work) -> ZSet[Row]:
     work.calls += len(rows)
-    out: dict[Row, int] = {}
+    out: ZSet[Row] = {}
     for row, weight in rows.items():
         for new_row, new_weight in op.expand(row, weight):
             out[new_row] = out.get(new_row, 0) + new_weight
@@ -109,8 +110,8 @@ def _expand(rows: dict[Row, int], op: CompiledOp, work: Work) -> dict[Row, int]:
     return {row: w for row, w in out.items() if w}
 
 
-def _extend(rows: dict[Row, int], extenders: tuple[Extender, ...], work: Work) -> dict[Row, int]:
-    out: dict[Row, int] = {}
+def _extend(rows: ZSet[Row], extenders: tuple[Extender, ...], work: Work) -> ZSet[Row]:
+    out: ZSet[Row] = {}
     for row, weight in rows.items():
         candidates = extend_one(row, extenders, work)
         for value, value_weight in candidates.items():
@@ -204,10 +205,10 @@ def _extend_lazily(row: Row, extenders: tuple[Extender, ...],
     yield from _intersect(row, extenders, proposer, dict(rest), work).items()
 
 
-def project(program: CompiledProgram, rows: dict[Row, int]) -> dict[Row, int]:
+def project(program: CompiledProgram, rows: ZSet[Row]) -> ZSet[Row]:
     if program.identity:
         return rows
-    out: dict[Row, int] = {}
+    out: ZSet[Row] = {}
     columns = program.output
     for row, weight in rows.items():
         key = tuple(row[i] for i in columns)

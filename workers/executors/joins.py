@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from workers.arrangements import ArrangementRegistry, MemoryArrangement
-from workers.executors.extenders import Candidates, Extender, Relations, Row
+from workers.executors.extenders import Candidates, Extender, Relations
 from workers.executors.generic_join import (
     CompiledProgram,
     compile_program,
@@ -27,13 +27,15 @@ from workers.executors.generic_join import (
 )
 from workers.executors.work import Work
 from workers.plan.ir import JoinProgram
+from workers.zset import ZSet
+from workers.zset.row import Row
 
 
 class Joins(Protocol):
     per_fact: bool
 
     def run(self, program: JoinProgram, rows: Mapping[Row, int],
-            work: Work) -> dict[Row, int]: ...
+            work: Work) -> ZSet[Row]: ...
 
     def derivable(self, program: JoinProgram, rows: Iterable[Row], work: Work) -> set[Row]: ...
 
@@ -59,7 +61,7 @@ class LocalJoins:
             self._compiled[id(program)] = found
         return found
 
-    def run(self, program: JoinProgram, rows: Mapping[Row, int], work: Work) -> dict[Row, int]:
+    def run(self, program: JoinProgram, rows: Mapping[Row, int], work: Work) -> ZSet[Row]:
         return run(self.compiled(program), dict(rows), work)
 
     def derivable(self, program: JoinProgram, rows: Iterable[Row], work: Work) -> set[Row]:

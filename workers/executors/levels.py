@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from operator import itemgetter
 
-from workers.arrangements.relation import Row
+from workers.zset.row import Row
 
 
 class Levels:

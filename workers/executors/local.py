@@ -8,13 +8,14 @@ from dataclasses import dataclass
 from workers.arrangements import ArrangementRegistry
 from workers.arrangements.delta import DeltaInput, TickDelta
 from workers.executors.distinct import set_changes
-from workers.executors.extenders import Row
 from workers.executors.generic_join import CompiledProgram, compile_program, run, seed_rows
 from workers.executors.joins import LocalJoins
 from workers.executors.rules import PreparedRules
 from workers.executors.terms import CompiledTerm, compile_term, derivation_change
 from workers.executors.work import Work
 from workers.plan.ir import Body, RulesPlan
+from workers.zset import ZSet
+from workers.zset.row import Row
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +47,7 @@ class LocalExecutor:
                             tuple(compile_term(term, db, delta) for term in plan.terms))
 
     def step(self, prepared: PreparedPlan | PreparedRules, delta: TickDelta
-             ) -> tuple[dict[Row, int], Work]:
+             ) -> tuple[ZSet[Row], Work]:
         work = Work()
         self.input.feed(delta)
         if isinstance(prepared, PreparedRules):
@@ -54,7 +55,7 @@ class LocalExecutor:
         derivations = derivation_change(prepared.terms, work)
         return (set_changes(prepared.support, derivations, work) if derivations else {}), work
 
-    def evaluate(self, prepared: PreparedPlan | PreparedRules) -> tuple[dict[Row, int], Work]:
+    def evaluate(self, prepared: PreparedPlan | PreparedRules) -> tuple[ZSet[Row], Work]:
         work = Work()
         self.input.feed(None)
         if isinstance(prepared, PreparedRules):

@@ -17,8 +17,9 @@ from typing import Any
 
 from workers.arrangements.values import Numbering
 from workers.datalog.functions import FUNCTIONS, CallFailed, call, truthy
-from workers.executors.extenders import Extender, Row
+from workers.executors.extenders import Extender
 from workers.plan.ir import Compute, Filter, Step, StepKind
+from workers.zset.row import Row
 
 Expanded = list[tuple[Row, int]]
 Getter = Callable[[Row], Any]

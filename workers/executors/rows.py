@@ -8,20 +8,19 @@ result's million rows become tuples once, decoded a column at a time.
 
 from __future__ import annotations
 
-from typing import Any
-
 from workers.arrangements.values import Numbering
 from workers.executors.vectorised import Frame
 from workers.executors.work import Work
+from workers.zset import ZSet
 from workers.zset.row import Row
 
 # Rows of value ids and their weights, as an executor gives them.
-IdRows = dict[tuple[Any, ...], int] | Frame
+IdRows = ZSet[Row] | Frame
 # A query's step or evaluation: its rows of value ids, and the work it took.
 Stepped = tuple[IdRows, Work]
 
 
-def decoded(rows: IdRows, ids: Numbering) -> dict[Row, int]:
+def decoded(rows: IdRows, ids: Numbering) -> ZSet[Row]:
     """Rows of value ids as rows of values, each a :class:`~workers.zset.row.Row` (one
     value per id, and ``1``, ``1.0``, ``true`` kept apart: no two rows merge); columns a
     column at a time, then zipped into rows once."""

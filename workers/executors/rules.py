@@ -49,7 +49,7 @@ from operator import itemgetter
 from workers.arrangements import IndexOrder, MemoryArrangement
 from workers.arrangements.relation import RelationArrangement
 from workers.arrangements.values import Numbering
-from workers.executors.extenders import Relations, Row
+from workers.executors.extenders import Relations
 from workers.executors.joins import Joins
 from workers.executors.levels import Levels
 from workers.executors.work import Work
@@ -66,6 +66,8 @@ from workers.plan.ir import (
     Step,
     StepKind,
 )
+from workers.zset import ZSet
+from workers.zset.row import Row
 
 Heads = dict[str, set[Row]]
 # a derivation's premises in the stratum, each with its relation's marked tuples
@@ -145,7 +147,7 @@ class PreparedRules:
 
     # -- the two entry points ------------------------------------------------------------
 
-    def step(self, work: Work) -> dict[Row, int]:
+    def step(self, work: Work) -> ZSet[Row]:
         """The tick's change of the query's relation (the shared datoms' delta is read
         through the plan's ``delta`` arrangement)."""
         for stratum in self.strata:
@@ -154,7 +156,7 @@ class PreparedRules:
         self._commit()
         return changes
 
-    def evaluate(self, work: Work) -> dict[Row, int]:
+    def evaluate(self, work: Work) -> ZSet[Row]:
         """Recompute every derived relation from the current datoms."""
         for relation in self._relations.values():
             relation.state.reset()

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from workers.arrangements.batch import Ints, Mask
-from workers.executors.extenders import Row
+from workers.zset import ZSet
+from workers.zset.row import Row
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,7 +24,7 @@ class Share:
     index: int
     count: int
 
-    def rows(self, rows: dict[Row, int]) -> dict[Row, int]:
+    def rows(self, rows: ZSet[Row]) -> ZSet[Row]:
         """The seed rows of this share."""
         if self.count == 1:
             return rows

@@ -13,12 +13,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from workers.arrangements import ArrangementRegistry, MemoryArrangement
-from workers.executors.extenders import Row
 from workers.executors.generic_join import CompiledProgram, compile_program, run, seed_rows
 from workers.executors.share import WHOLE, Share
 from workers.executors.work import Work
 from workers.plan.ir import BinaryTerm, DeltaTerm, Term
-from workers.zset import add_into
+from workers.zset import ZSet, add_into
+from workers.zset.row import Row
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,10 +51,10 @@ def compile_term(term: Term, db: ArrangementRegistry, delta: MemoryArrangement) 
 
 
 def derivation_change(terms: Sequence[CompiledTerm], work: Work,
-                      share: Share = WHOLE) -> dict[Row, int]:
+                      share: Share = WHOLE) -> ZSet[Row]:
     """The tick's change of the query's derivation counts, over the ``:find`` columns (from
     the ``share`` of each term's seed rows: every term is linear in them)."""
-    total: dict[Row, int] = {}
+    total: ZSet[Row] = {}
     for term in terms:
         if isinstance(term, CompiledDelta):
             add_into(total, _seeded(term.program, work, share))
@@ -66,12 +66,12 @@ def derivation_change(terms: Sequence[CompiledTerm], work: Work,
     return total
 
 
-def _seeded(program: CompiledProgram, work: Work, share: Share) -> dict[Row, int]:
+def _seeded(program: CompiledProgram, work: Work, share: Share) -> ZSet[Row]:
     rows = share.rows(seed_rows(program, work))
     return run(program, rows, work) if rows else {}
 
 
-def _chain(programs: Sequence[CompiledProgram], work: Work, share: Share) -> dict[Row, int]:
+def _chain(programs: Sequence[CompiledProgram], work: Work, share: Share) -> ZSet[Row]:
     rows = _seeded(programs[0], work, share)
     for program in programs[1:]:
         if not rows:

@@ -22,9 +22,10 @@ from workers.errors import ErrorCode, WorkersError
 from workers.kafka.avro import AvroCodec, registry_for
 from workers.kafka.closing import Closing, close_producer
 from workers.kafka.hanging import abort_on
-from workers.kafka.messages import Row, row_to_avro
+from workers.kafka.messages import row_to_avro
 from workers.kafka.topics import Topics
 from workers.kafka.views import MARKER, view_row
+from workers.zset.row import Row
 
 TRANSACTION_TIMEOUT_S = 30.0  # init/commit/abort calls; well under transaction.timeout.ms
 QUEUE_FULL_WAIT_S = 0.1  # back off while librdkafka's send queue drains

@@ -24,7 +24,7 @@ from workers.kafka.avro import AvroCodec, registry_for
 from workers.kafka.clients import progress_table
 from workers.kafka.closing import Closing
 from workers.kafka.compacted import CompactedReader
-from workers.kafka.messages import Row, row_from_avro
+from workers.kafka.messages import row_from_avro
 from workers.kafka.sink import ResultSink
 from workers.kafka.source import TxRecord, TxSource
 from workers.kafka.topics import Topics, create, ensure_topics
@@ -32,7 +32,8 @@ from workers.kafka.views import View, read_views
 from workers.runtime import fencing
 from workers.runtime.ownership import Ownership, Polled
 from workers.runtime.process import transactional_id
-from workers.zset import add_into
+from workers.zset import ZSet, add_into
+from workers.zset.row import Row
 
 log = logging.getLogger("workers.runtime.worker")  # the worker's log, whichever part writes
 OnHeld = Callable[[set[str]], None]  # the writers named so far, of a read held up
@@ -150,7 +151,7 @@ class Ports(Protocol):
         """The committed views (:func:`~workers.kafka.views.read_views`)."""
         ...
 
-    def integrated_view(self, query: str) -> dict[Row, int]:
+    def integrated_view(self, query: str) -> ZSet[Row]:
         """What a query's committed change stream integrates to."""
         ...
 
@@ -197,12 +198,12 @@ class KafkaPorts(Closing):
               ) -> dict[str, View]:
         return read_views(self._config, queries, on_hanging=on_hanging)
 
-    def integrated_view(self, query: str) -> dict[Row, int]:
+    def integrated_view(self, query: str) -> ZSet[Row]:
         """For a query caught up before it had a view topic (an upgrade): exact only while
         the stream is complete; retention having deleted its beginning is logged as an
         error."""
         topic = self._topics.results(query)
-        view: dict[Row, int] = {}
+        view: ZSet[Row] = {}
         with CompactedReader(self._config, topic) as reader:
             if any(low > 0 for low in reader.low_watermarks()):
                 log.error("query %s: the beginning of %s was deleted before its view was "

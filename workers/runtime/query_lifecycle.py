@@ -44,7 +44,6 @@ from workers.config import WorkerConfig
 from workers.errors import WorkersError
 from workers.kafka.avro import AvroCodec, registry_for
 from workers.kafka.compacted import KeyedRecord
-from workers.kafka.messages import Row
 from workers.kafka.registration import parse_registration
 from workers.kafka.topics import Topics, check_query_name
 from workers.kafka.views import View
@@ -56,7 +55,8 @@ from workers.runtime.ports import Group, OnHeld, Ports
 from workers.runtime.queries import REGISTERED, OwnedQueries, OwnedQuery, QueryState
 from workers.runtime.tick_writer import TickOutput, TickWriter
 from workers.runtime.views import ViewWrites
-from workers.zset import add, neg
+from workers.zset import ZSet, add, neg
+from workers.zset.row import Row
 
 log = logging.getLogger("workers.runtime.worker")  # the worker's log, whichever part writes
 
@@ -212,7 +212,7 @@ class QueryLifecycle:
         else:
             self._resumed(query, view, rows, output)
 
-    def _catch_up(self, name: str, offset: int, done: int, view: View, rows: dict[Row, int],
+    def _catch_up(self, name: str, offset: int, done: int, view: View, rows: ZSet[Row],
                   output: TickOutput) -> None:
         """A query committed up to ``done``, at ``rows`` now: the difference from its
         committed view, as one change ``done + 1 ..`` the tick's last transaction."""
@@ -223,7 +223,7 @@ class QueryLifecycle:
             output.replaced[name] = (view.rows, committed)
         log.info("query %s caught up from tx %d", name, done, extra={"query": name})
 
-    def _resumed(self, query: OwnedQuery, view: View, rows: dict[Row, int],
+    def _resumed(self, query: OwnedQuery, view: View, rows: ZSet[Row],
                  output: TickOutput) -> None:
         """A query resumed as it was; its view is built from ``rows``, its current result,
         if its topic does not hold it yet (``view``: what the topic holds)."""

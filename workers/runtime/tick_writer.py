@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from confluent_kafka import TopicPartition
 
 from workers import metrics
-from workers.kafka.messages import Row
 from workers.kafka.sink import TransactionFailed
 from workers.kafka.views import MARKER
 from workers.runtime.dead_letters import DeadLetters, Refused
@@ -39,7 +38,8 @@ from workers.runtime.pieces import Pieces
 from workers.runtime.ports import Group, Ports, Sink
 from workers.runtime.queries import OwnedQueries
 from workers.runtime.views import ViewWrites
-from workers.zset import add
+from workers.zset import ZSet, add
+from workers.zset.row import Row
 
 log = logging.getLogger("workers.runtime.worker")  # the worker's log, whichever part writes
 _ROWS_ADDED = metrics.RESULT_ROWS.labels("+")  # looked up once: labels() costs more than inc()
@@ -50,13 +50,13 @@ _ROWS_REMOVED = metrics.RESULT_ROWS.labels("-")
 class TickOutput:
     """What one tick will write."""
 
-    snapshots: dict[str, tuple[int, dict[Row, int]]] = field(default_factory=dict)  # at tx
-    changes: dict[str, dict[Row, int]] = field(default_factory=dict)
+    snapshots: dict[str, tuple[int, ZSet[Row]]] = field(default_factory=dict)  # at tx
+    changes: dict[str, ZSet[Row]] = field(default_factory=dict)
     dead_letters: list[tuple[str, int, str, str, bytes]] = field(default_factory=list)
     refused: dict[str, int] = field(default_factory=dict)  # query -> registration offset
     first: dict[str, int] = field(default_factory=dict)  # query -> tx_first of a catch-up
     # query -> (what its view topic holds, its view before ``changes``): the view is rewritten
-    replaced: dict[str, tuple[dict[Row, int], dict[Row, int]]] = field(default_factory=dict)
+    replaced: dict[str, tuple[ZSet[Row], ZSet[Row]]] = field(default_factory=dict)
 
     def drop(self, query: str) -> None:
         for table in (self.snapshots, self.changes, self.refused, self.first, self.replaced):
@@ -155,7 +155,7 @@ class TickWriter:
         crash_point("after-commit")
         return True
 
-    def _write(self, query: str, rows: dict[Row, int], tx_first: int, tx_last: int,
+    def _write(self, query: str, rows: ZSet[Row], tx_first: int, tx_last: int,
                view: bool = True) -> None:
         """A query's change rows, and (``view``) the new weights of those rows in its view."""
         registration = self._queries[query].offset
@@ -173,7 +173,7 @@ class TickWriter:
         _ROWS_REMOVED.inc(len(rows) - added)
         crash_point("mid-produce")
 
-    def _write_view(self, query: str, weights: dict[Row, int], tx_last: int) -> None:
+    def _write_view(self, query: str, weights: ZSet[Row], tx_last: int) -> None:
         registration = self._queries[query].offset
         for row, weight in weights.items():
             self.sink.view(query, registration, row, weight, tx_last)

@@ -15,15 +15,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from workers.kafka.messages import Row
+from workers.zset import ZSet
+from workers.zset.row import Row
 
 
 class ViewWrites:
     """The weights to write to the views of the queries owned here."""
 
     def __init__(self) -> None:
-        self._bags: dict[str, dict[Row, int]] = {}  # bag query -> its committed view
-        self._staged: dict[str, dict[Row, int]] = {}  # this tick's writes to bag views
+        self._bags: dict[str, ZSet[Row]] = {}  # bag query -> its committed view
+        self._staged: dict[str, ZSet[Row]] = {}  # this tick's writes to bag views
 
     def own(self, query: str, bag: bool, committed: Mapping[Row, int]) -> None:
         """A query taken up here, whose view topic holds ``committed``."""
@@ -35,7 +36,7 @@ class ViewWrites:
         self._bags.pop(query, None)
         self._staged.pop(query, None)
 
-    def changed(self, query: str, change: Mapping[Row, int]) -> dict[Row, int]:
+    def changed(self, query: str, change: Mapping[Row, int]) -> ZSet[Row]:
         """The new weights of the rows ``change`` touches (0: the row left)."""
         if query not in self._bags:
             return {row: 1 if weight > 0 else 0 for row, weight in change.items()}
@@ -45,7 +46,7 @@ class ViewWrites:
         return {row: staged[row] for row in change}
 
     def replaced(self, query: str, held: Mapping[Row, int], view: Mapping[Row, int]
-                 ) -> dict[Row, int]:
+                 ) -> ZSet[Row]:
         """The writes that turn ``held`` (what the view topic holds) into ``view``."""
         writes = {row: view.get(row, 0) for row in held.keys() | view.keys()
                   if view.get(row, 0) != held.get(row, 0)}

@@ -48,7 +48,8 @@ import edn_format
 
 from workers.datalog.ast import Aggregate, Constant, Pattern, Pull, Query, Variable
 from workers.errors import ErrorCode, WorkersError
-from workers.kafka.messages import Row, canonical_edn
+from workers.kafka.messages import canonical_edn
+from workers.zset.row import Row
 
 ROW_KEY = "row_key"
 WEIGHT = "weight"

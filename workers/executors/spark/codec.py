@@ -15,8 +15,9 @@ import numpy as np
 import pyarrow as pa
 
 from workers.arrangements.batch import Ids, Ints
-from workers.executors.extenders import Row
 from workers.executors.vectorised import Frame
+from workers.zset import ZSet
+from workers.zset.row import Row
 
 WEIGHT = "w"
 QUERY = "q"  # a step's rows: which of the tick's plans each belongs to
@@ -74,14 +75,14 @@ def from_rows(rows: Mapping[Row, int], width: int) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema(width))
 
 
-def to_rows(table: pa.Table, width: int) -> dict[Row, int]:
+def to_rows(table: pa.Table, width: int) -> ZSet[Row]:
     """Collected id rows as a Z-set (equal rows from several tasks summed, zeros dropped)."""
     weights = table.column(WEIGHT).to_pylist()
     if not width:  # no find columns: at most one (empty) row
         total = sum(weights)
         return {(): total} if total else {}
     columns = [table.column(column(i)).to_pylist() for i in range(width)]
-    out: dict[Row, int] = {}
+    out: ZSet[Row] = {}
     for row, weight in zip(zip(*columns, strict=True), weights, strict=True):
         out[row] = out.get(row, 0) + weight
     return {row: weight for row, weight in out.items() if weight}

@@ -46,7 +46,7 @@ from workers.arrangements import ArrangementRegistry, MemoryArrangement
 from workers.arrangements.batch import Ids, Ints
 from workers.arrangements.delta import DatomColumns, TickDelta
 from workers.db.bulk import Events
-from workers.executors.extenders import Relations, Row
+from workers.executors.extenders import Relations
 from workers.executors.spark import tasks
 from workers.executors.spark.codec import (
     QUERY,
@@ -75,6 +75,8 @@ from workers.executors.vectorised import Frame, consolidated
 from workers.executors.work import Work
 from workers.plan.ir import JoinProgram, Plan
 from workers.pull.maintain import PullReads
+from workers.zset import ZSet
+from workers.zset.row import Row
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -85,7 +87,7 @@ SPLIT_DATOMS = 10_000
 # A compaction writes a bucket of the base per this many datoms (at least one per share): a
 # task sums its bucket in memory.
 BUCKET_DATOMS = 4_000_000
-Counted = TypeVar("Counted", dict[Row, int], Frame)
+Counted = TypeVar("Counted", ZSet[Row], Frame)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,12 +125,12 @@ class SparkExecutor:
     def prepare(self, plan: Plan) -> SparkPlan:
         return SparkPlan(plan)
 
-    def step(self, prepared: SparkPlan, delta: TickDelta) -> tuple[dict[Row, int], Work]:
+    def step(self, prepared: SparkPlan, delta: TickDelta) -> tuple[ZSet[Row], Work]:
         """One query's set changes of the tick (:meth:`steps` of one)."""
         return self.steps([prepared], delta)[0]
 
     def steps(self, prepared: Sequence[SparkPlan], tick_delta: TickDelta
-              ) -> list[tuple[dict[Row, int], Work]]:
+              ) -> list[tuple[ZSet[Row], Work]]:
         """The tick's set changes of several queries and their work, all in one job (a
         job's floor per tick, not per query): a small tick one task, a large one two stages
         (derive by share, then distinct by query and row)."""
@@ -181,7 +183,7 @@ class SparkExecutor:
                         tick.counters.of(0)), work
 
     def run_rows(self, program: JoinProgram, rows: Mapping[Row, int], delta: MemoryArrangement,
-                 derived: Relations, work: Work) -> dict[Row, int]:
+                 derived: Relations, work: Work) -> ZSet[Row]:
         """Rows over the program's seed variables through its checks and levels (GenericJoin
         levels only: the caller runs the other ops), reading derived relations too."""
         task = Rows(self.state.manifest(), program, constants(program, self.db.ids),

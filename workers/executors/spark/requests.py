@@ -18,12 +18,14 @@ from workers.arrangements.delta import DatomColumns
 from workers.arrangements.relation import RelationArrangement
 from workers.arrangements.values import Numbering
 from workers.db.bulk import Events
-from workers.executors.extenders import Relations, Row
+from workers.executors.extenders import Relations
 from workers.executors.spark.cache import PlanIds
 from workers.executors.spark.jobs import WorkCounts
 from workers.executors.spark.state import Manifest
 from workers.plan.ir import JoinProgram, Plan, Step, StepKind
 from workers.pull.maintain import PullReads
+from workers.zset import ZSet
+from workers.zset.row import Row
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +57,7 @@ class Rows:
     constants: dict[Any, int]
     delta: DatomColumns
     shares: int
-    rows: dict[Row, int]
+    rows: ZSet[Row]
     relations: dict[str, tuple[RelationArrangement, RelationArrangement]]
     counters: WorkCounts  # of one plan: the program
 

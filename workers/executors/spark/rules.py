@@ -16,11 +16,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from workers.arrangements import ArrangementRegistry, MemoryArrangement
-from workers.executors.extenders import Relations, Row
+from workers.executors.extenders import Relations
 from workers.executors.joins import LocalJoins
 from workers.executors.spark.executor import SparkExecutor
 from workers.executors.work import Work
 from workers.plan.ir import Compute, ExtenderSpec, Filter, JoinProgram, Op, columns_added
+from workers.zset import ZSet
+from workers.zset.row import Row
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +45,7 @@ class SparkJoins:
         self._local = LocalJoins(old, delta, relations)
         self._pieces: dict[int, tuple[Piece, ...]] = {}
 
-    def run(self, program: JoinProgram, rows: Mapping[Row, int], work: Work) -> dict[Row, int]:
+    def run(self, program: JoinProgram, rows: Mapping[Row, int], work: Work) -> ZSet[Row]:
         current = dict(rows)
         for piece in self._cut(program):
             if not current:
@@ -53,7 +55,7 @@ class SparkJoins:
                                                self._relations, work)
             else:
                 current = self._local.run(piece.program, current, work)
-        out: dict[Row, int] = {}
+        out: ZSet[Row] = {}
         for row, weight in current.items():
             key = tuple(row[i] for i in program.output)
             out[key] = out.get(key, 0) + weight

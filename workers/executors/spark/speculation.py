@@ -30,9 +30,10 @@ import numpy as np
 from workers import metrics
 from workers.arrangements.batch import Ids, Ints, sort_order
 from workers.arrangements.delta import DatomColumns
-from workers.executors.extenders import Row
 from workers.executors.work import Work
 from workers.plan.ir import Plan
+from workers.zset import ZSet
+from workers.zset.row import Row
 
 Version = tuple[str, int]  # a state's epoch and version
 _ASSUMED = {outcome: metrics.SPARK_ASSUMED_STEPS.labels(outcome)
@@ -68,7 +69,7 @@ class Speculated:
     version: Version
     plans: tuple[Plan, ...]
     delta: DatomColumns
-    rows: list[dict[Row, int]]
+    rows: list[ZSet[Row]]
     works: list[Work | None]
     seconds: float
     pulled: PulledAhead | None

@@ -69,8 +69,13 @@ def abort_on(producer: Producer, partitions: Sequence[TopicPartition]) -> None:
     for partition in partitions:
         producer.produce(partition.topic, None, b"", partition=partition.partition,
                          on_delivery=report)
-    left = producer.flush(TIMEOUT_S)  # aborting purges what is still queued: the records
-    producer.abort_transaction(TIMEOUT_S)  # must be written for the partitions to be added
+    try:  # aborting purges what is still queued: the records must be written for the
+        left = producer.flush(TIMEOUT_S)  # partitions to be added
+    except SystemError as error:  # a fatal error (say, fenced) is pending while the client
+        if isinstance(error.__cause__, KafkaException):  # reports a record: that error
+            raise error.__cause__ from None
+        raise
+    producer.abort_transaction(TIMEOUT_S)
     if left or failed or len(written) < len(partitions):
         raise KafkaException(KafkaError(
             KafkaError._FAIL, f"the abort of what may hang on {len(partitions)} partitions "

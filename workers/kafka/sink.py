@@ -37,9 +37,6 @@ HUNG_EXIT_CODE = 75  # EX_TEMPFAIL: restart me
 # lookup never started again, #5511), is waited for this long, then given up: the tick is
 # lost like any failed transaction (see ``ResultSink.send_offsets``).  Under ``HUNG_CALL_S``.
 SEND_OFFSETS_BOUND_S = TRANSACTION_TIMEOUT_S + 15.0
-# While it is pending past this, the producer is asked for metadata every as long: a request
-# that may set the coordinator lookup going again (#5511).
-NUDGE_AFTER_S = 5.0
 # Records librdkafka may queue before ``produce`` waits (its default: 100,000).  A full queue
 # of change and view records took ~33 MB more than one of this size, and glibc kept it after
 # the queue drained; the big ticks were no slower (docs/fleet.md, "Worker memory").
@@ -166,14 +163,17 @@ class ResultSink(Closing):
 
         The call runs on a thread of its own and is waited for ``SEND_OFFSETS_BOUND_S``:
         after a broker restart librdkafka 2.16 could leave it blocked for ever (#5456, #5511;
-        the watchdog then ended the worker).  Past ``NUDGE_AFTER_S`` the producer is asked
-        for metadata now and then, which may set its coordinator lookup going again; past
-        the bound the transaction is given up (``TransactionFailed``): the worker drops this
-        producer and its ``init_transactions`` of a new one with the same transactional id
-        aborts the transaction and fences this one, as for any lost tick (``Worker._lost``).
-        Safe because nothing is committed yet: a producer never asked to commit cannot
-        commit, and a call that completes later only adds to a transaction that is aborted.
-        The blocked thread keeps the producer alive; it is never used again."""
+        the watchdog then ended the worker).  Past the bound the transaction is given up
+        (``TransactionFailed``): the worker drops this producer and its
+        ``init_transactions`` of a new one with the same transactional id aborts the
+        transaction and fences this one, as for any lost tick (``Worker._lost``).  Safe
+        because nothing is committed yet: a producer never asked to commit cannot commit,
+        and a call that completes later only adds to a transaction that is aborted.  The
+        blocked thread keeps the producer alive; it is never used again.  (Asking the
+        blocked producer for metadata every 5 s did not set it going: with debug logs, its
+        AddOffsetsToTxn answered, no TxnOffsetCommit ever left, and the broker handle
+        decommissioned during the outage stayed "terminating in state INIT: 2 refcnts" — the
+        cached group coordinator of #5511 — through 8 such requests.)"""
         if offsets:
             self._bounded(self._producer.send_offsets_to_transaction, offsets, group_metadata,
                           TRANSACTION_TIMEOUT_S)
@@ -194,29 +194,18 @@ class ResultSink(Closing):
             finally:
                 done.set()
 
-        started = time.monotonic()
-        deadline = started + SEND_OFFSETS_BOUND_S
         with watchdog(f"Kafka {name}"):
             threading.Thread(target=call, name=f"kafka-{name}", daemon=True).start()
-            while not done.wait(min(NUDGE_AFTER_S, max(0.0, deadline - time.monotonic()))):
-                if time.monotonic() >= deadline:
-                    log.error("Kafka %s still blocked after %.0f s (librdkafka #5456, #5511):"
-                              " the transaction is given up", name, SEND_OFFSETS_BOUND_S)
-                    raise TransactionFailed(f"Kafka transaction failed: {name} blocked for "
-                                            f"{SEND_OFFSETS_BOUND_S:.0f} s, given up")
-                self._nudge(name, time.monotonic() - started)
+            if not done.wait(SEND_OFFSETS_BOUND_S):
+                log.error("Kafka %s still blocked after %.0f s (librdkafka #5456, #5511): "
+                          "the transaction is given up", name, SEND_OFFSETS_BOUND_S)
+                raise TransactionFailed(f"Kafka transaction failed: {name} blocked for "
+                                        f"{SEND_OFFSETS_BOUND_S:.0f} s, given up")
         error = outcome[0]
         if isinstance(error, KafkaException):
             raise _failed(error) from error
         if error is not None:
             raise error
-
-    def _nudge(self, name: str, waited_s: float) -> None:
-        """A metadata request from this thread while ``name`` is pending (#5511)."""
-        log.warning("Kafka %s pending for %.0f s: asking the cluster's metadata",
-                    name, waited_s)
-        with contextlib.suppress(KafkaException):
-            self._producer.list_topics(timeout=NUDGE_AFTER_S)
 
     def commit(self) -> None:
         """Commit; a retriable failure means the outcome is not known yet, so the commit is

@@ -90,6 +90,23 @@ def test_a_sweep_that_missed_a_partition_aborts_then_raises(how: str) -> None:
     assert producer.calls[-1] == "abort"  # the transaction ended all the same
 
 
+def test_a_fatal_error_pending_while_a_record_is_reported_is_raised_as_itself() -> None:
+    """confluent_kafka calls the delivery report with a fatal error (fenced) pending, and the
+    report's return then raises SystemError from it: the sweep raises the Kafka error, as
+    before the reports were counted (the worker then takes a new producer)."""
+    fenced = KafkaException(KafkaError(KafkaError._FENCED, "fenced", fatal=True))
+
+    class Fenced(FakeProducer):
+        def flush(self, timeout: float) -> int:
+            raise SystemError("report returned a result with an exception set") from fenced
+
+    producer = Fenced({})
+    with pytest.raises(KafkaException) as raised:
+        abort_on(producer, PARTITIONS)  # type: ignore[arg-type]
+    assert raised.value is fenced
+    assert "abort" not in producer.calls
+
+
 def _sink(producer: FakeProducer) -> ResultSink:
     sink = ResultSink.__new__(ResultSink)  # no broker: only the producer is used
     sink._producer = producer  # type: ignore[assignment]

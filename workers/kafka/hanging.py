@@ -51,9 +51,7 @@ def abort_on(producer: Producer, partitions: Sequence[TopicPartition]) -> None:
     it got no marker and whatever hangs there still hangs — and the next commit of this
     transactional id on it would end those records as *committed* (a lost tick's changes
     committed after all, then sent again: doubled).  The caller sweeps again before it
-    commits.  After a broker restart (test_sink_survives_a_broker_restart, 1 run in 3) a
-    sweep wrote its record to the progress partition and none to the results and view
-    partitions, and said nothing."""
+    commits.  (It used to return whatever became of the records.)"""
     if not partitions:
         return
     failed: list[str] = []

@@ -223,9 +223,13 @@ class ResultSink(Closing):
 
     def sweep(self, topics: set[str]) -> None:
         """End what a lost transaction of this transactional id may have left hanging on
-        ``topics`` in one aborted transaction over all their partitions
-        (:mod:`workers.kafka.hanging`).  Before this producer commits anything: a commit
-        would end the hanging records as committed.  None open now."""
+        ``topics`` — and on every other topic the workers write — in one aborted
+        transaction over all their partitions (:mod:`workers.kafka.hanging`).  Before this
+        producer commits anything: a commit would end the hanging records as committed.
+        Every topic, because a tick whose commit succeeded can hang too (the broker skipped
+        its markers, ``Worker._reown_all``): the sweep must end it on all its partitions
+        alike, else a partition left out has it committed by the next commit while the
+        others have it aborted.  None open now."""
         def sweep_partitions() -> None:
             metadata = self._producer.list_topics(timeout=TRANSACTION_TIMEOUT_S).topics
             unknown = sorted(topic for topic in topics if not (
@@ -235,8 +239,10 @@ class ResultSink(Closing):
                 raise KafkaException(KafkaError(  # as committed (hanging.abort_on)
                     KafkaError.UNKNOWN_TOPIC_OR_PART, "the sweep finds no partitions of "
                     f"{', '.join(unknown)} in the metadata: sweep again", retriable=True))
+            every = topics | {topic for topic in metadata
+                              if self._topics.written_by_workers(topic)}
             abort_on(self._producer, [
-                TopicPartition(topic, partition) for topic in sorted(topics)
+                TopicPartition(topic, partition) for topic in sorted(every)
                 for partition in sorted(metadata[topic].partitions)])
 
         self._call(sweep_partitions)

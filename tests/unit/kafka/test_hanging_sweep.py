@@ -1,9 +1,9 @@
-"""A sweep (``hanging.abort_on``, ``ResultSink.sweep``) that did not write its record to every
-partition says so: a partition it missed may still hold a lost transaction's records, and the
-next commit of the same transactional id there would end them as committed — the lost tick's
-changes committed after all, then sent again with the next tick (after a broker restart:
+"""A sweep (``hanging.abort_on``, ``ResultSink.sweep``) ends what hangs on every partition the
+workers write, and fails when it did not write its record to one: a partition it missed may
+still hold records of this transactional id, and the next commit there would end them as
+committed while the sweep aborted them elsewhere (after a broker restart
 ``tests/integration/test_postgres_sink.py::test_sink_survives_a_broker_restart``'s table had
-the rows of one tick twice).  Crafted producers, no broker."""
+one tick's rows twice: docs/pipeline.md, "PostgreSQL").  Crafted producers, no broker."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from workers.kafka.hanging import abort_on
 from workers.kafka.sink import ResultSink, TransactionFailed
+from workers.kafka.topics import Topics
 
 
 class _Message:
@@ -110,6 +111,7 @@ def test_a_fatal_error_pending_while_a_record_is_reported_is_raised_as_itself() 
 def _sink(producer: FakeProducer) -> ResultSink:
     sink = ResultSink.__new__(ResultSink)  # no broker: only the producer is used
     sink._producer = producer  # type: ignore[assignment]
+    sink._topics = Topics("t")
     return sink
 
 
@@ -128,8 +130,12 @@ def test_the_worker_sweep_never_skips_a_topic_the_metadata_lacks() -> None:
     assert "begin" not in producer.calls
 
 
-def test_the_worker_sweep_covers_every_partition_of_its_topics() -> None:
-    producer = FakeProducer({"t.progress": 1, "t.results.q": 2, "t.other": 1})
-    _sink(producer).sweep({"t.progress", "t.results.q"})
+def test_the_worker_sweep_covers_every_topic_the_workers_write() -> None:
+    """Not only the topics asked for: a tick seen committed whose markers the broker skipped
+    hangs on every partition it wrote, and each must end the same way (aborted)."""
+    producer = FakeProducer({"t.progress": 1, "t.results.q": 2, "t.views.q": 1,
+                             "t.results.other": 1, "t.unrelated": 1})
+    _sink(producer).sweep({"t.progress"})
     assert [c for c in producer.calls if c.startswith("produce")] == [
-        "produce t.progress[0]", "produce t.results.q[0]", "produce t.results.q[1]"]
+        "produce t.progress[0]", "produce t.results.other[0]", "produce t.results.q[0]",
+        "produce t.results.q[1]", "produce t.views.q[0]"]

@@ -47,10 +47,11 @@ One tick:
    touch in each view topic (ending with the view's marker), dead letters, every live query's
    progress, and the group's metadata (``send_offsets_to_transaction``: a worker that lost
    its partitions cannot commit) — commit.  A transaction that fails is abandoned with
-   its producer (a new one's ``init_transactions`` aborts it, and its sweep what the
-   coordinator did not know of) and its held output carried into the next tick, for the
-   queries still owned then; a query that had pieces written is owned anew instead, caught
-   up from its committed progress like a query taken over;
+   its producer (a new one's ``init_transactions`` aborts it, and its sweep — over every
+   topic the workers write — what the coordinator did not know of) and its held output
+   carried into the next tick; every registered query is owned anew then, caught up from
+   its committed progress like a query taken over (the sweep may have aborted a tick seen
+   committed whose markers the broker skipped: docs/pipeline.md, "PostgreSQL");
 5. resume the waiting queries the position has reached; snapshot the database if the
    interval has elapsed.
 

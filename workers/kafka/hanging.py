@@ -20,8 +20,9 @@ marker from a newer epoch of the producer closes what an older one left open).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from confluent_kafka import Producer, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 
 from workers.config import WorkerConfig
 
@@ -43,11 +44,39 @@ def abort_on(producer: Producer, partitions: Sequence[TopicPartition]) -> None:
     """Abort a transaction of ``producer`` (initialised, none open) that wrote an empty
     record (empty key, no value: a compacted topic needs a key) to each of ``partitions``:
     its abort markers end whatever that producer id left hanging there.  Readers never see
-    the records: ``read_committed`` skips what was aborted."""
+    the records: ``read_committed`` skips what was aborted.
+
+    Raises ``KafkaException`` (after the abort) unless every record was acknowledged: a
+    partition whose record was not written may not have been added to the transaction, so
+    it got no marker and whatever hangs there still hangs — and the next commit of this
+    transactional id on it would end those records as *committed* (a lost tick's changes
+    committed after all, then sent again: doubled).  The caller sweeps again before it
+    commits.  (It used to return whatever became of the records.)"""
     if not partitions:
         return
+    failed: list[str] = []
+    written: list[Any] = []
+
+    def report(error: KafkaError | None, message: Any) -> None:
+        if error is None:
+            written.append(message)
+        else:
+            failed.append(f"{message.topic()}[{message.partition()}]: {error.str()}")
+
     producer.begin_transaction()
     for partition in partitions:
-        producer.produce(partition.topic, None, b"", partition=partition.partition)
-    producer.flush(TIMEOUT_S)  # aborting purges what is still queued: the records must be
-    producer.abort_transaction(TIMEOUT_S)  # written for the partitions to be added
+        producer.produce(partition.topic, None, b"", partition=partition.partition,
+                         on_delivery=report)
+    try:  # aborting purges what is still queued: the records must be written for the
+        left = producer.flush(TIMEOUT_S)  # partitions to be added
+    except SystemError as error:  # a fatal error (say, fenced) is pending while the client
+        if isinstance(error.__cause__, KafkaException):  # reports a record: that error
+            raise error.__cause__ from None
+        raise
+    producer.abort_transaction(TIMEOUT_S)
+    if left or failed or len(written) < len(partitions):
+        raise KafkaException(KafkaError(
+            KafkaError._FAIL, f"the abort of what may hang on {len(partitions)} partitions "
+            f"wrote {len(written)} of its records ({left} unacknowledged"
+            + "".join(f"; {reason}" for reason in failed) + "): sweep again",
+            retriable=True))

@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from confluent_kafka import KafkaException, Producer, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 
 from workers.config import WorkerConfig
 from workers.errors import ErrorCode, WorkersError
@@ -33,6 +33,11 @@ RETRY_FOR_S = 120.0  # a retriable transaction call is tried again this long
 RETRY_WAIT_S = 0.5
 HUNG_CALL_S = 3 * TRANSACTION_TIMEOUT_S  # a transaction call blocked this long never returns
 HUNG_EXIT_CODE = 75  # EX_TEMPFAIL: restart me
+# send_offsets_to_transaction, which librdkafka 2.16 can leave blocked for ever after a broker
+# restart (its timeout never checked, confluentinc/librdkafka#5456; the group coordinator's
+# lookup never started again, #5511), is waited for this long, then given up: the tick is
+# lost like any failed transaction (see ``ResultSink.send_offsets``).  Under ``HUNG_CALL_S``.
+SEND_OFFSETS_BOUND_S = TRANSACTION_TIMEOUT_S + 15.0
 # Records librdkafka may queue before ``produce`` waits (its default: 100,000).  A full queue
 # of change and view records took ~33 MB more than one of this size, and glibc kept it after
 # the queue drained; the big ticks were no slower (docs/fleet.md, "Worker memory").
@@ -155,10 +160,53 @@ class ResultSink(Closing):
 
     def send_offsets(self, offsets: list[Any], group_metadata: Any) -> None:
         """Tie the transaction to the consumer group's generation: it fails if this worker
-        no longer owns the partitions it read (a zombie is fenced)."""
+        no longer owns the partitions it read (a zombie is fenced).
+
+        The call runs on a thread of its own and is waited for ``SEND_OFFSETS_BOUND_S``:
+        after a broker restart librdkafka 2.16 could leave it blocked for ever (#5456, #5511;
+        the watchdog then ended the worker).  Past the bound the transaction is given up
+        (``TransactionFailed``): the worker drops this producer and its
+        ``init_transactions`` of a new one with the same transactional id aborts the
+        transaction and fences this one, as for any lost tick (``Worker._lost``).  Safe
+        because nothing is committed yet: a producer never asked to commit cannot commit,
+        and a call that completes later only adds to a transaction that is aborted.  The
+        blocked thread keeps the producer alive; it is never used again.  (Asking the
+        blocked producer for metadata every 5 s did not set it going: with debug logs, its
+        AddOffsetsToTxn answered, no TxnOffsetCommit ever left, and the broker handle
+        decommissioned during the outage stayed "terminating in state INIT: 2 refcnts" — the
+        cached group coordinator of #5511 — through 8 such requests.)"""
         if offsets:
-            self._call(self._producer.send_offsets_to_transaction, offsets, group_metadata,
-                       TRANSACTION_TIMEOUT_S)
+            self._bounded(self._producer.send_offsets_to_transaction, offsets, group_metadata,
+                          TRANSACTION_TIMEOUT_S)
+
+    def _bounded(self, method: Any, *args: Any) -> None:
+        """A transaction call that commits nothing, given up after ``SEND_OFFSETS_BOUND_S``
+        (:meth:`send_offsets`)."""
+        name = getattr(method, "__name__", "call")
+        outcome: list[BaseException | None] = []
+        done = threading.Event()
+
+        def call() -> None:
+            try:
+                method(*args)
+                outcome.append(None)
+            except BaseException as error:  # handed to the waiting thread
+                outcome.append(error)
+            finally:
+                done.set()
+
+        with watchdog(f"Kafka {name}"):
+            threading.Thread(target=call, name=f"kafka-{name}", daemon=True).start()
+            if not done.wait(SEND_OFFSETS_BOUND_S):
+                log.error("Kafka %s still blocked after %.0f s (librdkafka #5456, #5511): "
+                          "the transaction is given up", name, SEND_OFFSETS_BOUND_S)
+                raise TransactionFailed(f"Kafka transaction failed: {name} blocked for "
+                                        f"{SEND_OFFSETS_BOUND_S:.0f} s, given up")
+        error = outcome[0]
+        if isinstance(error, KafkaException):
+            raise _failed(error) from error
+        if error is not None:
+            raise error
 
     def commit(self) -> None:
         """Commit; a retriable failure means the outcome is not known yet, so the commit is
@@ -176,13 +224,26 @@ class ResultSink(Closing):
 
     def sweep(self, topics: set[str]) -> None:
         """End what a lost transaction of this transactional id may have left hanging on
-        ``topics`` in one aborted transaction over all their partitions
-        (:mod:`workers.kafka.hanging`).  Before this producer commits anything: a commit
-        would end the hanging records as committed.  None open now."""
+        ``topics`` — and on every other topic the workers write — in one aborted
+        transaction over all their partitions (:mod:`workers.kafka.hanging`).  Before this
+        producer commits anything: a commit would end the hanging records as committed.
+        Every topic, because a tick whose commit succeeded can hang too (the broker skipped
+        its markers, ``Worker._reown_all``): the sweep must end it on all its partitions
+        alike, else a partition left out has it committed by the next commit while the
+        others have it aborted.  None open now."""
         def sweep_partitions() -> None:
             metadata = self._producer.list_topics(timeout=TRANSACTION_TIMEOUT_S).topics
+            unknown = sorted(topic for topic in topics if not (
+                topic in metadata and metadata[topic].error is None
+                and metadata[topic].partitions))
+            if unknown:  # never skipped: what hangs there would stay, and a commit end it
+                raise KafkaException(KafkaError(  # as committed (hanging.abort_on)
+                    KafkaError.UNKNOWN_TOPIC_OR_PART, "the sweep finds no partitions of "
+                    f"{', '.join(unknown)} in the metadata: sweep again", retriable=True))
+            every = topics | {topic for topic in metadata
+                              if self._topics.written_by_workers(topic)}
             abort_on(self._producer, [
-                TopicPartition(topic, partition) for topic in sorted(topics & metadata.keys())
+                TopicPartition(topic, partition) for topic in sorted(every)
                 for partition in sorted(metadata[topic].partitions)])
 
         self._call(sweep_partitions)

@@ -171,6 +171,15 @@ class OwnedQueries:
         self._reown = [self._queries[name].record for name in lost]
         return lost
 
+    def lose_all(self) -> list[str]:
+        """Every registered query owned anew next tick too (after a sweep that may have
+        aborted a tick they saw committed): those not already to be owned anew."""
+        marked = {record.key for record in self._reown}
+        more = sorted(name for name, query in self._queries.items()
+                      if query.state in REGISTERED and name not in marked)
+        self._reown += [self._queries[name].record for name in more]
+        return more
+
     def to_reown(self, owned: set[int]) -> list[KeyedRecord]:
         """The lost queries' records to take up again, of the partitions still ``owned``."""
         records, self._reown = self._reown, []

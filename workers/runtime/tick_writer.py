@@ -195,7 +195,9 @@ class TickWriter:
         refused only for a stale generation is not aborted on its own producer: the abort
         bumps the producer's epoch, and its records still in flight then came back fenced, a
         fatal error for that producer that ended the worker (CI's chaos run of takeover4,
-        docs/fleet.md)."""
+        docs/fleet.md).  The sweep covers every topic the workers write and every query is
+        owned anew (:meth:`_reown_all`): an earlier tick this worker saw committed may hang
+        too (the broker skipped its markers), and the sweep aborts it."""
         log.warning("tick not committed, sent again with the next one: %s", error,
                     extra={"tx_first": tx_first})
         self._unswept |= self.sink.written
@@ -206,6 +208,20 @@ class TickWriter:
         lost = self._queries.lose(streamed)
         if lost:
             log.warning("queries %s had pieces written: owned anew next tick", ", ".join(lost))
+        self._reown_all()
+
+    def _reown_all(self) -> None:
+        """Every registered query owned anew next tick, caught up from its committed
+        progress and view, after a sweep (which covers every topic the workers write): a
+        tick this worker saw committed whose markers the broker skipped (Kafka 4.3.1 in a
+        controlled shutdown of a one-node cluster: "Couldn't find leader endpoint ... these
+        partitions are likely deleted already and hence can be skipped", then
+        CompleteCommit) hangs like a lost one, and the sweep aborts it — on every partition,
+        so that its changes, view rows and progress go together; the queries then redo it
+        from what is committed (docs/pipeline.md, "PostgreSQL")."""
+        again = self._queries.lose_all()
+        if again:
+            log.info("queries %s owned anew next tick (after a sweep)", ", ".join(again))
 
     def _new_sink(self) -> Sink:
         sink = self._ports.sink()
@@ -229,8 +245,10 @@ class TickWriter:
     def unstick(self, writers: set[str], held: list[TopicPartition]) -> None:
         """End a hanging transaction that holds a read up (:mod:`workers.kafka.hanging`):
         its writer is this worker (whose sink has no transaction open while it reads), one
-        the progress names, or a member of the group."""
+        the progress names, or a member of the group.  This worker's sweep covers every
+        topic the workers write, and its queries are owned anew (:meth:`_reown_all`)."""
         self._unswept |= {tp.topic for tp in held}
         self.sweep()
+        self._reown_all()
         others = writers | (self._ports.members() or set())
         self._ports.unstick(others - {self.sink.worker}, held)

@@ -39,8 +39,10 @@ One tick:
    touch in each view topic (ending with the view's marker), dead letters, every live query's
    progress, and the group's metadata (``send_offsets_to_transaction``: a worker that lost
    its partitions cannot commit) — commit.  A transaction that fails is abandoned with
-   its producer and its held output carried into the next tick
-   (:mod:`workers.runtime.tick_writer`);
+   its producer and its held output carried into the next tick, and every registered
+   query is owned anew then, caught up from its committed progress (the sweep may have
+   aborted a tick seen committed whose markers the broker skipped: docs/pipeline.md,
+   "PostgreSQL"; :mod:`workers.runtime.tick_writer`);
 5. resume the waiting queries the position has reached; snapshot the database if the
    interval has elapsed.
 """

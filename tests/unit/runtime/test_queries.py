@@ -130,3 +130,17 @@ def test_a_waiting_query_has_no_pieces_to_lose() -> None:
     _take(queries, POSITION + 1)
     with pytest.raises(IllegalTransition, match="no pieces"):
         queries.lose(["tri"])
+
+
+def test_after_a_sweep_every_registered_query_is_owned_anew_once() -> None:
+    """A sweep may abort a tick the worker saw committed (its markers skipped by the broker):
+    every registered query is caught up again from its committed progress; one already lost
+    is not listed twice, a waiting one has nothing to redo."""
+    queries = OwnedQueries()
+    _take(queries, None, "tri", partition=0)
+    _take(queries, POSITION - 1, "path", partition=1)
+    _take(queries, POSITION + 1, "later", partition=2)  # waiting
+    assert queries.lose(["path"]) == ["path"]
+    assert queries.lose_all() == ["tri"]
+    assert queries.lose_all() == []
+    assert sorted(record.key for record in queries.to_reown({0, 1, 2})) == ["path", "tri"]

@@ -87,7 +87,9 @@ def test_a_lost_transaction_is_sent_again_with_the_next_tick(kafka: FakeKafka,
         kafka.send('[[:db/add 2 :name "Oleg"]]')
         _ticks(worker)
     ticks = {(c["tx_first"], c["tx_last"]) for c in kafka.changes("names") if c["weight"]}
-    assert ticks == {(0, 1)}  # the lost tick's rows, with the next one's, once
+    # the lost tick's rows once: the query is owned anew after it (TickWriter._reown_all) and
+    # caught up to tx 0 from what is committed, then tx 1 comes as a tick of its own
+    assert ticks == {(0, 0), (1, 1)}
     assert kafka.result("names") == {Row(("Ivan",)): 1, Row(("Oleg",)): 1}
     assert kafka.progress()["names"]["tx_last"] == 1
 

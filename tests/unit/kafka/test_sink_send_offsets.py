@@ -1,0 +1,71 @@
+"""``ResultSink.send_offsets`` bounds ``send_offsets_to_transaction``, which librdkafka 2.16
+can leave blocked for ever after a broker restart (#5456, #5511): past the bound the
+transaction is given up (the worker's lost-tick path replaces the producer), instead of the
+watchdog ending the worker."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from workers.kafka import sink as sink_module
+from workers.kafka.sink import ResultSink, TransactionFailed
+
+
+class FakeProducer:
+    def __init__(self, hang: bool = False, fail: KafkaError | None = None) -> None:
+        self.hang, self.fail = hang, fail
+        self.released = threading.Event()
+        self.sent: list[tuple[Any, ...]] = []
+
+    def send_offsets_to_transaction(self, *args: Any) -> None:
+        self.sent.append(args)
+        if self.hang:
+            self.released.wait(30)
+        if self.fail is not None:
+            raise KafkaException(self.fail)
+
+
+def _sink(producer: FakeProducer) -> ResultSink:
+    sink = ResultSink.__new__(ResultSink)  # no broker: only the producer is used
+    sink._producer = producer  # type: ignore[assignment]
+    return sink
+
+
+@pytest.fixture(autouse=True)
+def short_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sink_module, "SEND_OFFSETS_BOUND_S", 0.6)
+
+
+def test_a_call_that_returns_is_waited_for() -> None:
+    producer = FakeProducer()
+    _sink(producer).send_offsets(["offsets"], "group")
+    assert producer.sent == [(["offsets"], "group", sink_module.TRANSACTION_TIMEOUT_S)]
+
+
+def test_no_offsets_no_call() -> None:
+    producer = FakeProducer()
+    _sink(producer).send_offsets([], "group")
+    assert producer.sent == []
+
+
+def test_its_kafka_error_fails_the_transaction() -> None:
+    producer = FakeProducer(fail=KafkaError(KafkaError.NOT_COORDINATOR, "Not coordinator",
+                                            retriable=True))
+    with pytest.raises(TransactionFailed, match="Not coordinator") as failed:
+        _sink(producer).send_offsets(["offsets"], "group")
+    assert failed.value.retriable
+
+
+def test_a_hung_call_is_given_up() -> None:
+    producer = FakeProducer(hang=True)
+    started = time.monotonic()
+    with pytest.raises(TransactionFailed, match="given up") as failed:
+        _sink(producer).send_offsets(["offsets"], "group")
+    assert 0.5 < time.monotonic() - started < 5.0
+    assert not failed.value.retriable  # the producer is replaced, not asked again
+    producer.released.set()  # the abandoned call's thread ends whenever it returns

@@ -542,9 +542,15 @@ class Engine:
         return query_plan(compile_query(query, inputs), self.strategy, functools.cache(stats))
 
     def _evaluate(self, registered: RegisteredQuery) -> dict[Row, int]:
-        rows = self._decode(self.dispatch.evaluate(registered.prepared, Work()))
-        if registered.aggregation is not None:
-            rows = registered.aggregation.reset(rows)
+        found = self.dispatch.evaluate(registered.prepared, Work())
+        if isinstance(found, Frame) and isinstance(registered.aggregation, Aggregation):
+            # grouped from the frame's columns: no Python row per basis tuple
+            rows = registered.aggregation.reset_columns(found.columns, found.weights,
+                                                        self.db.ids.values)
+        else:
+            rows = self._decode(found)
+            if registered.aggregation is not None:
+                rows = registered.aggregation.reset(rows)
         if registered.pulling is not None:
             if self.window is not None:
                 self._read_pulled({registered.name: rows}, None)

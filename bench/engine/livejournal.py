@@ -106,14 +106,15 @@ def weights(nodes: int, edges: int) -> np.ndarray:
 
 def draw(rng: np.random.Generator, cumulative: np.ndarray, count: int) -> np.ndarray:
     """``count`` node ids drawn by weight (``cumulative``: the weights' running sum, ending
-    at 1)."""
-    picked = np.searchsorted(cumulative, rng.random(count), side="right")
+    at 1), in increasing order (sorted needles walk the table in order: ~10× faster)."""
+    picked = np.searchsorted(cumulative, np.sort(rng.random(count)), side="right")
     return np.minimum(picked, len(cumulative) - 1).astype(np.int64)
 
 
 def draw_keys(rng: np.random.Generator, cumulative: np.ndarray, count: int) -> np.ndarray:
     """``count`` edges (with repeats and no self-loops) as ``source · nodes + target``."""
     us, vs = draw(rng, cumulative, count), draw(rng, cumulative, count)
+    rng.shuffle(vs)  # independent of the sources
     keep = us != vs
     return us[keep] * len(cumulative) + vs[keep]
 
@@ -129,9 +130,9 @@ def chung_lu(nodes: int, edges: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     found = np.zeros(0, np.int64)
     while len(found) < edges:
-        missing = edges - len(found)
-        pieces = [draw_keys(rng, cumulative, min(DRAW_CHUNK, missing - done))
-                  for done in range(0, int(missing * 1.02) + 16, DRAW_CHUNK)]
+        wanted = int((edges - len(found)) * 1.02) + 16
+        pieces = [draw_keys(rng, cumulative, min(DRAW_CHUNK, wanted - done))
+                  for done in range(0, wanted, DRAW_CHUNK)]
         found = np.unique(np.concatenate([found, *pieces]))
         log(f"  {len(found):,} distinct edges drawn")
     if len(found) > edges:  # drop the surplus at random, keep the order
@@ -182,6 +183,7 @@ def duckdb_count(path: Path, nodes: int, count: str, removed: Path | None = None
         keys = np.union1d(np.setdiff1d(keys, np.load(removed)), np.load(added))
     con = duckdb.connect()
     con.execute("SET threads = 2")
+    con.execute("SET memory_limit = '6GB'")  # a shared machine: spill beyond it
     con.register("edge_list", pa.table({"a": keys // nodes, "b": keys % nodes}))
     del keys
     started = time.perf_counter()

@@ -200,13 +200,20 @@ class Aggregation:
         """The group's row; None for no group, or one whose aggregate cannot be computed."""
         if key not in self.groups:
             return None
-        _, bags = self.groups[key]
+        size, bags = self.groups[key]
         keys, aggregates = iter(key), iter(bags)
         try:
-            return Row(aggregate_value(c.fn, next(aggregates), c.n) if c.fn is not None
-                       else next(keys) for c in self.columns)
+            return Row(_value(c, next(aggregates), size) if c.fn is not None else next(keys)
+                       for c in self.columns)
         except CallFailed:
             return None
+
+
+def _value(column: FindColumn, bag: Bag, size: int) -> Any:
+    """A column's aggregate over its group's bag; a count is the group's size (the bag's
+    multiplicities add up to it), so a tick's cost does not grow with the bag."""
+    assert column.fn is not None
+    return size if column.fn == "count" else aggregate_value(column.fn, bag, column.n)
 
 
 def _codes(columns: Sequence[npt.NDArray[np.integer[Any]]], n: int

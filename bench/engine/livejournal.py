@@ -480,7 +480,8 @@ def table(args: argparse.Namespace, r: dict[str, Any]) -> str:
          "RSS after bootstrap (B/datom)", f"ticks of {t['edges']:,}: p50 / p99 (ms)",
          "thread CPU p50 (ms)", "changed edges/s at p50"],
         [[f"{r['edges']:,}", f"{r['load_datoms_per_s']:,.0f}",
-          f"{r['rss_bytes_per_datom']:.1f}", f"{r['bootstrap_s']:.1f} / {r['bootstrap_cpu_s']:.1f}", duck_cell,
+          f"{r['rss_bytes_per_datom']:.1f}",
+          f"{r['bootstrap_s']:.1f} / {r['bootstrap_cpu_s']:.1f}", duck_cell,
           f"{r['rss_bytes_per_datom_bootstrapped']:.1f}",
           f"{t['p50_s'] * 1e3:.1f} / {t['p99_s'] * 1e3:.1f}", f"{t['cpu_p50_s'] * 1e3:.1f}",
           f"{t['edges_per_s_p50']:,.0f}"]])

@@ -5,7 +5,7 @@ loaded, the triangle count registered, ticks of 1,000 random edge changes (issue
                                 [--count triangles|apexes] [--tx-datoms 1000000]
                                 [--ticks 200] [--tick-edges 1000] [--duckdb|--no-duckdb]
                                 [--duckdb-timeout 1800] [--oracle|--no-oracle]
-                                [--max-rss-gb 14] [--seed S]
+                                [--no-bootstrap] [--max-rss-gb 14] [--seed S]
 
 **The graph** (:func:`chung_lu`): SNAP's soc-LiveJournal1 has 4,847,571 nodes and 68,993,773
 directed edges, a heavy-tailed degree distribution (power-law tail, exponent ~2.5; largest
@@ -35,8 +35,12 @@ triangle, ``--count apexes``).  Then ``--ticks`` ticks of ``--tick-edges`` chang
 half retractions of present edges and half additions of new edges drawn from the same model
 (one ``transact_columns`` with ``added`` flags per tick).  Reported: the load rate, the process
 RSS grown by the load per datom (``malloc_trim`` first) after the idle merge, the bootstrap
-(seconds, RSS after it), the ticks' p50 / p99 / max wall and thread-CPU time, and the changed
-edges per second at the p50.  ``--oracle`` (default on below 10^7 edges): the count kept
+(seconds, CPU of all threads, RSS after it), the ticks' p50 / p99 / max wall time and CPU time
+(the ticking thread's, and the process's: a big step runs on two threads), the elements a tick
+touched, and the changed edges per second at the p50; each phase's peak RSS.
+``--no-bootstrap``: the count's groups start empty (its evaluation skipped, a bench-only
+stand-in), so the ticks cost what the count's do where the bootstrap would not finish in time,
+but the count is only their net change.  ``--oracle`` (default on below 10^7 edges): the count kept
 through the ticks must equal a fresh evaluation (``Engine.result``) and DuckDB's count of the
 final graph.  ``--duckdb``: DuckDB (in a subprocess, so its memory is not the engine's; at most
 ``--duckdb-timeout`` seconds) counts the loaded graph's triangles (``count(*)`` of the

@@ -29,6 +29,7 @@ BENCHMARKS = {
     "model": "bench.engine.model",
     "scale": "bench.engine.scale",
     "vector": "bench.engine.vector",
+    "livejournal": "bench.engine.livejournal",
     "fleet": "bench.service.fleet",
     "replay": "bench.service.replay",
     "pipeline": "bench.service.pipeline",

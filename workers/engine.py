@@ -57,7 +57,7 @@ from workers.executors.dispatch import (
     Dispatch,
     Prepared,
 )
-from workers.executors.rows import decoded
+from workers.executors.rows import decoded, reset
 from workers.executors.threads import Threads, default_threads
 from workers.find import Aggregation, Projection, result_of, shaped
 from workers.plan import STRATEGIES, QueryPlan, explain, query_plan
@@ -490,9 +490,8 @@ class Engine:
                           functools.cache(self.database.attribute_stats))
 
     def _evaluate(self, registered: RegisteredQuery) -> ZSet[Row]:
-        rows = decoded(self.dispatch.evaluate(registered.prepared)[0], self.db.ids)
-        if registered.aggregation is not None:
-            rows = registered.aggregation.reset(rows)
+        rows = reset(registered.aggregation, self.dispatch.evaluate(registered.prepared)[0],
+                     self.db.ids)
         if registered.pulling is not None:
             self.database.read_pulled([(registered.pulling, rows)], None)
             rows = registered.pulling.reset(rows, PullReader(self.db, self.schema))

@@ -15,8 +15,12 @@ Values keep their kind (:mod:`workers.zset.row`): groups and rows are
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from workers.datalog.functions import CallFailed
 from workers.find.aggregate import Bag, aggregate_value
@@ -36,6 +40,39 @@ class Aggregation:
         """Start over from the full basis set; return the full result."""
         self.groups.clear()
         self.step(basis)
+        rows = (self._row(key) for key in self.groups)
+        return {row: 1 for row in rows if row is not None}
+
+    def reset_columns(self, ids: Sequence[npt.NDArray[np.integer[Any]]],
+                      weights: npt.NDArray[np.integer[Any]],
+                      decode: Callable[[npt.NDArray[np.integer[Any]]], list[Any]]
+                      ) -> ZSet[Row]:
+        """:meth:`reset` from the full basis as id columns (the vectorised executor's frame:
+        ``ids[j]`` the value ids of basis column ``j``), grouped and counted in NumPy and
+        decoded (``decode``: ids to values) once per distinct group and per distinct
+        ``(group, value)`` — never a Python row per basis tuple: a count of 10^7 triangles
+        holds their id columns, not 10^7 rows.  One id stands for one value (``1``, ``1.0``
+        and ``true`` have three), so grouping ids groups values as :meth:`reset` does."""
+        self.groups.clear()
+        keyed = [ids[c.index] for c in self.columns if c.fn is None]
+        group, firsts = _codes(keyed, len(weights))
+        if not len(firsts):
+            return {}
+        keys = ([Row(values) for values in zip(*(decode(col[firsts]) for col in keyed),
+                                                strict=True)]
+                if keyed else [Row()] * len(firsts))
+        sizes = _sums(group, weights, len(firsts))
+        bags: list[tuple[Bag, ...]] = [tuple({} for _ in self._aggregated()) for _ in keys]
+        for j, column in enumerate(self._aggregated()):
+            pair, pair_firsts = _codes([group, ids[column.index]], len(weights))
+            counts = _sums(pair, weights, len(pair_firsts)).tolist()
+            values = decode(ids[column.index][pair_firsts])
+            for g, value, n in zip(group[pair_firsts].tolist(), values, counts, strict=True):
+                if n:
+                    bags[g][j][value_key(value)] = n
+        for key, size, bag in zip(keys, sizes.tolist(), bags, strict=True):
+            if size:
+                self.groups[key] = (size, bag)
         rows = (self._row(key) for key in self.groups)
         return {row: 1 for row in rows if row is not None}
 
@@ -82,10 +119,39 @@ class Aggregation:
         """The group's row; None for no group, or one whose aggregate cannot be computed."""
         if key not in self.groups:
             return None
-        _, bags = self.groups[key]
+        size, bags = self.groups[key]
         keys, aggregates = iter(key), iter(bags)
         try:
-            return Row(aggregate_value(c.fn, next(aggregates), c.n) if c.fn is not None
-                       else next(keys) for c in self.columns)
+            return Row(_value(c, next(aggregates), size) if c.fn is not None else next(keys)
+                       for c in self.columns)
         except CallFailed:
             return None
+
+
+def _value(column: FindColumn, bag: Bag, size: int) -> Any:
+    """A column's aggregate over its group's bag; a count is the group's size (the bag's
+    multiplicities add up to it), so a tick's cost does not grow with the bag."""
+    assert column.fn is not None
+    return size if column.fn == "count" else aggregate_value(column.fn, bag, column.n)
+
+
+def _codes(columns: Sequence[npt.NDArray[np.integer[Any]]], n: int
+           ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.intp]]:
+    """Each of ``n`` rows' distinct tuple over ``columns`` as a code ``0..k-1``, and the
+    first row of each code (no columns: one code, 0, when there are rows)."""
+    if not n:
+        return np.zeros(0, np.int64), np.zeros(0, np.intp)
+    code = np.zeros(n, np.int64)
+    firsts = np.zeros(min(n, 1), np.intp)
+    for column in columns:
+        _, inverse = np.unique(column, return_inverse=True)
+        code = code * (int(inverse.max()) + 1) + inverse.astype(np.int64)
+        _, firsts, code = np.unique(code, return_index=True, return_inverse=True)
+    return code.astype(np.int64), firsts
+
+
+def _sums(codes: npt.NDArray[np.int64], weights: npt.NDArray[np.integer[Any]],
+          k: int) -> npt.NDArray[np.int64]:
+    """The weights summed per code (exact: the sums of a basis set stay far below 2^53)."""
+    return np.rint(np.bincount(codes, weights=weights.astype(np.float64), minlength=k)
+                   ).astype(np.int64)

@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from workers.kafka import sink as sink_module
 from workers.kafka.sink import ResultSink, TransactionFailed
@@ -21,8 +21,14 @@ class FakeProducer:
         self.hang, self.fail = hang, fail
         self.released = threading.Event()
         self.sent: list[tuple[Any, ...]] = []
+        self.calls: list[str] = []
+
+    def flush(self, timeout: float) -> int:
+        self.calls.append("flush")
+        return 0
 
     def send_offsets_to_transaction(self, *args: Any) -> None:
+        self.calls.append("send_offsets_to_transaction")
         self.sent.append(args)
         if self.hang:
             self.released.wait(30)
@@ -69,3 +75,11 @@ def test_a_hung_call_is_given_up() -> None:
     assert 0.5 < time.monotonic() - started < 5.0
     assert not failed.value.retriable  # the producer is replaced, not asked again
     producer.released.set()  # the abandoned call's thread ends whenever it returns
+
+
+def test_the_ticks_records_are_acknowledged_before_the_offsets_are_sent() -> None:
+    """AddOffsetsToTxn then finds the coordinator's ongoing transaction, not the last one's
+    markers still being written (CONCURRENT_TRANSACTIONS, retried after 100 ms)."""
+    producer = FakeProducer()
+    _sink(producer).send_offsets([TopicPartition("q", 0, 1)], object())
+    assert producer.calls == ["flush", "send_offsets_to_transaction"]

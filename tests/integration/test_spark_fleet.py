@@ -22,6 +22,8 @@ from tests.integration.pipeline import (
     with_bad_records,
 )
 from tests.integration.test_fleet import killing_the_dead_letters_writer_twice
+from workers.executors.spark.publish import newest
+from workers.executors.spark.state import filesystem
 from workers.runtime.process import WorkerProcess
 from workers.testing import check_change_stream
 
@@ -48,7 +50,9 @@ def test_a_fleet_writes_one_state_and_hands_writing_over_when_its_writer_dies(
     logs = {i: w.log.read_text() for i, w in workers.items()}
     assert all("writing the shared Spark state" in text for text in logs.values())
     assert any("following the shared Spark state" in text for text in logs.values())
-    manifest = json.loads((state / "manifest.json").read_text())
+    published = newest(*filesystem(str(state)))
+    assert published is not None
+    manifest = json.loads(published[1])
     epochs = {name.split("-")[1] for name in (p.name for p in state.iterdir())
               if name.startswith(("batch-", "base-"))}
     assert epochs == {manifest["epoch"]}  # one epoch: the state was never written anew

@@ -41,6 +41,9 @@ import uuid
 import pyarrow.fs as pafs
 
 MANIFESTS = "manifests"  # the directory of the publications, under the state's location
+# The one manifest a location had before publications were numbered (replaced in place): read
+# while nothing is published yet, so that a state written then is taken up, not started anew.
+LEGACY_MANIFEST = "manifest.json"
 _NAME = re.compile(r"^(\d+)\.json$")
 _READS = 10  # a reader lists again when the newest went meanwhile: this many times
 
@@ -64,12 +67,22 @@ def newest(fs: pafs.FileSystem, root: str) -> tuple[int, str] | None:
     for _ in range(_READS):
         present = serials(fs, root)
         if not present:
-            return None
+            return _legacy(fs, root)
         with (contextlib.suppress(FileNotFoundError),
               fs.open_input_stream(f"{root}/{manifest_name(present[-1])}") as source):
             return present[-1], source.read().decode()
     raise FileNotFoundError(f"{root}/{MANIFESTS}: the newest publication went {_READS} "
                             "times in a row")
+
+
+def _legacy(fs: pafs.FileSystem, root: str) -> tuple[int, str] | None:
+    """A location's manifest from before the numbered publications, as publication -1 (its
+    taker-over publishes it anew as 0), or None."""
+    try:
+        with fs.open_input_stream(f"{root}/{LEGACY_MANIFEST}") as source:
+            return -1, source.read().decode()
+    except FileNotFoundError:
+        return None
 
 
 def create_if_absent(fs: pafs.FileSystem, path: str, text: str) -> bool:

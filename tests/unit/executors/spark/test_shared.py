@@ -31,7 +31,13 @@ from workers.executors.spark.dictionary import (
     fold_values,
     write_values,
 )
-from workers.executors.spark.publish import MANIFESTS, create_if_absent, newest, publish
+from workers.executors.spark.publish import (
+    LEGACY_MANIFEST,
+    MANIFESTS,
+    create_if_absent,
+    newest,
+    publish,
+)
 from workers.executors.spark.shared import FollowerBehind, FollowerIds, StateFollower
 from workers.executors.spark.state import Manifest, Marks, StateStore
 
@@ -314,6 +320,18 @@ def test_of_writers_racing_for_one_successor_exactly_one_publishes(tmp_path: Pat
     assert not create_if_absent(fs, f"{root}/{MANIFESTS}/{29:020d}.json", "again")
     assert not publish(fs, root, 3, "stale")  # deleted, created anew below the newest: gone
     assert os.listdir(f"{root}/{MANIFESTS}") == [f"{29:020d}.json"]
+
+
+def test_a_state_written_before_numbered_publications_is_read_until_one_is_made(
+        tmp_path: Path) -> None:
+    """The one ``manifest.json`` of a location written by an earlier deltalog is its newest
+    manifest (publication -1) while nothing is published; its taker-over's publication 0
+    supersedes it."""
+    fs, root = pafs.LocalFileSystem(), str(tmp_path)
+    (tmp_path / LEGACY_MANIFEST).write_text("before")
+    assert newest(fs, root) == (-1, "before")
+    assert publish(fs, root, 0, "taken over")
+    assert newest(fs, root) == (0, "taken over")
 
 
 def test_a_remote_store_publishes_the_same_way(monkeypatch: pytest.MonkeyPatch) -> None:

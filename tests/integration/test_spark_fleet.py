@@ -34,6 +34,7 @@ from tests.integration.test_fleet import (
     _settled_owner_of_partition_0,
     killing_the_dead_letters_writer_twice,
 )
+from workers.config import WorkerConfig
 from workers.executors.spark.publish import newest
 from workers.executors.spark.state import Manifest, filesystem
 from workers.kafka.clients import QueryAdmin
@@ -44,15 +45,20 @@ pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.serial]
 QUERIES = {"tri": TRIANGLE, "paths": TWO_PATH, "reach": REACH_COUNT, "tri2": TRIANGLE}
 
 
+def _fleet(config: WorkerConfig, tmp_path: Path, state: Path) -> dict[str, WorkerProcess]:
+    """Two workers on Spark sharing one state at ``state``, not started."""
+    return {i: WorkerProcess(config, tmp_path / f"snapshots-{i}", tmp_path / f"{i}.log",
+                             worker_id=i, tick_max_tx=5, executor="spark",
+                             spark_master="local[1]", spark_memory_values=8,
+                             spark_state=str(state), spark_sharing="fleet")
+            for i in ("w1", "w2")}
+
+
 def test_a_fleet_writes_one_state_and_hands_writing_over_when_its_writer_dies(
         kafka_bootstrap: str, tmp_path: Path) -> None:
     config = isolated_config(kafka_bootstrap)
     state = tmp_path / "state"
-    workers = {i: WorkerProcess(config, tmp_path / f"snapshots-{i}", tmp_path / f"{i}.log",
-                                worker_id=i, tick_max_tx=5, executor="spark",
-                                spark_master="local[1]", spark_memory_values=8,
-                                spark_state=str(state), spark_sharing="fleet")
-               for i in ("w1", "w2")}
+    workers = _fleet(config, tmp_path, state)
     records, bad = with_bad_records(seed=17, count=300, every=11)
     dead = killing_the_dead_letters_writer_twice(config, workers, QUERIES, records, bad, 15)
     states = reference_states([r if isinstance(r, list) and offset not in bad else []
@@ -81,11 +87,7 @@ def test_a_writer_paused_past_the_session_timeout_publishes_nothing_when_resumed
     every query's committed change stream is the oracle's."""
     config = isolated_config(kafka_bootstrap)
     state = tmp_path / "state"
-    workers = {i: WorkerProcess(config, tmp_path / f"snapshots-{i}", tmp_path / f"{i}.log",
-                                worker_id=i, tick_max_tx=5, executor="spark",
-                                spark_master="local[1]", spark_memory_values=8,
-                                spark_state=str(state), spark_sharing="fleet")
-               for i in ("w1", "w2")}
+    workers = _fleet(config, tmp_path, state)
     names = list(QUERIES)
     stream = random_stream(seed=23, count=240)
     seen: list[Manifest] = []

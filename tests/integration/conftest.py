@@ -1,5 +1,5 @@
-"""Integration tests: every worker process a test started is gone when it ends (those of a
-module-scoped fixture are the fixture's to stop)."""
+"""Integration tests: every worker and sink process a test started is gone when it ends,
+whether it passed or failed (those of a module-scoped fixture are the fixture's to stop)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,15 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.integration.sinks import SinkProcess
 from workers.runtime.process import WorkerProcess
 
 
 @pytest.fixture(autouse=True)
-def stop_workers() -> Iterator[None]:
-    before = set(WorkerProcess.running)
+def stop_processes() -> Iterator[None]:
+    workers, sinks = set(WorkerProcess.running), set(SinkProcess.running)
     yield
-    for worker in WorkerProcess.running - before:
+    for worker in WorkerProcess.running - workers:
         worker.stop()
+    for sink in SinkProcess.running - sinks:  # a failed sink test left them running before
+        sink.stop()

@@ -151,12 +151,10 @@ class SparkReplication:
         state = self._following()
         if state.follow() is not None:
             return False
-        follower = state.follower
-        assert follower is not None
-        if not state.lead():  # its claim lost to a write since: it follows on first
-            return False
-        follower.ids.adopt_own()
-        self._window.numbering(follower.ids.replica)
+        assert state.follower is not None
+        state.follower.ids.adopt_own()
+        self._window.numbering(state.follower.ids.replica)
+        state.lead()
         return True
 
     def step_down(self) -> None:

@@ -8,6 +8,8 @@ epoch, never written again from the start."""
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -17,12 +19,19 @@ from tests.integration.pipeline import (
     TRIANGLE,
     TWO_PATH,
     committed_changes,
+    committed_progress,
     isolated_config,
+    random_stream,
     reference_states,
+    send_stream,
+    wait_committed,
     with_bad_records,
 )
 from tests.integration.test_fleet import killing_the_dead_letters_writer_twice
+from workers.config import WorkerConfig
+from workers.kafka.clients import QueryAdmin
 from workers.runtime.process import WorkerProcess
+from workers.runtime.status import fleet_status
 from workers.testing import check_change_stream
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.serial]
@@ -52,3 +61,75 @@ def test_a_fleet_writes_one_state_and_hands_writing_over_when_its_writer_dies(
     epochs = {name.split("-")[1] for name in (p.name for p in state.iterdir())
               if name.startswith(("batch-", "base-"))}
     assert epochs == {manifest["epoch"]}  # one epoch: the state was never written anew
+
+
+def _holders(config: WorkerConfig, count: int) -> dict[str, tuple[int, ...]]:
+    """The query partitions each worker holds, once ``count`` workers hold some."""
+    deadline = time.monotonic() + 120
+    while True:
+        held = {w.client_id.removeprefix("deltalog-"): w.partitions
+                for w in fleet_status(config).workers if w.partitions}
+        if len(held) == count:
+            return held
+        assert time.monotonic() < deadline, f"query partitions held as {held}"
+        time.sleep(0.2)
+
+
+def _writing(worker: WorkerProcess) -> int:
+    """The length of ``worker``'s log once it says the worker writes the shared state now
+    (given partition 0, it leads once it has caught up)."""
+    deadline = time.monotonic() + 120
+    while True:
+        log = worker.log.read_text()
+        roles = [line for line in log.splitlines() if "the shared Spark state" in line]
+        if roles and "writing the shared Spark state" in roles[-1]:
+            return len(log)
+        assert worker.alive() and time.monotonic() < deadline, worker.tail(40)
+        time.sleep(0.2)
+
+
+def test_a_fleet_of_three_keeps_its_writer_while_others_join_and_leave(
+        kafka_bootstrap: str, tmp_path: Path) -> None:
+    """Three workers on one state: ``w3`` joins mid-stream, then a follower leaves.  The
+    group rebalances cooperatively (only the partitions that change owner move): the leave
+    moves only the leaver's partitions, so the writer (the owner of queries partition 0)
+    writes on without stepping down; and every change stream is the oracle's."""
+    config = isolated_config(kafka_bootstrap)
+    state = tmp_path / "state"
+    workers = {i: WorkerProcess(config, tmp_path / f"snapshots-{i}", tmp_path / f"{i}.log",
+                                worker_id=i, tick_max_tx=5, executor="spark",
+                                spark_master="local[1]", spark_memory_values=8,
+                                spark_state=str(state), spark_sharing="fleet")
+               for i in ("w1", "w2", "w3")}
+    admin = QueryAdmin(config)
+    for name, query in QUERIES.items():
+        admin.add(name, query)
+    names = list(QUERIES)
+    stream = random_stream(seed=23, count=300)
+    try:
+        workers["w1"].start()
+        workers["w2"].start()
+        sender = threading.Thread(target=send_stream, args=(config, stream, 1, 1 / 40))
+        sender.start()
+        wait_committed(config, names, 30, workers["w1"])
+        _holders(config, 2)
+        workers["w3"].start()
+        joined = _holders(config, 3)
+        writer = next(w for w, held in joined.items() if 0 in held)
+        wait_committed(config, names, committed_progress(config, names) + 30, workers[writer])
+        leaver = next(w for w in joined if w != writer)
+        written_before = _writing(workers[writer])
+        workers[leaver].stop()
+        left = _holders(config, 2)
+        sender.join()
+        for worker in (w for w in workers.values() if w.worker_id != leaver):
+            wait_committed(config, names, len(stream) - 1, worker)
+    finally:
+        for worker in workers.values():
+            worker.stop()
+    states = reference_states(stream)
+    for name, query in QUERIES.items():
+        check_change_stream(query, committed_changes(config, name), states)
+    assert 0 in left[writer] and leaver not in left
+    since_the_leave = workers[writer].log.read_text()[written_before:]
+    assert "the shared Spark state" not in since_the_leave, since_the_leave  # no step down

@@ -4,7 +4,8 @@ follower steps its own queries by the writer's batches and reads the writer's fi
 transactions: every follower query's result, its registration's rows plus every change
 :meth:`Engine.follow` gave, is the oracle's result — through constants and functions'
 results the writer numbers only later (the follower's own ids given up), compactions of the
-datoms and of the dictionary, and versions whose changes cancel out."""
+datoms and of the dictionary, versions whose changes cancel out, and a follower further
+behind than its writer keeps versions, which follows anew."""
 
 from __future__ import annotations
 
@@ -195,31 +196,55 @@ def test_the_writer_changes_hands_and_back(spark_settings: SparkSettings,
                     oracle, query), (engine is one, name)
 
 
-def test_a_follower_too_far_behind_or_of_a_replaced_state_says_so(
+def test_a_follower_too_far_behind_or_of_a_replaced_state_follows_anew(
         spark_settings: SparkSettings, tmp_path: Path) -> None:
     """The writer keeps no replaced file (``retain_seconds=0``): once a compaction folded
     the batches a follower needs and the next append deleted them, the follower cannot
-    step, and says why; one following a writer that restored a snapshot too."""
+    step, and says why; it follows anew from the newest version — its queries' results,
+    taken anew, the oracle's (a function's result it numbered itself among them) — and
+    steps on from there; one following a writer that restored a snapshot too."""
     location = str(tmp_path / "state")
     writer = Engine(executor="spark", spark=replace(spark_settings, state=location,
                                                     share=True, retain_seconds=0.0))
+    oracle = Engine()
     follower = _follower(spark_settings, location)
-    follower.register("out", "[:find ?b :where [1 :g/to ?b]]")
+    queries = {"out": "[:find ?b :where [1 :g/to ?b]]",
+               "inc": "[:find ?a ?c :where [?a :g/to ?b] [(inc ?b) ?c]]"}
+    views = {name: follower.register(name, query) for name, query in queries.items()}
     assert writer.dispatch.spark is not None
     store = writer.dispatch.spark.state.store
     store.compact_batches = 2
-    for b in range(2, 6):
-        writer.transact([[ADD, 1, TO, b]])
+
+    def transact(tx: list[list[Any]]) -> None:
+        tx_id = writer.tx + 1
+        for engine in (writer, oracle):
+            engine.transact(tx, tx_id)
         store.settle()
-    with pytest.raises(FollowerBehind, match="further behind its writer"):
-        follower.follow()
-    caught_up = _follower(spark_settings, location)
-    assert caught_up.register("out", "[:find ?b :where [1 :g/to ?b]]") == {
-        (b,): 1 for b in range(2, 6)}
+
+    def step(anew: str | None) -> None:
+        """The follower's step: its views stepped by its changes, or taken anew."""
+        if anew is None:
+            for name, rows in follower.follow().items():
+                add_into(views[name], rows)
+        else:
+            with pytest.raises(FollowerBehind, match=anew):
+                follower.follow()
+            follower.follow_anew()
+            views.update({name: follower.result(name) for name in queries})
+        assert (follower.tx, follower.datoms) == (writer.tx, writer.datoms)
+        for name, query in queries.items():
+            assert {row: w for row, w in views[name].items() if w} == _result(oracle, query)
+
+    for b in range(2, 6):
+        transact([[ADD, 1, TO, b]])
+    step("further behind its writer")
+    transact([[ADD, 1, TO, 7], [ADD, 3, TO, 4]])
+    step(None)
     writer.restore(writer.state())
-    writer.transact([[ADD, 1, TO, 9]])
-    with pytest.raises(FollowerBehind, match="was replaced"):
-        caught_up.follow()
+    transact([[ADD, 1, TO, 9]])
+    step("was replaced")
+    transact([[keyword("db/retract"), 1, TO, 2]])
+    step(None)
 
 
 def test_a_follower_writes_nothing_and_sharing_takes_a_location(

@@ -5,7 +5,8 @@ transactions: every follower query's result, its registration's rows plus every 
 :meth:`Engine.follow` gave, is the oracle's result — through constants and functions'
 results the writer numbers only later (the follower's own ids given up), compactions of the
 datoms and of the dictionary, versions whose changes cancel out, and a follower further
-behind than its writer keeps versions, which follows anew."""
+behind than its writer keeps versions, which follows anew (a worker's catches up in place,
+its change streams the from-scratch oracle's)."""
 
 from __future__ import annotations
 
@@ -13,20 +14,27 @@ import tempfile
 from dataclasses import replace
 from itertools import pairwise
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.integration.pipeline import TRIANGLE, TWO_PATH, random_stream, reference_states
 from tests.property.strategies import SCHEMA_TX, churn_streams, tx_streams
 from tests.property.test_batches import MAINTAINED
 from tests.property.test_incremental_matches_recompute import QUERIES
+from workers.config import WorkerConfig
 from workers.edn import keyword
 from workers.engine import Engine
 from workers.errors import WorkersError
 from workers.executors.spark import SparkSettings
+from workers.executors.spark.session import RETAIN_SECONDS
 from workers.executors.spark.shared import FollowerBehind
+from workers.executors.spark.state import batch_name
+from workers.runtime.worker import Worker
+from workers.testing import FakeKafka, FakePorts, check_change_stream
 from workers.zset.zset import add_into
 
 pytestmark = pytest.mark.spark
@@ -245,6 +253,74 @@ def test_a_follower_too_far_behind_or_of_a_replaced_state_follows_anew(
     step("was replaced")
     transact([[keyword("db/retract"), 1, TO, 2]])
     step(None)
+
+
+def test_a_worker_following_too_far_behind_catches_up_in_place(
+        spark_settings: SparkSettings, tmp_path: Path) -> None:
+    """Two workers share a Spark state over the fakes: the writer (partition 0) ticks on
+    while the follower (partition 1: the queries) does not, and, keeping no replaced file,
+    deletes the batches the follower needs.  The follower's next tick follows anew from
+    the newest version, without exiting, and owns its queries anew, caught up from their
+    committed views: every committed change stream is still its query's exact change."""
+    kafka = FakeKafka(query_partitions=2)
+    stream = random_stream(seed=7, count=24)
+    kafka.register("tri", TRIANGLE, partition=1)
+    kafka.register("two", TWO_PATH, partition=1)
+    kafka.assign({1: "deltalog-worker-follower"})  # the writer joining takes partition 0
+    location = tmp_path / "state"
+    config = WorkerConfig(executor="spark", spark_sharing="fleet", spark_state=str(location),
+                          spark_master=spark_settings.master,
+                          spark_memory_values=spark_settings.memory_values,
+                          snapshot_dir=tmp_path / "snapshots", tick_max_wait_s=0.0)
+
+    def started(name: str) -> Worker:
+        worker = Worker(replace(config, worker_id=name),
+                        FakePorts(kafka, f"deltalog-worker-{name}"))
+        worker.start()
+        return worker
+
+    with started("writer") as writer, started("follower") as follower:
+        assert writer.engine.dispatch.spark is not None
+        assert follower.engine.dispatch.spark is not None
+        store = writer.engine.dispatch.spark.state.store
+        store.compact_batches = 2
+
+        def publish(tx: list[list[Any]]) -> None:
+            kafka.send(tx)
+            _ticks(writer)
+            store.settle()
+
+        for tx in stream[:8]:
+            publish(tx)
+            _ticks(follower)
+        held = follower.engine.dispatch.spark.state.follower
+        assert held is not None and follower.committed == 7
+        needed = batch_name(held.manifest.epoch, held.manifest.version + 1)
+        store.retain_seconds = 0.0
+        for tx in stream[8:14]:  # the follower does not tick
+            publish(tx)
+        assert not (location / needed).exists()
+        store.retain_seconds = RETAIN_SECONDS
+        _ticks(follower)
+        assert follower.engine.dispatch.spark.state.follower is not held  # opened anew
+        assert follower.committed == writer.committed == 13
+        for tx in stream[14:]:
+            publish(tx)
+            _ticks(follower)
+        assert follower.committed == len(stream) - 1
+    states = reference_states(stream)
+    for name, query in (("tri", TRIANGLE), ("two", TWO_PATH)):
+        check_change_stream(query, [SimpleNamespace(**c) for c in kafka.changes(name)],
+                            states)
+        assert {c["tx_first"] for c in kafka.changes(name) if c["tx_last"] == 13} == {8}
+
+
+def _ticks(worker: Worker) -> None:
+    """Tick until there is nothing to do."""
+    for _ in range(10):
+        if not worker.tick():
+            return
+    raise AssertionError("still ticking after 10 ticks")
 
 
 def test_a_follower_writes_nothing_and_sharing_takes_a_location(

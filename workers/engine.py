@@ -584,7 +584,7 @@ class Engine:
         queries to the writer's newest version — the changes since the version this engine
         was at, as a tick's.  Raises :class:`~workers.executors.spark.shared.FollowerBehind`
         when it cannot (the writer replaced its state, or no longer keeps the versions
-        between)."""
+        between): then :meth:`follow_anew`."""
         caught = self.database.replication.follow()
         if caught is None:
             return {}
@@ -595,6 +595,15 @@ class Engine:
             self.database.replication.reached()
             return {}
         return self._tick(caught.delta)
+
+    def follow_anew(self) -> None:
+        """Following a database another engine writes and unable to step to its writer's
+        newest version (:meth:`follow` raised ``FollowerBehind``), open it anew there, as a
+        follower starting does; the queries are bound anew to it.  What they changed
+        between is not known here: the caller takes their results anew (a worker, from
+        their committed views)."""
+        self.schema, self.tx = self.database.replication.follow_anew()
+        self._bind_anew()
 
     @property
     def queries(self) -> tuple[str, ...]:

@@ -4,7 +4,9 @@ follower steps its own queries by the writer's batches and reads the writer's fi
 transactions: every follower query's result, its registration's rows plus every change
 :meth:`Engine.follow` gave, is the oracle's result — through constants and functions'
 results the writer numbers only later (the follower's own ids given up), compactions of the
-datoms and of the dictionary, and versions whose changes cancel out."""
+datoms and of the dictionary, versions whose changes cancel out, and a follower further
+behind than its writer keeps versions, which follows anew (a worker's catches up in place,
+its change streams the from-scratch oracle's)."""
 
 from __future__ import annotations
 
@@ -12,20 +14,27 @@ import tempfile
 from dataclasses import replace
 from itertools import pairwise
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.integration.pipeline import TRIANGLE, TWO_PATH, random_stream, reference_states
 from tests.property.strategies import SCHEMA_TX, churn_streams, tx_streams
 from tests.property.test_batches import MAINTAINED
 from tests.property.test_incremental_matches_recompute import QUERIES
+from workers.config import WorkerConfig
 from workers.edn import keyword
 from workers.engine import Engine
 from workers.errors import WorkersError
 from workers.executors.spark import SparkSettings
+from workers.executors.spark.session import RETAIN_SECONDS
 from workers.executors.spark.shared import FollowerBehind
+from workers.executors.spark.state import batch_name
+from workers.runtime.worker import Worker
+from workers.testing import FakeKafka, FakePorts, check_change_stream
 from workers.zset.zset import add_into
 
 pytestmark = pytest.mark.spark
@@ -195,31 +204,123 @@ def test_the_writer_changes_hands_and_back(spark_settings: SparkSettings,
                     oracle, query), (engine is one, name)
 
 
-def test_a_follower_too_far_behind_or_of_a_replaced_state_says_so(
+def test_a_follower_too_far_behind_or_of_a_replaced_state_follows_anew(
         spark_settings: SparkSettings, tmp_path: Path) -> None:
     """The writer keeps no replaced file (``retain_seconds=0``): once a compaction folded
     the batches a follower needs and the next append deleted them, the follower cannot
-    step, and says why; one following a writer that restored a snapshot too."""
+    step, and says why; it follows anew from the newest version — its queries' results,
+    taken anew, the oracle's (a function's result it numbered itself among them) — and
+    steps on from there; one following a writer that restored a snapshot too."""
     location = str(tmp_path / "state")
     writer = Engine(executor="spark", spark=replace(spark_settings, state=location,
                                                     share=True, retain_seconds=0.0))
+    oracle = Engine()
     follower = _follower(spark_settings, location)
-    follower.register("out", "[:find ?b :where [1 :g/to ?b]]")
+    queries = {"out": "[:find ?b :where [1 :g/to ?b]]",
+               "inc": "[:find ?a ?c :where [?a :g/to ?b] [(inc ?b) ?c]]"}
+    views = {name: follower.register(name, query) for name, query in queries.items()}
     assert writer.dispatch.spark is not None
     store = writer.dispatch.spark.state.store
     store.compact_batches = 2
-    for b in range(2, 6):
-        writer.transact([[ADD, 1, TO, b]])
+
+    def transact(tx: list[list[Any]]) -> None:
+        tx_id = writer.tx + 1
+        for engine in (writer, oracle):
+            engine.transact(tx, tx_id)
         store.settle()
-    with pytest.raises(FollowerBehind, match="further behind its writer"):
-        follower.follow()
-    caught_up = _follower(spark_settings, location)
-    assert caught_up.register("out", "[:find ?b :where [1 :g/to ?b]]") == {
-        (b,): 1 for b in range(2, 6)}
+
+    def step(anew: str | None) -> None:
+        """The follower's step: its views stepped by its changes, or taken anew."""
+        if anew is None:
+            for name, rows in follower.follow().items():
+                add_into(views[name], rows)
+        else:
+            with pytest.raises(FollowerBehind, match=anew):
+                follower.follow()
+            follower.follow_anew()
+            views.update({name: follower.result(name) for name in queries})
+        assert (follower.tx, follower.datoms) == (writer.tx, writer.datoms)
+        for name, query in queries.items():
+            assert {row: w for row, w in views[name].items() if w} == _result(oracle, query)
+
+    for b in range(2, 6):
+        transact([[ADD, 1, TO, b]])
+    step("further behind its writer")
+    transact([[ADD, 1, TO, 7], [ADD, 3, TO, 4]])
+    step(None)
     writer.restore(writer.state())
-    writer.transact([[ADD, 1, TO, 9]])
-    with pytest.raises(FollowerBehind, match="was replaced"):
-        caught_up.follow()
+    transact([[ADD, 1, TO, 9]])
+    step("was replaced")
+    transact([[keyword("db/retract"), 1, TO, 2]])
+    step(None)
+
+
+def test_a_worker_following_too_far_behind_catches_up_in_place(
+        spark_settings: SparkSettings, tmp_path: Path) -> None:
+    """Two workers share a Spark state over the fakes: the writer (partition 0) ticks on
+    while the follower (partition 1: the queries) does not, and, keeping no replaced file,
+    deletes the batches the follower needs.  The follower's next tick follows anew from
+    the newest version, without exiting, and owns its queries anew, caught up from their
+    committed views: every committed change stream is still its query's exact change."""
+    kafka = FakeKafka(query_partitions=2)
+    stream = random_stream(seed=7, count=24)
+    kafka.register("tri", TRIANGLE, partition=1)
+    kafka.register("two", TWO_PATH, partition=1)
+    kafka.assign({1: "deltalog-worker-follower"})  # the writer joining takes partition 0
+    location = tmp_path / "state"
+    config = WorkerConfig(executor="spark", spark_sharing="fleet", spark_state=str(location),
+                          spark_master=spark_settings.master,
+                          spark_memory_values=spark_settings.memory_values,
+                          snapshot_dir=tmp_path / "snapshots", tick_max_wait_s=0.0)
+
+    def started(name: str) -> Worker:
+        worker = Worker(replace(config, worker_id=name),
+                        FakePorts(kafka, f"deltalog-worker-{name}"))
+        worker.start()
+        return worker
+
+    with started("writer") as writer, started("follower") as follower:
+        assert writer.engine.dispatch.spark is not None
+        assert follower.engine.dispatch.spark is not None
+        store = writer.engine.dispatch.spark.state.store
+        store.compact_batches = 2
+
+        def publish(tx: list[list[Any]]) -> None:
+            kafka.send(tx)
+            _ticks(writer)
+            store.settle()
+
+        for tx in stream[:8]:
+            publish(tx)
+            _ticks(follower)
+        held = follower.engine.dispatch.spark.state.follower
+        assert held is not None and follower.committed == 7
+        needed = batch_name(held.manifest.epoch, held.manifest.version + 1)
+        store.retain_seconds = 0.0
+        for tx in stream[8:14]:  # the follower does not tick
+            publish(tx)
+        assert not (location / needed).exists()
+        store.retain_seconds = RETAIN_SECONDS
+        _ticks(follower)
+        assert follower.engine.dispatch.spark.state.follower is not held  # opened anew
+        assert follower.committed == writer.committed == 13
+        for tx in stream[14:]:
+            publish(tx)
+            _ticks(follower)
+        assert follower.committed == len(stream) - 1
+    states = reference_states(stream)
+    for name, query in (("tri", TRIANGLE), ("two", TWO_PATH)):
+        check_change_stream(query, [SimpleNamespace(**c) for c in kafka.changes(name)],
+                            states)
+        assert {c["tx_first"] for c in kafka.changes(name) if c["tx_last"] == 13} == {8}
+
+
+def _ticks(worker: Worker) -> None:
+    """Tick until there is nothing to do."""
+    for _ in range(10):
+        if not worker.tick():
+            return
+    raise AssertionError("still ticking after 10 ticks")
 
 
 def test_a_follower_writes_nothing_and_sharing_takes_a_location(

@@ -9,7 +9,8 @@ changes:
   gave last (:meth:`Replication.stamp`) — opaque here: today the refused transactions
   whose dead letters are not committed, so that a writer taking over writes them;
 - **follower**: it writes nothing and steps its queries to its writer's newest version
-  (:meth:`Replication.follow`).
+  (:meth:`Replication.follow`); one that cannot step there (its writer no longer keeps the
+  versions between) opens the database anew at it (:meth:`Replication.follow_anew`).
 
 The changes of role, each at the newest version (the worker decides when):
 
@@ -74,6 +75,10 @@ class Replication(Protocol):
         """The engine stepped nothing to the version :meth:`follow` caught (its delta is
         empty): the database is at it now."""
 
+    def follow_anew(self) -> tuple[Schema, int]:
+        """A follower that cannot step opens the database anew at its writer's newest
+        version, as a follower starting does: that version's schema and position."""
+
 
 def not_following() -> WorkersError:
     """The error of following, or leading, without following a writer."""
@@ -110,4 +115,7 @@ class Alone:
         raise not_following()
 
     def reached(self) -> None:
+        raise not_following()
+
+    def follow_anew(self) -> tuple[Schema, int]:
         raise not_following()

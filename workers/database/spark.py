@@ -42,7 +42,7 @@ class SparkDatabase:
         the values of the dictionary kept in memory."""
         self._arrangements, self._state = arrangements, spark.state
         self.window = StateWindow(arrangements, spark, memory_values)
-        self._replication = SparkReplication(spark.state, self.window)
+        self._replication = SparkReplication(spark.state, self.window, memory_values)
 
     @property
     def arrangements(self) -> ArrangementRegistry:
@@ -132,8 +132,9 @@ class SparkReplication:
     """The role of an engine towards a Spark state: alone (not shared), its writer
     (``SparkSettings.share``) or a follower (``SparkSettings.follow``)."""
 
-    def __init__(self, state: StateVersions, window: StateWindow) -> None:
-        self._state, self._window = state, window
+    def __init__(self, state: StateVersions, window: StateWindow, memory_values: int) -> None:
+        """``memory_values``: the values of a dictionary opened anew kept in memory."""
+        self._state, self._window, self._memory_values = state, window, memory_values
 
     @property
     def following(self) -> bool:
@@ -178,6 +179,13 @@ class SparkReplication:
 
     def reached(self) -> None:
         self._following().applied(DatomColumns.of({}))
+
+    def follow_anew(self) -> tuple[Schema, int]:
+        """The state and its dictionary opened anew at the writer's newest version (the
+        window's dictionary too)."""
+        opened = self._following().follow_anew(self._memory_values)
+        self._window.opened_anew(opened)
+        return decode_schema(opened.marks.schema), opened.marks.position
 
     def _following(self) -> StateVersions:
         if self._state.follower is None:

@@ -11,14 +11,17 @@ then.  The role, in numbered steps:
    has started it (:meth:`EngineRole.make`);
 2. a writer stamps the state's next versions with the refusals whose dead letters are not
    committed yet (:meth:`EngineRole.stamp`), so that a writer taking over writes them;
-3. a follower steps its writer's versions each tick (:meth:`EngineRole.follow`); given
+3. a follower steps its writer's versions each tick (:meth:`EngineRole.follow`) — or,
+   further behind than its writer keeps versions, opens the state anew at the newest and
+   its worker owns its queries anew, caught up from their committed views; given
    partition 0, it writes the dead letters of the refusals its writer stamped
    (:meth:`EngineRole.stamped`), and writes the state itself as soon as it is at its
    writer's newest version (:meth:`EngineRole.lead`);
 4. partition 0 revoked, a writer steps down and follows (:meth:`EngineRole.hand_over`).
 
 This module is the only one that calls the engine's replication API (``lead``,
-``step_down``, ``follow``, ``following``, ``stamp_refusals``, ``stamped_refusals``).
+``step_down``, ``follow``, ``follow_anew``, ``following``, ``stamp_refusals``,
+``stamped_refusals``).
 """
 
 from __future__ import annotations
@@ -111,11 +114,24 @@ class EngineRole:
         if self.role is Role.SHARING:
             self.engine.stamp_refusals(dead_letters.refusals())
 
-    def follow(self, dead_letters: DeadLetters) -> Changes:
-        """Step 3: a follower's tick, its writer's versions since its own.  Writing the dead
-        letters (it is about to write the state), it writes those of the refusals its writer
-        stamped and did not write."""
-        changes = self.engine.follow()
+    def follow(self, dead_letters: DeadLetters) -> Changes | None:
+        """Step 3: a follower's tick, its writer's versions since its own — None when it
+        could not step (its writer no longer keeps the versions between, or replaced the
+        state) and opened the state anew at the newest: its queries' changes since are
+        known only from their committed views (the worker owns them anew).  Writing the
+        dead letters (it is about to write the state), it writes those of the refusals its
+        writer stamped and did not write."""
+        from workers.executors.spark.shared import FollowerBehind  # PySpark only when asked
+
+        engine = self.engine
+        changes: Changes | None
+        try:
+            changes = engine.follow()
+        except FollowerBehind as behind:
+            log.warning("%s: following anew from the newest version", behind)
+            engine.follow_anew()
+            log.info("following the shared Spark state anew from tx %d", engine.tx)
+            changes = None
         if dead_letters.writing:
             self.stamped(dead_letters)
         return changes

@@ -34,7 +34,9 @@ One tick:
    (:mod:`workers.runtime.dead_letters`).  A tick whose
    delta is larger than ``tick_max_datoms`` is stepped in pieces: the first is held like a
    whole tick, the others are written as they are computed, so an enormous change (a hub
-   retracted) is never in memory whole;
+   retracted) is never in memory whole.  A follower of a shared Spark state steps its
+   writer's versions instead; one further behind than its writer keeps them follows anew
+   from the newest, and owns its queries anew in this tick (:meth:`Worker._own_anew`);
 4. in one Kafka transaction: snapshot rows, change rows, the new weights of the rows they
    touch in each view topic (ending with the view's marker), dead letters, every live query's
    progress, and the group's metadata (``send_offsets_to_transaction``: a worker that lost
@@ -69,6 +71,7 @@ from workers.runtime.dead_letters import DeadLetters, snapshot_bound
 from workers.runtime.engine_role import EngineRole
 from workers.runtime.faults import crash_point
 from workers.runtime.observe import StateGauges
+from workers.runtime.ownership import Polled
 from workers.runtime.phases import TickPhases
 from workers.runtime.pieces import Pieces
 from workers.runtime.ports import Group, KafkaPorts, Ports, Source
@@ -198,8 +201,11 @@ class Worker(Closing):
             self._phases.queued(batch[0].appended_s)
         if following:  # Step 3
             rest = Pieces(iter(()))
-            if not taken_up:
-                for query, rows in self._role.follow(self._dead_letters).items():
+            changes = {} if taken_up else self._role.follow(self._dead_letters)
+            if changes is None:
+                self._own_anew(group, output)
+            else:
+                for query, rows in changes.items():
                     add_into(output.changes.setdefault(query, {}), rows)
         else:
             rest = self._batches.apply(batch, output)
@@ -234,6 +240,17 @@ class Worker(Closing):
             metrics.TICK_SECONDS.observe(time.perf_counter() - started)
             self._maybe_snapshot()
         return True
+
+    def _own_anew(self, group: Group, output: TickOutput) -> None:
+        """A follower that fell further behind than its writer keeps versions follows anew
+        from the newest: every query it registered is owned anew in this tick, at that
+        version's position, caught up from its committed progress and view like a query
+        taken over — before this tick's commit writes their progress."""
+        again = self._queries.lose_all()
+        if again:
+            log.info("queries %s owned anew (the shared Spark state followed anew)",
+                     ", ".join(again))
+        self._lifecycle.own(Polled(), group, self.engine.tx, output)
 
     def _throttled(self) -> int:
         """Back-pressure: the transactions this tick may take, fewer (and a pause) while the

@@ -10,6 +10,7 @@ import pytest
 
 from workers.config import WorkerConfig
 from workers.errors import WorkersError
+from workers.executors.spark.shared import FollowerBehind
 from workers.runtime.dead_letters import DeadLetters, Refused
 from workers.runtime.engine_role import EngineRole, Role
 from workers.testing import FakeKafka, FakeTxSource
@@ -24,6 +25,7 @@ class StubEngine:
         self.tx = 7
         self.calls: list[tuple[Any, ...]] = []
         self.at_newest = True
+        self.behind = False  # its writer no longer keeps the versions it needs
 
     def seek(self, tx: int) -> None:
         self.tx = tx
@@ -35,7 +37,13 @@ class StubEngine:
         return ((8, "E", "stamped"),)
 
     def follow(self) -> dict[str, dict[Any, int]]:
+        if self.behind:
+            raise FollowerBehind("version 3 is gone")
         return {"q": {("row",): 1}}
+
+    def follow_anew(self) -> None:
+        self.calls.append(("follow_anew",))
+        self.behind = False
 
     def lead(self) -> bool:
         if self.at_newest:
@@ -103,3 +111,17 @@ def test_a_follower_given_partition_0_writes_the_stamped_refusals_then_leads(
     assert not role.lead(7) and role.following
     engine.at_newest = True
     assert role.lead(7) and not role.following
+
+
+def test_a_follower_too_far_behind_follows_anew_without_exiting(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its step says None (its queries' changes since are not known: the worker owns them
+    anew), and the next steps are as before."""
+    monkeypatch.setattr("workers.executors.spark.shared.shared_state_at", lambda _: True)
+    role = _shared(tmp_path)
+    engine = role.make(writing=False)
+    assert isinstance(engine, StubEngine)
+    engine.behind = True
+    dead_letters = _dead_letters()
+    assert role.follow(dead_letters) is None and engine.calls == [("follow_anew",)]
+    assert role.following and role.follow(dead_letters) == {"q": {("row",): 1}}

@@ -13,7 +13,10 @@ import pytest
 
 from tests.integration.pipeline import TRIANGLE, TWO_PATH, random_stream, reference_states
 from workers.config import WorkerConfig
+from workers.engine import Changes, Engine
+from workers.executors.spark.shared import FollowerBehind
 from workers.runtime.dead_letters import DEAD_LETTERS
+from workers.runtime.engine_role import EngineRole
 from workers.runtime.worker import Worker
 from workers.testing import CollectingSink, FakeKafka, FakePorts, check_change_stream
 from workers.zset.row import Row
@@ -260,4 +263,63 @@ def test_lost_transactions_at_random_leave_every_change_stream_exact(
         _ticks(worker, 30)
         assert worker.committed == len(stream) - 1
     assert kafka.epochs["deltalog-worker-w1"] > 3  # transactions were lost (init + each)
+    _check(kafka, stream, ("tri", TRIANGLE), ("two", TWO_PATH))
+
+
+class LogFollower(Engine):
+    """A follower of a shared state over the fakes: its writer's versions are the
+    transactions of ``stream`` up to ``published``, those before ``kept_from`` no longer
+    kept (a local engine that applies them itself)."""
+
+    def __init__(self, stream: list[Any]) -> None:
+        super().__init__()
+        self.tx, self.published, self.kept_from = -1, -1, 0
+        self.stream, self.opened_anew, self._stepping = stream, 0, False
+
+    @property
+    def following(self) -> bool:
+        return not self._stepping
+
+    def follow(self) -> Changes:
+        if self.tx + 1 < self.kept_from:
+            raise FollowerBehind(f"version {self.tx + 1} is gone")
+        return self._step()
+
+    def follow_anew(self) -> None:
+        self._step()  # its changes are not known: the state is read at the newest
+        self.opened_anew += 1
+
+    def _step(self) -> Changes:
+        self._stepping = True
+        try:
+            return self.transact_many((self.stream[i], i)
+                                      for i in range(self.tx + 1, self.published + 1))[0]
+        finally:
+            self._stepping = False
+
+
+def test_a_follower_behind_what_its_writer_keeps_owns_its_queries_anew(
+        kafka: FakeKafka, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A follower held back while its writer publishes 10 versions and drops the first 5 of
+    them: it follows anew from the newest, and its queries catch up from their committed
+    views in one tick 10..19 — every change stream still its query's exact change, once."""
+    stream = random_stream(seed=4, count=30)
+    follower = LogFollower(stream)
+    monkeypatch.setattr("workers.executors.spark.shared.shared_state_at", lambda _: True)
+    monkeypatch.setattr(EngineRole, "_new_engine", lambda role, spark: follower)
+    kafka.assign({0: "deltalog-worker-writer"})  # the writer's partition: w2 follows
+    kafka.register("tri", TRIANGLE, partition=1)
+    kafka.register("two", TWO_PATH, partition=1)
+    with _worker(kafka, tmp_path, "w2", executor="spark", spark_sharing="fleet",
+                 spark_state=str(tmp_path / "state")) as worker:
+        for end, kept_from in ((10, 0), (20, 15), (30, 15)):
+            for tx in stream[len(kafka.tx):end]:
+                kafka.send(tx)
+            follower.published, follower.kept_from = end - 1, kept_from
+            _ticks(worker)
+            assert worker.committed == end - 1
+        assert follower.opened_anew == 1 and worker.readiness()[0]
+    for query in ("tri", "two"):
+        assert {c["tx_first"] for c in kafka.changes(query) if c["tx_last"] == 19} == {10}
+        assert kafka.progress()[query]["tx_last"] == 29
     _check(kafka, stream, ("tri", TRIANGLE), ("two", TWO_PATH))

@@ -16,7 +16,8 @@ tasks read the writer's files.  What it needs of them:
   of the version it is at (its steps read the state before their delta): the writer keeps
   the files a version no longer names ``retain_seconds`` (``StateStore``).  A follower
   further behind — or one whose writer started a new epoch (a restored snapshot) — cannot
-  step, and says so (:class:`FollowerBehind`).
+  step, and says so (:class:`FollowerBehind`): it opens the state anew at the newest
+  version, as a follower starting does (``Engine.follow_anew``).
 
 Writing changes hands at the newest version (``Engine.step_down``, ``Engine.lead``): the
 follower taking over numbers its own values in the writer's dictionary and writes on, in
@@ -52,8 +53,9 @@ from workers.executors.spark.state import (
 
 
 class FollowerBehind(WorkersError):
-    """A follower cannot step to its writer's newest version (the message says why): made
-    anew, it follows from the newest (its worker restarts; its queries catch up)."""
+    """A follower cannot step to its writer's newest version (the message says why): it
+    opens the state anew at the newest (``Engine.follow_anew``), and its worker owns its
+    queries anew, caught up from their committed views."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message, code=ErrorCode.SPARK)

@@ -13,9 +13,9 @@ the Spark backend (under ``auto``, mirroring the local arrangements) moves it:
    position moved);
 3. :meth:`~StateVersions.reset` / :meth:`~StateVersions.restored`: the state replaced (a
    snapshot), or dropped to be written again from the arrangements on next use;
-4. :meth:`~StateVersions.follow`, :meth:`~StateVersions.lead`,
-   :meth:`~StateVersions.step_down`: a shared state's changes of writer
-   (:mod:`workers.database.replication`).
+4. :meth:`~StateVersions.follow`, :meth:`~StateVersions.follow_anew`,
+   :meth:`~StateVersions.lead`, :meth:`~StateVersions.step_down`: a follower's steps, and a
+   shared state's changes of writer (:mod:`workers.database.replication`).
 """
 
 from __future__ import annotations
@@ -101,6 +101,17 @@ class StateVersions:
         followed = self.follower.next()
         self._following = None if followed is None else followed.manifest
         return followed
+
+    def follow_anew(self, memory_values: int) -> StateFollower:
+        """A follower that cannot step (:class:`~workers.executors.spark.shared.FollowerBehind`)
+        opens the state anew at its writer's newest version, its dictionary read again
+        from the files, as a follower starting does (``memory_values`` of it in memory)."""
+        assert self.follower is not None, "a follower follows anew"
+        follower = self.follower = self.opened = StateFollower.open(self.store.location,
+                                                                    memory_values)
+        self.store.resume(follower.manifest, reading=True)
+        self._following = None
+        return follower
 
     def restored(self) -> None:
         """The arrangements were replaced: the state is written again on next use."""

@@ -40,7 +40,7 @@ from workers.db.codec import decode_schema, encode_schema
 from workers.db.resolve import named
 from workers.db.schema import BUILTIN_SCHEMA, SCHEMA_ATTRIBUTES, Schema
 from workers.db.tx import BatchOps, LookupRef, TempId
-from workers.executors.spark.shared import FollowerIds
+from workers.executors.spark.shared import FollowerIds, StateFollower
 from workers.executors.spark.state import Marks
 from workers.plan.ir import Plan
 
@@ -204,6 +204,15 @@ class StateWindow:
         """The dictionary is ``values`` from now on (a follower took over writing, or a
         writer stepped down)."""
         self.values = self.db.ids = values
+
+    def opened_anew(self, opened: StateFollower) -> None:
+        """A follower opened its state anew at ``opened``'s version (it could not step
+        there): the dictionary, size, position and schema are that version's."""
+        self.numbering(opened.ids)
+        self.datoms, self._position = opened.marks.datoms, opened.marks.position
+        self._schema = decode_schema(opened.marks.schema)
+        self._version += 1  # the statistics are read again
+        self.forget()
 
     def moved(self, position: int) -> None:
         """A tick that changed nothing put the database at the transaction ``position``."""

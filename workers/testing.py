@@ -580,6 +580,9 @@ class FakeKafka:
         self.generation = 0  # bumped by every rebalance: older transactions are refused
         self.epochs: dict[str, int] = defaultdict(int)  # transactional id -> producer epoch
         self.fail_commits = 0  # the next commits to fail (a lost transaction), as a broker's
+        # False: a member given no partition is not told so (librdkafka with KIP-848's
+        # protocol: no assignment callback for an empty assignment)
+        self.announces_empty = True
         self._tx_codec = AvroCodec("transaction")
         self._registration_codec = AvroCodec("query_registration")
 
@@ -801,7 +804,8 @@ class FakeGroup:
             records = [r for r in self._kafka.queries if r.partition == partition]
             polled.records += records[self._read[partition]:]
             self._read[partition] = len(records)
-        self.owned, self.assigned_once = now, True
+        self.owned = now
+        self.assigned_once = self.assigned_once or bool(now) or self._kafka.announces_empty
         return polled
 
     def offsets(self) -> list[Any]:

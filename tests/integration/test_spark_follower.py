@@ -315,6 +315,42 @@ def test_a_worker_following_too_far_behind_catches_up_in_place(
         assert {c["tx_first"] for c in kafka.changes(name) if c["tx_last"] == 13} == {8}
 
 
+def test_a_worker_given_no_partition_while_it_starts_follows(
+        spark_settings: SparkSettings, tmp_path: Path) -> None:
+    """A worker sharing a Spark state that the group gives nothing while it starts (with
+    KIP-848's protocol librdkafka does not even say so) follows the state, rather than
+    ticking without an engine, and takes queries up once it is given some."""
+    kafka = FakeKafka(query_partitions=2)
+    kafka.announces_empty = False
+    kafka.register("tri", TRIANGLE, partition=1)
+    config = WorkerConfig(executor="spark", spark_sharing="fleet",
+                          spark_state=str(tmp_path / "state"), spark_master=spark_settings.master,
+                          spark_memory_values=spark_settings.memory_values,
+                          snapshot_dir=tmp_path / "snapshots", tick_max_wait_s=0.0,
+                          session_timeout_ms=500)
+    stream = random_stream(seed=11, count=6)
+    with Worker(replace(config, worker_id="writer"),
+                FakePorts(kafka, "deltalog-worker-writer")) as writer:
+        writer.start()  # joining first, it owns both partitions
+        with Worker(replace(config, worker_id="late"),
+                    FakePorts(kafka, "deltalog-worker-late")) as late:
+            late.start()
+            assert late.engine.following
+            for tx in stream[:3]:
+                kafka.send(tx)
+                _ticks(writer)
+                _ticks(late)
+            assert late.committed == writer.committed == 2
+            kafka.assign({1: "deltalog-worker-late"})  # the query moves to the late worker
+            for tx in stream[3:]:
+                kafka.send(tx)
+                _ticks(writer)
+                _ticks(late)
+            assert late.committed == len(stream) - 1
+    check_change_stream(TRIANGLE, [SimpleNamespace(**c) for c in kafka.changes("tri")],
+                        reference_states(stream))
+
+
 def _ticks(worker: Worker) -> None:
     """Tick until there is nothing to do."""
     for _ in range(10):

@@ -148,17 +148,30 @@ class Worker(Closing):
         polled = []  # a shared state's worker: until its engine exists
         while time.monotonic() < deadline and (not group.assigned_once or group.catching_up):
             polled.append(group.poll(POLL_S))
-            if not self._role.made and group.assigned_once:
-                self.committed = self._role.make(writing=0 in group.owned).tx
-                self._start_reading()
-            if self._role.made:
-                for each in polled:
-                    self._lifecycle.own(each, group, self.committed, self._pending)
-                polled = []
+            if group.assigned_once:
+                self._make_engine(group)
+            polled = self._own(polled, group)
+        self._make_engine(group)  # given nothing yet (KIP-848 may not say so): it follows
+        self._own(polled, group)
         metrics.LAST_TX.set(self.committed)
         log.info("worker %s started at tx %d owning %d queries (strategy %s, executor %s)",
                  config.worker_id, self.committed, len(self._queries), config.strategy,
                  config.executor)
+
+    def _make_engine(self, group: Group) -> None:
+        """A shared state's worker makes its engine once: the writer if it owns queries
+        partition 0, else a follower (:mod:`workers.runtime.engine_role`)."""
+        if not self._role.made:
+            self.committed = self._role.make(writing=0 in group.owned).tx
+            self._start_reading()
+
+    def _own(self, polled: list[Polled], group: Group) -> list[Polled]:
+        """Take up what the group gave, once the engine exists; what is left to take."""
+        if not self._role.made:
+            return polled
+        for each in polled:
+            self._lifecycle.own(each, group, self.committed, self._pending)
+        return []
 
     def _start_reading(self) -> None:
         """Read the transaction log after the position (a follower of a shared state reads

@@ -38,15 +38,20 @@ pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.serial]
 QUERIES = {"tri": TRIANGLE, "paths": TWO_PATH, "reach": REACH_COUNT, "tri2": TRIANGLE}
 
 
+def _fleet(config: WorkerConfig, tmp_path: Path, *ids: str) -> dict[str, WorkerProcess]:
+    """Workers (not started) sharing one Spark state, ``tmp_path / "state"``."""
+    return {i: WorkerProcess(config, tmp_path / f"snapshots-{i}", tmp_path / f"{i}.log",
+                             worker_id=i, tick_max_tx=5, executor="spark",
+                             spark_master="local[1]", spark_memory_values=8,
+                             spark_state=str(tmp_path / "state"), spark_sharing="fleet")
+            for i in ids}
+
+
 def test_a_fleet_writes_one_state_and_hands_writing_over_when_its_writer_dies(
         kafka_bootstrap: str, tmp_path: Path) -> None:
     config = isolated_config(kafka_bootstrap)
     state = tmp_path / "state"
-    workers = {i: WorkerProcess(config, tmp_path / f"snapshots-{i}", tmp_path / f"{i}.log",
-                                worker_id=i, tick_max_tx=5, executor="spark",
-                                spark_master="local[1]", spark_memory_values=8,
-                                spark_state=str(state), spark_sharing="fleet")
-               for i in ("w1", "w2")}
+    workers = _fleet(config, tmp_path, "w1", "w2")
     records, bad = with_bad_records(seed=17, count=300, every=11)
     dead = killing_the_dead_letters_writer_twice(config, workers, QUERIES, records, bad, 15)
     states = reference_states([r if isinstance(r, list) and offset not in bad else []
@@ -95,12 +100,7 @@ def test_a_fleet_of_three_keeps_its_writer_while_others_join_and_leave(
     moves only the leaver's partitions, so the writer (the owner of queries partition 0)
     writes on without stepping down; and every change stream is the oracle's."""
     config = isolated_config(kafka_bootstrap)
-    state = tmp_path / "state"
-    workers = {i: WorkerProcess(config, tmp_path / f"snapshots-{i}", tmp_path / f"{i}.log",
-                                worker_id=i, tick_max_tx=5, executor="spark",
-                                spark_master="local[1]", spark_memory_values=8,
-                                spark_state=str(state), spark_sharing="fleet")
-               for i in ("w1", "w2", "w3")}
+    workers = _fleet(config, tmp_path, "w1", "w2", "w3")
     admin = QueryAdmin(config)
     for name, query in QUERIES.items():
         admin.add(name, query)

@@ -25,6 +25,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 
 from workers.config import WorkerConfig
+from workers.kafka.callbacks import pending_error
 
 TIMEOUT_S = 30.0
 # A transaction the coordinator knows ends within its timeout, plus the interval of the
@@ -69,10 +70,8 @@ def abort_on(producer: Producer, partitions: Sequence[TopicPartition]) -> None:
                          on_delivery=report)
     try:  # aborting purges what is still queued: the records must be written for the
         left = producer.flush(TIMEOUT_S)  # partitions to be added
-    except SystemError as error:  # a fatal error (say, fenced) is pending while the client
-        if isinstance(error.__cause__, KafkaException):  # reports a record: that error
-            raise error.__cause__ from None
-        raise
+    except SystemError as error:
+        raise pending_error(error) from None
     producer.abort_transaction(TIMEOUT_S)
     if left or failed or len(written) < len(partitions):
         raise KafkaException(KafkaError(

@@ -20,6 +20,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 from workers.config import WorkerConfig
 from workers.errors import ErrorCode, WorkersError
 from workers.kafka.avro import AvroCodec, registry_for
+from workers.kafka.callbacks import pending_error
 from workers.kafka.closing import Closing, close_producer
 from workers.kafka.hanging import abort_on
 from workers.kafka.messages import row_to_avro
@@ -305,7 +306,7 @@ class ResultSink(Closing):
                 self._producer.produce(topic, value, key, headers=headers)
                 return
             except BufferError:
-                self._producer.poll(QUEUE_FULL_WAIT_S)
+                self._call(self._producer.poll, QUEUE_FULL_WAIT_S)
             except KafkaException as err:
                 raise _failed(err) from err
 
@@ -324,6 +325,9 @@ class ResultSink(Closing):
                 method(*args)
         except KafkaException as err:
             raise _failed(err) from err
+        except SystemError as error:  # an acknowledgement served while a fatal error pends
+            pending = pending_error(error)
+            raise _failed(pending) from pending
 
 
 def _headers(query: str, registration: int, tx_last: int, tx_first: int | None = None

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError
+from confluent_kafka import KafkaError, KafkaException
 
 from workers.kafka.sink import ResultSink, TransactionFailed
 
@@ -92,3 +92,28 @@ def test_the_next_transaction_starts_with_none_unconfirmed() -> None:
     sink.begin()
     sink.commit()
     assert producer.calls[-1] == "commit_transaction"
+
+
+class FencedProducer(FakeProducer):
+    """librdkafka serving an acknowledgement while a fatal error pends: the callback's first
+    call into the client fails, and the flush raises ``SystemError`` caused by that error."""
+
+    def flush(self, timeout: float) -> int:
+        fenced = KafkaException(KafkaError(KafkaError._FENCED, "fenced by a newer instance",
+                                           fatal=True))
+        try:
+            raise fenced
+        except KafkaException as error:
+            raise SystemError("<method 'topic'> returned a result with an exception set"
+                              ) from error
+
+
+def test_an_acknowledgement_met_by_a_fatal_error_fails_the_transaction() -> None:
+    producer = FencedProducer([])
+    sink = ResultSink.__new__(ResultSink)
+    sink._producer = producer  # type: ignore[assignment]
+    sink.begin()
+    with pytest.raises(TransactionFailed, match="fenced by a newer instance") as failed:
+        sink.commit()
+    assert not failed.value.retriable
+    assert "commit_transaction" not in producer.calls

@@ -71,7 +71,7 @@ def abort_on(producer: Producer, partitions: Sequence[TopicPartition]) -> None:
     try:  # aborting purges what is still queued: the records must be written for the
         left = producer.flush(TIMEOUT_S)  # partitions to be added
     except SystemError as error:
-        raise pending_error(error) from None
+        raise pending_error(error) from error
     producer.abort_transaction(TIMEOUT_S)
     if left or failed or len(written) < len(partitions):
         raise KafkaException(KafkaError(

@@ -108,12 +108,23 @@ class FencedProducer(FakeProducer):
                               ) from error
 
 
-def test_an_acknowledgement_met_by_a_fatal_error_fails_the_transaction() -> None:
-    producer = FencedProducer([])
+class BrokenProducer(FakeProducer):
+    """The other form the chaos run met: the flush fails with no Kafka error to say why."""
+
+    def flush(self, timeout: float) -> int:
+        raise SystemError("<built-in method flush> returned NULL without setting an exception")
+
+
+@pytest.mark.parametrize(("producer", "reason"), [
+    (FencedProducer([]), "fenced by a newer instance"),
+    (BrokenProducer([]), "failed in a callback"),
+])
+def test_an_acknowledgement_met_by_a_fatal_error_fails_the_transaction(
+        producer: FakeProducer, reason: str) -> None:
     sink = ResultSink.__new__(ResultSink)
     sink._producer = producer  # type: ignore[assignment]
     sink.begin()
-    with pytest.raises(TransactionFailed, match="fenced by a newer instance") as failed:
+    with pytest.raises(TransactionFailed, match=reason) as failed:
         sink.commit()
-    assert not failed.value.retriable
+    assert not failed.value.retriable  # the producer is replaced: the tick is lost
     assert "commit_transaction" not in producer.calls

@@ -24,7 +24,12 @@ publication is a **new file, created only if no file has its name** (``docs/spar
 5. after a publication its writer deletes the smaller numbers (readers want the newest;
    tasks are shipped their manifest).  A zombie whose successor was deleted creates it
    anew — below the greatest, where no reader looks — then lists, sees a greater one,
-   deletes its own and stops (:func:`publish`).
+   deletes its own and stops (:func:`publish`);
+6. the files of a tick are named by its version, which a zombie may write after the writer
+   after it did: they are created only if absent too (:func:`link_if_absent`), so a zombie
+   overwrites no published file — it finds the name taken and stops — and a file it wrote
+   first, never published, gives way to the writer's
+   (:meth:`~workers.executors.spark.state.StateStore.append`).
 
 A ``pyarrow.fs`` object store has no conditional create in its API: there a writer checks
 that the name is absent before writing it, two steps again (the gap ``docs/spark.md``
@@ -87,28 +92,33 @@ def _legacy(fs: pafs.FileSystem, root: str) -> tuple[int, str] | None:
 
 def create_if_absent(fs: pafs.FileSystem, path: str, text: str) -> bool:
     """Write ``text`` as the file ``path`` unless it exists; whether this call created it.
-    Locally, atomic: written aside, then hard-linked to its name (``link`` fails on an
-    existing name), so the file is whole when it appears.  Elsewhere (an object store
-    through ``pyarrow.fs``, which exposes no precondition), checked first, then written:
-    not atomic (see the module's docstring)."""
+    Written aside first, then named (:func:`link_if_absent`): the file is whole when it
+    appears."""
+    directory = path.rsplit("/", 1)[0]
+    fs.create_dir(directory, recursive=True)
+    aside = f"{directory}/.aside-{uuid.uuid4().hex[:8]}"
+    with fs.open_output_stream(aside) as sink:
+        sink.write(text.encode())
+    try:
+        return link_if_absent(fs, aside, path)
+    finally:
+        fs.delete_file(aside)
+
+
+def link_if_absent(fs: pafs.FileSystem, source: str, path: str) -> bool:
+    """Give the whole file ``source`` the name ``path`` too, unless a file has it; whether
+    this call did.  Locally, atomic: a hard link (``link`` fails on an existing name).
+    Elsewhere (an object store through ``pyarrow.fs``, which exposes no precondition),
+    checked first, then copied: not atomic (see the module's docstring)."""
     if isinstance(fs, pafs.LocalFileSystem):
-        directory = os.path.dirname(path)
-        os.makedirs(directory, exist_ok=True)
-        aside = os.path.join(directory, f".aside-{uuid.uuid4().hex[:8]}")
-        with open(aside, "wb") as sink:
-            sink.write(text.encode())
         try:
-            os.link(aside, path)
+            os.link(source, path)
         except FileExistsError:
             return False
-        finally:
-            os.unlink(aside)
         return True
     if fs.get_file_info(path).type != pafs.FileType.NotFound:
         return False
-    fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
-    with fs.open_output_stream(path) as sink:
-        sink.write(text.encode())
+    fs.copy_file(source, path)
     return True
 
 

@@ -61,7 +61,7 @@ from workers.arrangements.datom_batch import DatomBatch
 from workers.arrangements.delta import DatomColumns
 from workers.db.codec import SchemaData
 from workers.errors import ErrorCode, WorkersError
-from workers.executors.spark.publish import publish, serials
+from workers.executors.spark.publish import link_if_absent, publish, serials
 
 # Compact when the batches since the base hold this many datoms, or at least as many as the
 # base (so a compaction's cost is amortised over as many appended datoms as it rewrites) ...
@@ -457,14 +457,19 @@ class StateStore:
         assert manifest is not None, "append after reset"
         self._collect()
         version = manifest.version + 1
-        part = write_part(self.location, batch_name(manifest.epoch, version),
-                          delta.take(sort_order(delta.e, delta.a, delta.v)), version)
+        name = batch_name(manifest.epoch, version)
+        sorted_delta = delta.take(sort_order(delta.e, delta.a, delta.v))
+        self._write_once(name, lambda aside: write_part(self.location, aside, sorted_delta,
+                                                        version))
+        part = Part(name, version, len(delta))
         numbered = None
         if self.values is not None:
             assert marks is not None and manifest.stamp is not None, "a shared state is stamped"
-            if marks.values > manifest.stamp.marks.values:
-                self.values.write(self.location, values_name(manifest.epoch, version),
-                                  manifest.stamp.marks.values, marks.values)
+            values = self.values
+            start, stop = manifest.stamp.marks.values, marks.values
+            if stop > start:
+                self._write_once(values_name(manifest.epoch, version),
+                                 lambda aside: values.write(self.location, aside, start, stop))
                 numbered = version
         with self._lock:
             current = self.manifest
@@ -629,6 +634,32 @@ class StateStore:
             return False
         self.manifest, self._published = manifest, manifest.serial
         return True
+
+    def _write_once(self, name: str, write: Callable[[str], object]) -> None:
+        """Write the tick file ``name`` once: written aside by ``write`` (under the name it
+        is given), it takes ``name`` only if no file has it (``link_if_absent``).  Names are
+        the version's, and a writer paused past its session may write a version the writer
+        after it wrote too.  A file of the name is either the newer writer's (this store
+        was taken over from since it last published: it stops, having overwritten nothing)
+        or was left by a writer this store took over from, which never publishes it (its
+        publication is refused): this store deletes it and takes the name."""
+        aside = f".aside-{uuid.uuid4().hex[:8]}-{name}"
+        write(aside)
+        try:
+            for _ in range(2):
+                with self._lock:
+                    if link_if_absent(self._fs, f"{self._root}/{aside}", f"{self._root}/{name}"):
+                        return
+                    if max(serials(self._fs, self._root), default=-1) != self._published:
+                        raise WorkersError(f"another writer wrote the Spark state at "
+                                           f"{self.location!r}: this one stops writing it",
+                                           code=ErrorCode.SPARK)
+                    with contextlib.suppress(FileNotFoundError):
+                        self._fs.delete_file(f"{self._root}/{name}")
+            raise WorkersError(f"another writer keeps writing {name} in the Spark state at "
+                               f"{self.location!r}", code=ErrorCode.SPARK)
+        finally:
+            self._fs.delete_file(f"{self._root}/{aside}")
 
     def _discard(self, paths: Iterable[str]) -> None:
         """``paths`` are named by no version from now on (the caller holds the lock)."""

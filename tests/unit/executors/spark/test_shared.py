@@ -25,6 +25,7 @@ from workers.db.codec import decode_schema, encode_schema
 from workers.db.schema import BUILTIN_SCHEMA
 from workers.edn import keyword
 from workers.errors import WorkersError
+from workers.executors.spark.cache import open_state
 from workers.executors.spark.dictionary import (
     DriverValues,
     decoded_rows,
@@ -275,6 +276,40 @@ def test_a_writer_stops_when_another_took_the_state_over(tmp_path: Path) -> None
         assert StateFollower.open(location, memory_values=2).manifest == second.manifest
         with pytest.raises(WorkersError, match="another writer wrote"):  # nor a restamp
             first.restamp(_marks(ids, 10, 1))
+
+
+def test_a_writer_taken_over_from_overwrites_none_of_the_new_writer_s_files(
+        tmp_path: Path) -> None:
+    """Tick files are named by their version, so a zombie resumed writes a version the new
+    writer writes too (its batch, the values it numbered).  It replaces none of the new
+    writer's files — what a follower reads is the new writer's — and the files it wrote
+    before the new writer reached that version (never published) give way to the new
+    writer's."""
+    for more in (0, 3):
+        location = str(tmp_path / str(more))
+        ids = ValueIds()
+        first = _writer(location, ids)
+        first.append(DatomColumns.of({(1, 0, 0): 1}), _marks(ids, 1, 1))
+        opened = StateFollower.open(location, memory_values=2)
+        replica = opened.ids.replica
+        second = StateStore(location, values=DriverValues(lambda: replica))  # noqa: B023
+        assert second.take_over(opened.manifest)
+        for position in range(2, 2 + more):
+            replica.intern(f"second {position}")
+            second.append(DatomColumns.of({(position, 0, 0): 1}),
+                          _marks(replica, position, position))
+        ids.intern("zombie")
+        with pytest.raises(WorkersError, match="another writer wrote"):
+            first.append(DatomColumns.of({(9, 0, 0): 1}), _marks(ids, 9, 9))
+        replica.intern("second last")
+        second.append(DatomColumns.of({(8, 0, 0): 1}), _marks(replica, 8, 8))
+        follower = StateFollower.open(location, memory_values=2)
+        assert follower.manifest == second.manifest
+        written = [1, *range(2, 2 + more), 8]
+        assert open_state(follower.manifest).state.datoms() == {(p, 0, 0): 1 for p in written}
+        assert follower.ids.values(np.arange(follower.ids.size)) == [
+            *(f"second {p}" for p in range(2, 2 + more)), "second last"]
+        assert not [name for name in os.listdir(location) if name.startswith(".aside-")]
 
 
 def test_a_take_over_loses_to_a_publication_after_the_version_it_took_up(

@@ -152,10 +152,12 @@ class SparkReplication:
         state = self._following()
         if state.follow() is not None:
             return False
-        assert state.follower is not None
-        state.follower.ids.adopt_own()
-        self._window.numbering(state.follower.ids.replica)
-        state.lead()
+        follower = state.follower
+        assert follower is not None
+        if not state.lead():  # its claim lost to a write since: it follows on first
+            return False
+        follower.ids.adopt_own()
+        self._window.numbering(follower.ids.replica)
         return True
 
     def step_down(self) -> None:

@@ -40,8 +40,8 @@ from workers.arrangements.spilled import SpilledValueIds
 from workers.arrangements.values import MAX_IDS, IdArray, Numbering, int_key, object_key
 from workers.errors import ErrorCode, WorkersError
 from workers.executors.spark.dictionary import decoded_rows
+from workers.executors.spark.publish import newest
 from workers.executors.spark.state import (
-    MANIFEST,
     Manifest,
     Marks,
     Part,
@@ -81,15 +81,13 @@ def shared_state_at(location: str) -> bool:
 
 
 def read_manifest(location: str) -> Manifest:
-    """The newest version of the shared state at ``location``."""
-    fs, root = filesystem(location)
-    try:
-        with fs.open_input_stream(f"{root}/{MANIFEST}") as source:
-            manifest = Manifest.from_json(location, source.read().decode())
-    except FileNotFoundError as error:
+    """The newest version of the shared state at ``location`` (its greatest publication:
+    :mod:`~workers.executors.spark.publish`)."""
+    published = newest(*filesystem(location))
+    if published is None:
         raise WorkersError(f"no Spark state to follow at {location!r}: start its writer "
-                           "first (executor=spark, sharing its state)",
-                           code=ErrorCode.SPARK) from error
+                           "first (executor=spark, sharing its state)", code=ErrorCode.SPARK)
+    manifest = Manifest.from_json(location, published[1])
     if manifest.stamp is None:
         raise WorkersError(f"the Spark state at {location!r} is not shared: its writer must "
                            "share it to be followed", code=ErrorCode.SPARK)

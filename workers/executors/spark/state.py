@@ -4,7 +4,8 @@ Design (``docs/spark.md``, "The state location"):
 
 - the state is a **compacted base** plus **one Z-set batch per tick**, each an Arrow IPC file
   of id columns ``e, a, v`` (int32) and ``w`` (int64), written once and never changed;
-- a **manifest** names the files of one version (``manifest.json``, replaced atomically);
+- a **manifest** names the files of one version, published as a new file each time, created
+  only if absent (:mod:`~workers.executors.spark.publish`: of two writers, one publishes);
   a step ships the manifest it read to its tasks, so a task opens exactly that version
   whatever happens to the location meanwhile;
 - :meth:`StateStore.append` writes the tick's effective delta as a new batch (the only write
@@ -60,8 +61,8 @@ from workers.arrangements.datom_batch import DatomBatch
 from workers.arrangements.delta import DatomColumns
 from workers.db.codec import SchemaData
 from workers.errors import ErrorCode, WorkersError
+from workers.executors.spark.publish import link_if_absent, publish, serials
 
-MANIFEST = "manifest.json"
 # Compact when the batches since the base hold this many datoms, or at least as many as the
 # base (so a compaction's cost is amortised over as many appended datoms as it rewrites) ...
 COMPACT_DATOMS = 50_000
@@ -156,7 +157,9 @@ class Manifest:
     """One version of the state: the ``base``'s buckets (all of one version) plus
     ``batches`` (versions ``base_version + 1 .. version``, in order; a folded batch's
     buckets are several parts of one version).  ``epoch`` changes when the state is replaced
-    (a restored snapshot): a reader's cache of another epoch is stale."""
+    (a restored snapshot): a reader's cache of another epoch is stale.  ``serial``: the number
+    of the publication that holds it (:mod:`~workers.executors.spark.publish`; -1: not
+    published yet)."""
 
     location: str
     epoch: str
@@ -165,6 +168,7 @@ class Manifest:
     batches: tuple[Part, ...]
     index: str | None = None  # the base built into its four orders (None: not built)
     stamp: Stamp | None = None  # a shared state's (None: a state only its writer reads)
+    serial: int = -1
 
     def to_json(self) -> str:
         def parts(ps: tuple[Part, ...]) -> Any:
@@ -172,7 +176,7 @@ class Manifest:
         stamp = None if self.stamp is None else dataclasses.asdict(self.stamp)
         return json.dumps({"epoch": self.epoch, "version": self.version,
                            "base": parts(self.base), "batches": parts(self.batches),
-                           "index": self.index, "stamp": stamp})
+                           "index": self.index, "stamp": stamp, "serial": self.serial})
 
     @staticmethod
     def from_json(location: str, text: str) -> Manifest:
@@ -180,7 +184,7 @@ class Manifest:
         return Manifest(location, data["epoch"], data["version"],
                         tuple(Part(*b) for b in data["base"]),
                         tuple(Part(*b) for b in data["batches"]), data.get("index"),
-                        _stamp(data.get("stamp")))
+                        _stamp(data.get("stamp")), data.get("serial", -1))
 
     def parts(self) -> tuple[Part, ...]:
         return self.base + self.batches
@@ -383,8 +387,8 @@ class StateStore:
         self._compacting: threading.Thread | None = None
         self._garbage: list[tuple[float, str]] = []  # when no version named it any more
         self.manifest: Manifest | None = None  # None: no state written yet
-        self._holding = False  # mid-tick: the manifest file waits for the tick's last piece
-        self._written: str | None = None  # a shared state's manifest as this store last saw it
+        self._holding = False  # mid-tick: the publication waits for the tick's last piece
+        self._published: int | None = None  # the publication this store last wrote or took up
 
     def reset(self, columns: DatomColumns, marks: Marks | None = None) -> Manifest:
         """Start a new epoch whose base is ``columns`` (the whole state, each datom once);
@@ -406,31 +410,35 @@ class StateStore:
             self.compact_in_background()
         return self.manifest  # type: ignore[return-value]
 
-    def resume(self, manifest: Manifest, reading: bool) -> None:
-        """Take up a state another store wrote, at ``manifest``: to read it (``reading``),
-        or to write on.  A writer taking over deletes the tick files its last writer wrote
-        past that version, unpublished (it writes those names again), and treats the other
-        files the version does not name as replaced: they go after ``retain_seconds``."""
+    def take_over(self, manifest: Manifest) -> bool:
+        """Write on a state another store wrote, from ``manifest`` (its newest publication as
+        this store read it): claim it by publishing it anew as its successor (step 3 of
+        :mod:`~workers.executors.spark.publish`).  False: another writer published since —
+        nothing changed here.  Once it writes, the store deletes the tick files its last
+        writer wrote past that version, unpublished (it writes those names again), and
+        treats the other files the version does not name as replaced: they go after
+        ``retain_seconds``."""
         with self._lock:
-            self.manifest = manifest
-            self._written = manifest.to_json()
-            if reading:
-                return
-            named = {*manifest.files(), MANIFEST}
+            self._published = manifest.serial
+            if not self._published_as(manifest):
+                return False
+            named = set(manifest.files())
             unnamed = [info.base_name for info in self._fs.get_file_info(
-                pafs.FileSelector(self._root)) if info.base_name not in named
-                and not info.base_name.startswith(f"{MANIFEST}.")]
+                pafs.FileSelector(self._root)) if info.type == pafs.FileType.File
+                and info.base_name not in named]
             ahead = {name(manifest.epoch, version) for name in (batch_name, values_name)
                      for version in _versions_after(unnamed, manifest)}
             self._discard(name for name in unnamed if name not in ahead)
         for name in ahead & set(unnamed):
             self._fs.delete_file(f"{self._root}/{name}")
+        return True
 
     def reached(self, manifest: Manifest) -> None:
         """A follower's store is at its writer's version ``manifest`` (its engine stepped
-        there): the versions its tasks read from now on."""
+        there, or opened the state there): the versions its tasks read from now on."""
         with self._lock:
             self.manifest = manifest
+            self._published = manifest.serial
 
     def drop(self) -> None:
         """Forget the state (the arrangements were replaced); :meth:`reset` starts anew."""
@@ -449,14 +457,19 @@ class StateStore:
         assert manifest is not None, "append after reset"
         self._collect()
         version = manifest.version + 1
-        part = write_part(self.location, batch_name(manifest.epoch, version),
-                          delta.take(sort_order(delta.e, delta.a, delta.v)), version)
+        name = batch_name(manifest.epoch, version)
+        sorted_delta = delta.take(sort_order(delta.e, delta.a, delta.v))
+        self._write_once(name, lambda aside: write_part(self.location, aside, sorted_delta,
+                                                        version))
+        part = Part(name, version, len(delta))
         numbered = None
         if self.values is not None:
             assert marks is not None and manifest.stamp is not None, "a shared state is stamped"
-            if marks.values > manifest.stamp.marks.values:
-                self.values.write(self.location, values_name(manifest.epoch, version),
-                                  manifest.stamp.marks.values, marks.values)
+            values = self.values
+            start, stop = manifest.stamp.marks.values, marks.values
+            if stop > start:
+                self._write_once(values_name(manifest.epoch, version),
+                                 lambda aside: values.write(self.location, aside, start, stop))
                 numbered = version
         with self._lock:
             current = self.manifest
@@ -602,26 +615,51 @@ class StateStore:
                                                value_versions=()))
 
     def _publish(self, manifest: Manifest) -> None:
-        """Replace the manifest file (write aside, then move: readers see one or the other)
-        — unless a tick's pieces are being appended: its last writes it.  A shared state's
-        writer first checks that the file is the one it last wrote: another writer took
-        the state over, and this one must write no more."""
+        """Publish ``manifest`` (the caller holds the lock) — unless a tick's pieces are being
+        appended: its last publishes.  Another writer published since this store last did
+        (it took the state over): this one must write no more, and stops."""
         self.manifest = manifest
-        if self._holding:
-            return
-        path = f"{self._root}/{MANIFEST}"
-        if self.values is not None and self._written is not None:
-            with self._fs.open_input_stream(path) as source:
-                if source.read().decode() != self._written:
-                    raise WorkersError(f"another writer wrote the Spark state at "
-                                       f"{self.location!r}: this one stops writing it",
-                                       code=ErrorCode.SPARK)
-        aside = f"{path}.{uuid.uuid4().hex[:8]}"
-        text = manifest.to_json()
-        with self._fs.open_output_stream(aside) as sink:
-            sink.write(text.encode())
-        self._fs.move(aside, path)
-        self._written = text
+        if not self._holding and not self._published_as(manifest):
+            raise WorkersError(f"another writer wrote the Spark state at {self.location!r}: "
+                               "this one stops writing it", code=ErrorCode.SPARK)
+
+    def _published_as(self, manifest: Manifest) -> bool:
+        """Publish ``manifest`` as the successor of this store's last publication (the
+        location's newest, for a store that has none: a new state); whether it did."""
+        last = self._published
+        if last is None:
+            last = max(serials(self._fs, self._root), default=-1)
+        manifest = replace(manifest, serial=last + 1)
+        if not publish(self._fs, self._root, manifest.serial, manifest.to_json()):
+            return False
+        self.manifest, self._published = manifest, manifest.serial
+        return True
+
+    def _write_once(self, name: str, write: Callable[[str], object]) -> None:
+        """Write the tick file ``name`` once: written aside by ``write`` (under the name it
+        is given), it takes ``name`` only if no file has it (``link_if_absent``).  Names are
+        the version's, and a writer paused past its session may write a version the writer
+        after it wrote too.  A file of the name is either the newer writer's (this store
+        was taken over from since it last published: it stops, having overwritten nothing)
+        or was left by a writer this store took over from, which never publishes it (its
+        publication is refused): this store deletes it and takes the name."""
+        aside = f".aside-{uuid.uuid4().hex[:8]}-{name}"
+        write(aside)
+        try:
+            for _ in range(2):
+                with self._lock:
+                    if link_if_absent(self._fs, f"{self._root}/{aside}", f"{self._root}/{name}"):
+                        return
+                    if max(serials(self._fs, self._root), default=-1) != self._published:
+                        raise WorkersError(f"another writer wrote the Spark state at "
+                                           f"{self.location!r}: this one stops writing it",
+                                           code=ErrorCode.SPARK)
+                    with contextlib.suppress(FileNotFoundError):
+                        self._fs.delete_file(f"{self._root}/{name}")
+            raise WorkersError(f"another writer keeps writing {name} in the Spark state at "
+                               f"{self.location!r}", code=ErrorCode.SPARK)
+        finally:
+            self._fs.delete_file(f"{self._root}/{aside}")
 
     def _discard(self, paths: Iterable[str]) -> None:
         """``paths`` are named by no version from now on (the caller holds the lock)."""

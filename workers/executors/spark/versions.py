@@ -26,6 +26,7 @@ from workers.arrangements import ArrangementRegistry
 from workers.arrangements.batch import Ids, set_weights
 from workers.arrangements.delta import DatomColumns
 from workers.arrangements.spilled import SpilledValueIds
+from workers.errors import ErrorCode, WorkersError
 from workers.executors.spark.dictionary import DriverValues
 from workers.executors.spark.shared import Followed, FollowerIds, StateFollower
 from workers.executors.spark.state import Compactor, Indexer, Manifest, Marks, StateStore
@@ -51,8 +52,13 @@ class StateVersions:
         self.opened = opened
         self.follower = opened if follows else None
         self._following: Manifest | None = None  # the version a follower steps to
-        if opened is not None:
-            self.store.resume(opened.manifest, follows)
+        if follows:
+            assert opened is not None
+            self.store.reached(opened.manifest)
+        elif opened is not None and not self.store.take_over(opened.manifest):
+            raise WorkersError(f"another writer wrote the Spark state at {location!r} while "
+                               "this one took it up: this one stops writing it",
+                               code=ErrorCode.SPARK)
         # What a sharing writer stamps each version with (its driver's window says).
         self.marks: Callable[[], Marks] | None = None
 
@@ -80,11 +86,15 @@ class StateVersions:
         if self.follower is None and self.store.manifest is not None and marks is not None:
             self.store.restamp(marks)
 
-    def lead(self) -> None:
-        """A follower writes the state on from the version it is at (its writer stopped)."""
+    def lead(self) -> bool:
+        """A follower writes the state on from the version it is at (its writer stopped):
+        whether it does — False, another writer published meanwhile (the follower follows
+        on, and tries again)."""
         assert self.follower is not None, "a follower leads"
-        self.store.resume(self.follower.manifest, reading=False)
+        if not self.store.take_over(self.follower.manifest):
+            return False
         self.follower = None
+        return True
 
     def step_down(self) -> None:
         """A writer stops writing (another takes over) and follows the state from here."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import threading
 import uuid
 from dataclasses import replace
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -23,11 +25,19 @@ from workers.db.codec import decode_schema, encode_schema
 from workers.db.schema import BUILTIN_SCHEMA
 from workers.edn import keyword
 from workers.errors import WorkersError
+from workers.executors.spark.cache import open_state
 from workers.executors.spark.dictionary import (
     DriverValues,
     decoded_rows,
     fold_values,
     write_values,
+)
+from workers.executors.spark.publish import (
+    LEGACY_MANIFEST,
+    MANIFESTS,
+    create_if_absent,
+    newest,
+    publish,
 )
 from workers.executors.spark.shared import FollowerBehind, FollowerIds, StateFollower
 from workers.executors.spark.state import Manifest, Marks, StateStore
@@ -151,7 +161,7 @@ def test_replaced_files_are_kept_retain_seconds(tmp_path: Path) -> None:
         store.settle()
         ids.intern("last")
         store.append(DatomColumns.of({(9, 0, 0): 1}), _marks(ids, 4))  # deletes the garbage
-        assert sorted(os.listdir(location)).count("manifest.json") == 1
+        assert len(os.listdir(f"{location}/{MANIFESTS}")) == 1
         if retain:
             followed = follower.next()
             assert followed is not None and len(followed.delta) == 4
@@ -208,7 +218,7 @@ def test_a_writer_taking_a_state_up_deletes_what_its_last_writer_left_behind(
         (tmp_path / name).write_bytes(b"")  # what a writer stopped mid-tick left
     opened = StateFollower.open(location, memory_values=2)
     second = StateStore(location, values=DriverValues(lambda: opened.ids.replica))
-    second.resume(opened.manifest, reading=False)
+    assert second.take_over(opened.manifest)
     assert not (tmp_path / f"batch-{epoch}-2.arrow").exists()
     assert (tmp_path / "batch-left-behind.arrow").exists()  # kept retain_seconds
     for position in (2, 3):
@@ -218,7 +228,7 @@ def test_a_writer_taking_a_state_up_deletes_what_its_last_writer_left_behind(
         second.retain_seconds = 0.0  # what was replaced before goes at the next append
     manifest = second.manifest
     assert manifest is not None and manifest.epoch == epoch
-    assert sorted(os.listdir(location)) == sorted(["manifest.json", *manifest.files()])
+    assert sorted(os.listdir(location)) == sorted([MANIFESTS, *manifest.files()])
     follower = StateFollower.open(location, memory_values=2)
     assert follower.ids.values(np.arange(3)) == ["a", "v2", "v3"]
     follower.manifest = opened.manifest  # at version 1: the new writer's ticks are read
@@ -242,13 +252,126 @@ def test_a_tick_in_pieces_shows_its_last_piece_only(tmp_path: Path) -> None:
     assert followed.manifest.stamp is not None and followed.manifest.stamp.marks.refused == refused
 
 
-def test_a_writer_stops_when_another_wrote_the_state(tmp_path: Path) -> None:
+def test_a_writer_stops_when_another_took_the_state_over(tmp_path: Path) -> None:
+    """The second writer's claim (its take-over publishes the version it took up anew)
+    comes first: the first, a zombie resumed, publishes nothing — at once, or after the
+    second published more (its successor's name deleted, created anew below the newest
+    and deleted again)."""
+    for more in (0, 3):
+        location = str(tmp_path / str(more))
+        ids = ValueIds()
+        first = _writer(location, ids)
+        first.append(DatomColumns.of({(1, 0, 0): 1}), _marks(ids, 1, 1))
+        opened = StateFollower.open(location, memory_values=2)
+        replica = opened.ids.replica
+        second = StateStore(location, values=DriverValues(lambda: replica))  # noqa: B023
+        assert second.take_over(opened.manifest)
+        for position in range(2, 2 + more):
+            second.append(DatomColumns.of({(position, 0, 0): 1}),
+                          _marks(opened.ids.replica, position, position))
+        newest_before = sorted(os.listdir(f"{location}/{MANIFESTS}"))
+        with pytest.raises(WorkersError, match="another writer wrote"):
+            first.append(DatomColumns.of({(9, 0, 0): 1}), _marks(ids, 9, 9))
+        assert sorted(os.listdir(f"{location}/{MANIFESTS}")) == newest_before
+        assert StateFollower.open(location, memory_values=2).manifest == second.manifest
+        with pytest.raises(WorkersError, match="another writer wrote"):  # nor a restamp
+            first.restamp(_marks(ids, 10, 1))
+
+
+def test_a_writer_taken_over_from_overwrites_none_of_the_new_writer_s_files(
+        tmp_path: Path) -> None:
+    """Tick files are named by their version, so a zombie resumed writes a version the new
+    writer writes too (its batch, the values it numbered).  It replaces none of the new
+    writer's files — what a follower reads is the new writer's — and the files it wrote
+    before the new writer reached that version (never published) give way to the new
+    writer's."""
+    for more in (0, 3):
+        location = str(tmp_path / str(more))
+        ids = ValueIds()
+        first = _writer(location, ids)
+        first.append(DatomColumns.of({(1, 0, 0): 1}), _marks(ids, 1, 1))
+        opened = StateFollower.open(location, memory_values=2)
+        replica = opened.ids.replica
+        second = StateStore(location, values=DriverValues(lambda: replica))  # noqa: B023
+        assert second.take_over(opened.manifest)
+        for position in range(2, 2 + more):
+            replica.intern(f"second {position}")
+            second.append(DatomColumns.of({(position, 0, 0): 1}),
+                          _marks(replica, position, position))
+        ids.intern("zombie")
+        with pytest.raises(WorkersError, match="another writer wrote"):
+            first.append(DatomColumns.of({(9, 0, 0): 1}), _marks(ids, 9, 9))
+        replica.intern("second last")
+        second.append(DatomColumns.of({(8, 0, 0): 1}), _marks(replica, 8, 8))
+        follower = StateFollower.open(location, memory_values=2)
+        assert follower.manifest == second.manifest
+        written = [1, *range(2, 2 + more), 8]
+        assert open_state(follower.manifest).state.datoms() == {(p, 0, 0): 1 for p in written}
+        assert follower.ids.values(np.arange(follower.ids.size)) == [
+            *(f"second {p}" for p in range(2, 2 + more)), "second last"]
+        assert not [name for name in os.listdir(location) if name.startswith(".aside-")]
+
+
+def test_a_take_over_loses_to_a_publication_after_the_version_it_took_up(
+        tmp_path: Path) -> None:
+    """A follower leading from the version it read, when its writer published after it:
+    the claim fails and changes nothing (it follows on, and tries again)."""
     location = str(tmp_path)
     ids = ValueIds()
     first = _writer(location, ids)
     opened = StateFollower.open(location, memory_values=2)
+    first.append(DatomColumns.of({(1, 0, 0): 1}), _marks(ids, 1, 1))
     second = StateStore(location, values=DriverValues(lambda: opened.ids.replica))
-    second.resume(opened.manifest, reading=False)
-    second.append(DatomColumns.of({(1, 0, 0): 1}), _marks(opened.ids.replica, 1, 1))
-    with pytest.raises(WorkersError, match="another writer wrote"):
-        first.append(DatomColumns.of({(2, 0, 0): 1}), _marks(ids, 1, 1))
+    assert not second.take_over(opened.manifest)
+    first.append(DatomColumns.of({(2, 0, 0): 1}), _marks(ids, 2, 2))  # still the writer
+    opened.next()
+    opened.manifest = StateFollower.open(location, memory_values=2).manifest
+    assert second.take_over(opened.manifest)
+
+
+def test_of_writers_racing_for_one_successor_exactly_one_publishes(tmp_path: Path) -> None:
+    """Publication ``n + 1`` created at once by several threads: one creates it, whole;
+    the others fail.  Readers see the greatest number present."""
+    fs, root = pafs.LocalFileSystem(), str(tmp_path)
+    assert newest(fs, root) is None
+    assert publish(fs, root, 0, "zero")
+    for serial in range(1, 30):
+        barrier = threading.Barrier(4)
+        won: list[int] = []
+
+        def race(writer: int, serial: int = serial, barrier: threading.Barrier = barrier,
+                 won: list[int] = won) -> None:
+            barrier.wait()
+            if publish(fs, root, serial, f"{writer} " * 10_000):
+                won.append(writer)
+
+        threads = [threading.Thread(target=race, args=(w,)) for w in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert len(won) == 1
+        assert newest(fs, root) == (serial, f"{won[0]} " * 10_000)
+    assert not create_if_absent(fs, f"{root}/{MANIFESTS}/{29:020d}.json", "again")
+    assert not publish(fs, root, 3, "stale")  # deleted, created anew below the newest: gone
+    assert os.listdir(f"{root}/{MANIFESTS}") == [f"{29:020d}.json"]
+
+
+def test_a_state_written_before_numbered_publications_is_read_until_one_is_made(
+        tmp_path: Path) -> None:
+    """The one ``manifest.json`` of a location written by an earlier deltalog is its newest
+    manifest (publication -1) while nothing is published; its taker-over's publication 0
+    supersedes it."""
+    fs, root = pafs.LocalFileSystem(), str(tmp_path)
+    (tmp_path / LEGACY_MANIFEST).write_text("before")
+    assert newest(fs, root) == (-1, "before")
+    assert publish(fs, root, 0, "taken over")
+    assert newest(fs, root) == (0, "taken over")
+
+
+def test_a_remote_store_publishes_the_same_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pyarrow's in-memory file system (as a bucket is reached): checked, then written."""
+    remote = pafs._MockFileSystem()
+    assert publish(remote, "/state", 0, "a") and not publish(remote, "/state", 0, "b")
+    assert publish(remote, "/state", 1, "c") and newest(remote, "/state") == (1, "c")
+    assert not publish(remote, "/state", 0, "d") and newest(remote, "/state") == (1, "c")

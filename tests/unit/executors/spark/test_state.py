@@ -3,6 +3,7 @@ cache that catches up on new batches only (no Spark needed: the files are the co
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -18,8 +19,8 @@ from workers.arrangements.delta import DatomColumns
 from workers.arrangements.keys import INDEX_ORDERS
 from workers.executors.spark import cache, state
 from workers.executors.spark.cache import open_state
+from workers.executors.spark.publish import MANIFESTS, newest
 from workers.executors.spark.state import (
-    MANIFEST,
     Compactor,
     Manifest,
     Part,
@@ -71,9 +72,12 @@ def test_each_append_is_one_new_file_and_a_new_version(tmp_path: Path) -> None:
     manifest = store.manifest
     assert manifest is not None and manifest.version == 2
     assert [b.version for b in manifest.batches] == [1, 2]
-    files = {p.name for p in tmp_path.iterdir()} - {MANIFEST}
+    files = {p.name for p in tmp_path.iterdir()} - {MANIFESTS}
     assert files == {p.path for p in manifest.parts()}
-    assert Manifest.from_json(str(tmp_path), (tmp_path / MANIFEST).read_text()) == manifest
+    published = newest(*state.filesystem(str(tmp_path)))
+    assert published is not None and published[0] == manifest.serial == 2  # reset, 2 appends
+    assert Manifest.from_json(str(tmp_path), published[1]) == manifest
+    assert os.listdir(tmp_path / MANIFESTS) == [f"{2:020d}.json"]  # the older ones deleted
     assert open_state(manifest).state.datoms() == {(2, 0, 3): 1}
 
 
@@ -92,7 +96,7 @@ def test_compaction_sums_the_batches_and_drops_zero_rows(tmp_path: Path) -> None
     cache.forget()
     assert open_state(after).state.datoms() == {(1, 0, 3): 1, (6, 0, 7): 1}
     store.append(columns({(8, 0, 9): 1}))  # the next append deletes what compaction left
-    files = {p.name for p in tmp_path.iterdir()} - {MANIFEST}
+    files = {p.name for p in tmp_path.iterdir()} - {MANIFESTS}
     assert files == {p.path for p in store.manifest.parts()}  # type: ignore[union-attr]
 
 
@@ -165,7 +169,7 @@ def test_batches_due_by_number_are_folded_into_one_and_the_base_kept(tmp_path: P
         assert (opened is registry) == (version == 0)
         assert opened.state.datoms() == expected
     store.append(columns({}))  # deletes the batches folded
-    assert {p.name for p in tmp_path.iterdir()} - {MANIFEST} == {
+    assert {p.name for p in tmp_path.iterdir()} - {MANIFESTS} == {
         p.path for p in store.manifest.parts()}  # type: ignore[union-attr]
 
 
@@ -223,7 +227,7 @@ def test_the_default_location_is_a_temporary_directory_removed_on_close() -> Non
     store = StateStore()
     store.reset(columns({(1, 0, 2): 1}))
     location = Path(store.location)
-    assert (location / MANIFEST).exists()
+    assert (location / MANIFESTS).exists()
     store.close()
     assert not location.exists()
 

@@ -119,7 +119,7 @@ class StateVersions:
         assert self.follower is not None, "a follower follows anew"
         follower = self.follower = self.opened = StateFollower.open(self.store.location,
                                                                     memory_values)
-        self.store.resume(follower.manifest, reading=True)
+        self.store.reached(follower.manifest)
         self._following = None
         return follower
 

@@ -204,6 +204,28 @@ def test_the_writer_changes_hands_and_back(spark_settings: SparkSettings,
                     oracle, query), (engine is one, name)
 
 
+def test_a_writer_stepping_down_publishes_the_values_it_numbered_since_its_last_version(
+        spark_settings: SparkSettings, tmp_path: Path) -> None:
+    """A registration numbers its constants in the writer's dictionary with no version
+    written: stepping down, the writer publishes them (an empty batch), so that the next
+    writer numbers its new values after them and both dictionaries agree (the zombie test
+    met a follower whose dictionary had those ids for other values)."""
+    location = str(tmp_path / "state")
+    one = _writer(spark_settings, location)
+    one.transact([[ADD, 1, TO, 2]], 1)
+    two = _follower(spark_settings, location)
+    one.register("q", "[:find ?a :where [?a :g/to 42]]")  # 42: numbered, not in a datom
+    one.step_down()
+    two.follow()
+    assert two.lead()
+    two.transact([[ADD, 5, TO, 42], [ADD, 6, TO, 7]], 2)
+    changes = one.follow()
+    assert changes == {"q": {(5,): 1}}
+    dictionaries = [[engine.db.ids.value(i) for i in range(engine.db.ids.size)]
+                    for engine in (one, two)]
+    assert dictionaries[0] == dictionaries[1]
+
+
 def test_a_follower_too_far_behind_or_of_a_replaced_state_follows_anew(
         spark_settings: SparkSettings, tmp_path: Path) -> None:
     """The writer keeps no replaced file (``retain_seconds=0``): once a compaction folded

@@ -97,10 +97,20 @@ class StateVersions:
         return True
 
     def step_down(self) -> None:
-        """A writer stops writing (another takes over) and follows the state from here."""
+        """A writer stops writing (another takes over) and follows the state from here.
+        The values it numbered since its last version (a registration's constants) are
+        published first, with an empty batch: else the next writer would number other
+        values with their ids, and this driver, following, would read them as its own
+        (silently wrong ids, or "number a value twice").  If another writer has published
+        meanwhile, that publication is refused and this driver stops (``append``): a
+        restart follows the state from its files."""
         assert self.follower is None and self.store.manifest is not None, "a writer steps down"
         assert isinstance(self.db.ids, SpilledValueIds)
         self.store.settle()  # its compaction published, or none is running
+        stamp = self.store.manifest.stamp
+        if stamp is not None and self.db.ids.size > stamp.marks.values:
+            self.store.append(DatomColumns.of({}), self._marks())
+            self.store.settle()
         self.follower = self.opened = StateFollower(
             self.store.location, self.store.manifest, FollowerIds(self.db.ids))
 

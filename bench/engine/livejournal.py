@@ -6,6 +6,7 @@ loaded, the triangle count registered, ticks of 1,000 random edge changes (issue
                                 [--ticks 200] [--tick-edges 1000] [--duckdb|--no-duckdb]
                                 [--duckdb-timeout 1800] [--oracle|--no-oracle]
                                 [--no-bootstrap] [--max-rss-gb 14] [--seed S]
+                                [--executor local|spark] [--spark-master local[2]]
 
 **The graph** (:func:`chung_lu`): SNAP's soc-LiveJournal1 has 4,847,571 nodes and 68,993,773
 directed edges, a heavy-tailed degree distribution (power-law tail, exponent ~2.5; largest
@@ -48,6 +49,11 @@ three-way self-join), the bootstrap's peer.  ``--max-rss-gb``: a watchdog ends t
 the process grows past it (the machine is shared), after writing what was measured so far.
 
 ``--laptop``: 4.8×10^5 nodes and 6.9×10^6 edges (a tenth of each).
+
+``--executor spark``: the same run with the database in Spark's state and the count's
+bootstrap and steps on Spark (``--spark-master``, ``local[2]`` by default, or a cluster's
+``spark://`` URL); the RSS columns are then the driver's Python process alone, and the JVM
+and its Python workers' RSS (this process's descendants) is reported beside them.
 """
 
 from __future__ import annotations
@@ -238,15 +244,19 @@ def run_json_timeout(cmd: Sequence[str], timeout: float) -> dict[str, Any]:
 # --- the engine -------------------------------------------------------------------------------
 
 
-def watchdog(limit_bytes: int, output: Results, result: dict[str, Any]) -> None:
+def watchdog(limit_bytes: int, output: Results, result: dict[str, Any],
+             descendants: bool = False) -> None:
     """End the process (after writing the results so far) when its RSS passes the limit;
-    meanwhile note each phase's peak RSS (``peak_rss_gib``)."""
+    meanwhile note each phase's peak RSS (``peak_rss_gib``).  ``descendants``: count its
+    descendants' too (Spark's JVM and Python workers: the machine is shared)."""
     peaks = result.setdefault("peak_rss_gib", {})
 
     def watch() -> None:
         while True:
             with open("/proc/self/statm") as statm:
                 resident = int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            if descendants:
+                resident += descendants_rss()
             phase = result.get("phase", "?")
             peaks[phase] = max(peaks.get(phase, 0.0), round(resident / 2**30, 3))
             if resident > limit_bytes:
@@ -258,6 +268,37 @@ def watchdog(limit_bytes: int, output: Results, result: dict[str, Any]) -> None:
                 os._exit(3)
             time.sleep(0.05)
     threading.Thread(target=watch, daemon=True).start()
+
+
+def descendants_rss() -> int:
+    """The RSS of this process's descendants (under Spark ``local[N]``: the JVM and its Python
+    workers, whose memory is the executor's, not the driver's); bytes."""
+    total, pending = 0, [os.getpid()]
+    while pending:
+        pid = pending.pop()
+        for task in Path(f"/proc/{pid}/task").glob("*"):
+            try:
+                pending += [int(c) for c in (task / "children").read_text().split()]
+            except OSError:  # ended meanwhile
+                continue
+        if pid != os.getpid():
+            try:
+                total += int(Path(f"/proc/{pid}/statm").read_text().split()[1])
+            except OSError:
+                continue
+    return total * os.sysconf("SC_PAGE_SIZE")
+
+
+def engine_for(args: argparse.Namespace) -> Engine:
+    """The engine on ``--executor``: under Spark on ``--spark-master``."""
+    if args.executor == "local":
+        return Engine()
+    from workers.executors.spark import SparkSettings  # PySpark only when asked
+
+    started = time.perf_counter()
+    engine = Engine(executor="spark", spark=SparkSettings(master=args.spark_master))
+    log(f"Spark engine ({args.spark_master}) made in {time.perf_counter() - started:.1f} s")
+    return engine
 
 
 def load(engine: Engine, keys: np.ndarray, nodes: int, tx_datoms: int) -> float:
@@ -394,6 +435,10 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse
     parser.add_argument("--max-rss-gb", type=float, default=14.0,
                         help="end the run when the process passes this RSS (default 14)")
     parser.add_argument("--seed", type=int, default=42, help="graph seed (default 42)")
+    parser.add_argument("--executor", choices=("local", "spark"), default="local",
+                        help="where the database and the count run (default local)")
+    parser.add_argument("--spark-master", default="local[2]",
+                        help="Spark's master under --executor spark (default local[2])")
     parser.add_argument("--one-duckdb", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--removed", type=Path, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--added", type=Path, default=None, help=argparse.SUPPRESS)
@@ -424,8 +469,9 @@ def run(args: argparse.Namespace) -> None:
     result: dict[str, Any] = {"nodes": args.nodes, "edges": len(keys), "degrees": shape,
                               "query": COUNTS[args.count], "phase": "load"}
     log(f"graph: {shape}")
-    watchdog(int(args.max_rss_gb * 2**30), output, result)
-    engine = Engine()
+    spark = args.executor == "spark"
+    watchdog(int(args.max_rss_gb * 2**30), output, result, descendants=spark)
+    engine = engine_for(args)
     before = rss()
     log(f"loading {len(keys):,} edges through transact_columns, {args.tx_datoms:,} at a time")
     load_s = load(engine, keys, args.nodes, args.tx_datoms)
@@ -438,6 +484,7 @@ def run(args: argparse.Namespace) -> None:
                   rss_bytes_per_datom_loaded=loaded / datoms,
                   idle_s=time.perf_counter() - started,
                   rss_bytes_per_datom=(rss() - before) / datoms, phase="bootstrap")
+    note_spark(result, spark, "loaded")
     output.write({"result": result})
     log(f"loaded: {datoms / load_s:,.0f} datoms/s, {result['rss_bytes_per_datom']:.1f} B/datom")
     if args.duckdb:  # the engine's memory stays what it is: DuckDB runs in a child
@@ -461,6 +508,7 @@ def run(args: argparse.Namespace) -> None:
                   bootstrap_cpu_s=time.process_time() - started_cpu,  # all its threads
                   bootstrap_count=scalar(current),
                   rss_bytes_per_datom_bootstrapped=(rss() - before) / datoms, phase="ticks")
+    note_spark(result, spark, "bootstrapped")
     output.write({"result": result})
     log(f"  {result['bootstrap_count']:,} in {result['bootstrap_s']:.1f} s")
     changes = Changes(keys, args.nodes, args.seed + 1)
@@ -475,6 +523,7 @@ def run(args: argparse.Namespace) -> None:
                          "edges_per_cpu_s_p50": args.tick_edges / percentile(cpu, 0.5)},
                   final_count=scalar(current), phase="oracle",
                   rss_bytes_per_datom_ticked=(rss() - before) / datoms)
+    note_spark(result, spark, "ticked")
     output.write({"result": result})
     if args.oracle:
         fresh = scalar(engine.result("count"))
@@ -492,6 +541,13 @@ def run(args: argparse.Namespace) -> None:
     output.write({"result": result})
 
 
+def note_spark(result: dict[str, Any], spark: bool, at: str) -> None:
+    """Under Spark, the JVM and its Python workers' RSS ``at`` a phase's end (GiB): the
+    driver's RSS per datom leaves it out."""
+    if spark:
+        result.setdefault("spark_rss_gib", {})[at] = round(descendants_rss() / 2**30, 3)
+
+
 def output_dir() -> Path:
     path = cache_dir() / "livejournal-changes"
     path.mkdir(exist_ok=True)
@@ -506,7 +562,9 @@ def table(args: argparse.Namespace, r: dict[str, Any]) -> str:
     t = r["ticks"]
     header = (f"Chung-Lu graph, {r['nodes']:,} nodes, {r['edges']:,} edges (max out/in degree "
               f"{r['degrees']['max_out']:,} / {r['degrees']['max_in']:,}); {args.count}: "
-              f"{r['bootstrap_count']:,}\n")
+              f"{r['bootstrap_count']:,}; executor {args.executor}"
+              + (f" ({args.spark_master}; JVM and Python workers' RSS, GiB: "
+                 f"{r['spark_rss_gib']})" if "spark_rss_gib" in r else "") + "\n")
     return header + markdown_table(
         ["edges", "load (datoms/s)", "RSS (B/datom)", "bootstrap wall / CPU (s)", "DuckDB count",
          "RSS after bootstrap (B/datom)", f"ticks of {t['edges']:,}: p50 / p99 (ms)",

@@ -38,7 +38,8 @@ half retractions of present edges and half additions of new edges drawn from the
 RSS grown by the load per datom (``malloc_trim`` first) after the idle merge, the bootstrap
 (seconds, CPU of all threads, RSS after it), the ticks' p50 / p99 / max wall time and CPU time
 (the ticking thread's, and the process's: a big step runs on two threads), the elements a tick
-touched, and the changed edges per second at the p50; each phase's peak RSS.
+touched, the count's step alone (its ``Work.seconds``: the rest of a tick is normalising and
+applying), and the changed edges per second at the p50; each phase's peak RSS.
 ``--no-bootstrap``: the count's groups start empty (its evaluation skipped, a bench-only
 stand-in), so the ticks cost what the count's do where the bootstrap would not finish in time,
 but the count is only their net change.  ``--oracle`` (default on below 10^7 edges): the count kept
@@ -381,6 +382,7 @@ def ticks(engine: Engine, changes: Changes, count: int, size: int, current: dict
     ``current`` (the count's result) follows the changes."""
     wall, cpu = [], []
     process, elements = result.setdefault("tick_process_cpu_s", []), []
+    steps = result.setdefault("tick_step_s", [])  # the count's step alone (Work.seconds)
     nodes = changes.nodes
     for t in range(count):
         keys, flags = changes.tick(size)
@@ -391,6 +393,7 @@ def ticks(engine: Engine, changes: Changes, count: int, size: int, current: dict
         cpu.append(time.thread_time() - started_cpu)
         process.append(time.process_time() - started_process)
         elements.append(sum(work.elements for work in engine.last_work.values()))
+        steps.append(sum(work.seconds for work in engine.last_work.values()))
         for row, weight in report.get("count", {}).items():
             current[row] = current.get(row, 0) + weight
             if not current[row]:
@@ -519,6 +522,7 @@ def run(args: argparse.Namespace) -> None:
                          "cpu_p50_s": percentile(cpu, 0.5), "cpu_p99_s": percentile(cpu, 0.99),
                          "process_cpu_p50_s": percentile(result["tick_process_cpu_s"], 0.5),
                          "process_cpu_p99_s": percentile(result["tick_process_cpu_s"], 0.99),
+                         "step_p50_s": percentile(result["tick_step_s"], 0.5),
                          "edges_per_s_p50": args.tick_edges / p50,
                          "edges_per_cpu_s_p50": args.tick_edges / percentile(cpu, 0.5)},
                   final_count=scalar(current), phase="oracle",

@@ -53,8 +53,9 @@ the process grows past it (the machine is shared), after writing what was measur
 
 ``--executor spark``: the same run with the database in Spark's state and the count's
 bootstrap and steps on Spark (``--spark-master``, ``local[2]`` by default, or a cluster's
-``spark://`` URL); the RSS columns are then the driver's Python process alone, and the JVM
-and its Python workers' RSS (this process's descendants) is reported beside them.
+``spark://`` URL); the RSS and CPU columns are then the driver's Python process alone, and
+the JVM and its Python workers' PSS and CPU time (this process's descendants: on a cluster,
+only what runs on this machine) are reported beside them, at each phase's end and per tick.
 """
 
 from __future__ import annotations
@@ -246,18 +247,18 @@ def run_json_timeout(cmd: Sequence[str], timeout: float) -> dict[str, Any]:
 
 
 def watchdog(limit_bytes: int, output: Results, result: dict[str, Any],
-             descendants: bool = False) -> None:
+             with_descendants: bool = False) -> None:
     """End the process (after writing the results so far) when its RSS passes the limit;
-    meanwhile note each phase's peak RSS (``peak_rss_gib``).  ``descendants``: count its
-    descendants' too (Spark's JVM and Python workers: the machine is shared)."""
+    meanwhile note each phase's peak RSS (``peak_rss_gib``).  ``with_descendants``: count
+    its descendants' PSS too (Spark's JVM and Python workers: the machine is shared)."""
     peaks = result.setdefault("peak_rss_gib", {})
 
     def watch() -> None:
         while True:
             with open("/proc/self/statm") as statm:
                 resident = int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-            if descendants:
-                resident += descendants_rss()
+            if with_descendants:
+                resident += descendants()[0]
             phase = result.get("phase", "?")
             peaks[phase] = max(peaks.get(phase, 0.0), round(resident / 2**30, 3))
             if resident > limit_bytes:
@@ -271,10 +272,13 @@ def watchdog(limit_bytes: int, output: Results, result: dict[str, Any],
     threading.Thread(target=watch, daemon=True).start()
 
 
-def descendants_rss() -> int:
-    """The RSS of this process's descendants (under Spark ``local[N]``: the JVM and its Python
-    workers, whose memory is the executor's, not the driver's); bytes."""
-    total, pending = 0, [os.getpid()]
+def descendants() -> tuple[int, float]:
+    """The memory (bytes: PSS, so that the state files the Python workers all map count
+    once) and CPU time (seconds, with their reaped children's) of this process's
+    descendants: under Spark ``local[N]`` the JVM and its Python workers, whose work and
+    memory are the executor's, not the driver's."""
+    kib = ticks = 0
+    pending = [os.getpid()]
     while pending:
         pid = pending.pop()
         for task in Path(f"/proc/{pid}/task").glob("*"):
@@ -284,10 +288,14 @@ def descendants_rss() -> int:
                 continue
         if pid != os.getpid():
             try:
-                total += int(Path(f"/proc/{pid}/statm").read_text().split()[1])
+                stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
             except OSError:
                 continue
-    return total * os.sysconf("SC_PAGE_SIZE")
+            ticks += sum(map(int, stat[11:15]))  # utime stime cutime cstime
+            kib += sum(int(line.split()[1]) for line in rollup.splitlines()
+                       if line.startswith("Pss:"))
+    return kib * 1024, ticks / os.sysconf("SC_CLK_TCK")
 
 
 def engine_for(args: argparse.Namespace) -> Engine:
@@ -383,17 +391,22 @@ def ticks(engine: Engine, changes: Changes, count: int, size: int, current: dict
     wall, cpu = [], []
     process, elements = result.setdefault("tick_process_cpu_s", []), []
     steps = result.setdefault("tick_step_s", [])  # the count's step alone (Work.seconds)
+    spark = engine.dispatch.mode == "spark"
+    spark_cpu = result.setdefault("tick_spark_cpu_s", [])  # the JVM and its Python workers'
     nodes = changes.nodes
     for t in range(count):
         keys, flags = changes.tick(size)
         started, started_cpu = time.perf_counter(), time.thread_time()
         started_process = time.process_time()  # all threads: a big step runs on several
+        started_spark = descendants()[1] if spark else 0.0
         report = engine.transact_columns(keys // nodes, TO, keys % nodes, added=flags)
         wall.append(time.perf_counter() - started)
         cpu.append(time.thread_time() - started_cpu)
         process.append(time.process_time() - started_process)
         elements.append(sum(work.elements for work in engine.last_work.values()))
         steps.append(sum(work.seconds for work in engine.last_work.values()))
+        if spark:
+            spark_cpu.append(descendants()[1] - started_spark)
         for row, weight in report.get("count", {}).items():
             current[row] = current.get(row, 0) + weight
             if not current[row]:
@@ -473,8 +486,9 @@ def run(args: argparse.Namespace) -> None:
                               "query": COUNTS[args.count], "phase": "load"}
     log(f"graph: {shape}")
     spark = args.executor == "spark"
-    watchdog(int(args.max_rss_gb * 2**30), output, result, descendants=spark)
+    watchdog(int(args.max_rss_gb * 2**30), output, result, with_descendants=spark)
     engine = engine_for(args)
+    note_spark(result, spark, "started")
     before = rss()
     log(f"loading {len(keys):,} edges through transact_columns, {args.tx_datoms:,} at a time")
     load_s = load(engine, keys, args.nodes, args.tx_datoms)
@@ -528,6 +542,8 @@ def run(args: argparse.Namespace) -> None:
                   final_count=scalar(current), phase="oracle",
                   rss_bytes_per_datom_ticked=(rss() - before) / datoms)
     note_spark(result, spark, "ticked")
+    if spark:
+        result["ticks"]["spark_cpu_p50_s"] = percentile(result["tick_spark_cpu_s"], 0.5)
     output.write({"result": result})
     if args.oracle:
         fresh = scalar(engine.result("count"))
@@ -546,10 +562,12 @@ def run(args: argparse.Namespace) -> None:
 
 
 def note_spark(result: dict[str, Any], spark: bool, at: str) -> None:
-    """Under Spark, the JVM and its Python workers' RSS ``at`` a phase's end (GiB): the
-    driver's RSS per datom leaves it out."""
+    """Under Spark, the JVM and its Python workers' PSS (GiB) and CPU time so far (s) ``at``
+    a phase's end: the driver's RSS and CPU leave them out."""
     if spark:
-        result.setdefault("spark_rss_gib", {})[at] = round(descendants_rss() / 2**30, 3)
+        resident, cpu = descendants()
+        result.setdefault("spark_pss_gib", {})[at] = round(resident / 2**30, 3)
+        result.setdefault("spark_cpu_s", {})[at] = round(cpu, 2)
 
 
 def output_dir() -> Path:
@@ -567,8 +585,10 @@ def table(args: argparse.Namespace, r: dict[str, Any]) -> str:
     header = (f"Chung-Lu graph, {r['nodes']:,} nodes, {r['edges']:,} edges (max out/in degree "
               f"{r['degrees']['max_out']:,} / {r['degrees']['max_in']:,}); {args.count}: "
               f"{r['bootstrap_count']:,}; executor {args.executor}"
-              + (f" ({args.spark_master}; JVM and Python workers' RSS, GiB: "
-                 f"{r['spark_rss_gib']})" if "spark_rss_gib" in r else "") + "\n")
+              + (f" ({args.spark_master}; JVM and Python workers' PSS, GiB: "
+                 f"{r['spark_pss_gib']}, CPU so far, s: {r['spark_cpu_s']}; a tick's p50 "
+                 f"{t['spark_cpu_p50_s'] * 1e3:.0f} ms)" if "spark_pss_gib" in r else "")
+              + "\n")
     return header + markdown_table(
         ["edges", "load (datoms/s)", "RSS (B/datom)", "bootstrap wall / CPU (s)", "DuckDB count",
          "RSS after bootstrap (B/datom)", f"ticks of {t['edges']:,}: p50 / p99 (ms)",

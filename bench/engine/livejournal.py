@@ -54,8 +54,9 @@ the process grows past it (the machine is shared), after writing what was measur
 ``--executor spark``: the same run with the database in Spark's state and the count's
 bootstrap and steps on Spark (``--spark-master``, ``local[2]`` by default, or a cluster's
 ``spark://`` URL); the RSS and CPU columns are then the driver's Python process alone, and
-the JVM and its Python workers' PSS and CPU time (this process's descendants: on a cluster,
-only what runs on this machine) are reported beside them, at each phase's end and per tick.
+the JVM and its Python workers' PSS (anonymous, and of mapped files) and CPU time (this
+process's descendants: on a cluster, only what runs on this machine) are reported beside
+them, at each phase's end and per tick.
 """
 
 from __future__ import annotations
@@ -250,7 +251,8 @@ def watchdog(limit_bytes: int, output: Results, result: dict[str, Any],
              with_descendants: bool = False) -> None:
     """End the process (after writing the results so far) when its RSS passes the limit;
     meanwhile note each phase's peak RSS (``peak_rss_gib``).  ``with_descendants``: count
-    its descendants' PSS too (Spark's JVM and Python workers: the machine is shared)."""
+    its descendants' anonymous PSS too (Spark's JVM and Python workers: the machine is
+    shared; the state files they map are page cache, left out)."""
     peaks = result.setdefault("peak_rss_gib", {})
 
     def watch() -> None:
@@ -258,7 +260,7 @@ def watchdog(limit_bytes: int, output: Results, result: dict[str, Any],
             with open("/proc/self/statm") as statm:
                 resident = int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
             if with_descendants:
-                resident += descendants()[0]
+                resident += descendants()[0]  # anonymous: page cache is reclaimable
             phase = result.get("phase", "?")
             peaks[phase] = max(peaks.get(phase, 0.0), round(resident / 2**30, 3))
             if resident > limit_bytes:
@@ -272,12 +274,13 @@ def watchdog(limit_bytes: int, output: Results, result: dict[str, Any],
     threading.Thread(target=watch, daemon=True).start()
 
 
-def descendants() -> tuple[int, float]:
-    """The memory (bytes: PSS, so that the state files the Python workers all map count
-    once) and CPU time (seconds, with their reaped children's) of this process's
-    descendants: under Spark ``local[N]`` the JVM and its Python workers, whose work and
-    memory are the executor's, not the driver's."""
-    kib = ticks = 0
+def descendants() -> tuple[int, int, float]:
+    """This process's descendants' memory — anonymous and file-backed (the state files their
+    Python workers map: page cache, which the kernel may drop), both PSS so that shared
+    pages count once — in bytes, and CPU time (seconds, with their reaped children's):
+    under Spark ``local[N]`` the JVM and its Python workers, whose work and memory are the
+    executor's, not the driver's."""
+    anon = mapped = ticks = 0
     pending = [os.getpid()]
     while pending:
         pid = pending.pop()
@@ -289,13 +292,14 @@ def descendants() -> tuple[int, float]:
         if pid != os.getpid():
             try:
                 stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-                rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
+                rollup = dict(line.split()[:2] for line in Path(
+                    f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:])
             except OSError:
                 continue
             ticks += sum(map(int, stat[11:15]))  # utime stime cutime cstime
-            kib += sum(int(line.split()[1]) for line in rollup.splitlines()
-                       if line.startswith("Pss:"))
-    return kib * 1024, ticks / os.sysconf("SC_CLK_TCK")
+            anon += int(rollup["Pss_Anon:"]) + int(rollup["Pss_Shmem:"])
+            mapped += int(rollup["Pss_File:"])
+    return anon * 1024, mapped * 1024, ticks / os.sysconf("SC_CLK_TCK")
 
 
 def engine_for(args: argparse.Namespace) -> Engine:
@@ -398,7 +402,7 @@ def ticks(engine: Engine, changes: Changes, count: int, size: int, current: dict
         keys, flags = changes.tick(size)
         started, started_cpu = time.perf_counter(), time.thread_time()
         started_process = time.process_time()  # all threads: a big step runs on several
-        started_spark = descendants()[1] if spark else 0.0
+        started_spark = descendants()[2] if spark else 0.0
         report = engine.transact_columns(keys // nodes, TO, keys % nodes, added=flags)
         wall.append(time.perf_counter() - started)
         cpu.append(time.thread_time() - started_cpu)
@@ -406,7 +410,7 @@ def ticks(engine: Engine, changes: Changes, count: int, size: int, current: dict
         elements.append(sum(work.elements for work in engine.last_work.values()))
         steps.append(sum(work.seconds for work in engine.last_work.values()))
         if spark:
-            spark_cpu.append(descendants()[1] - started_spark)
+            spark_cpu.append(descendants()[2] - started_spark)
         for row, weight in report.get("count", {}).items():
             current[row] = current.get(row, 0) + weight
             if not current[row]:
@@ -562,11 +566,12 @@ def run(args: argparse.Namespace) -> None:
 
 
 def note_spark(result: dict[str, Any], spark: bool, at: str) -> None:
-    """Under Spark, the JVM and its Python workers' PSS (GiB) and CPU time so far (s) ``at``
-    a phase's end: the driver's RSS and CPU leave them out."""
+    """Under Spark, the JVM and its Python workers' anonymous and file-backed PSS (GiB) and
+    CPU time so far (s) ``at`` a phase's end: the driver's RSS and CPU leave them out."""
     if spark:
-        resident, cpu = descendants()
-        result.setdefault("spark_pss_gib", {})[at] = round(resident / 2**30, 3)
+        anon, mapped, cpu = descendants()
+        result.setdefault("spark_pss_gib", {})[at] = round(anon / 2**30, 3)
+        result.setdefault("spark_mapped_gib", {})[at] = round(mapped / 2**30, 3)
         result.setdefault("spark_cpu_s", {})[at] = round(cpu, 2)
 
 
@@ -585,8 +590,9 @@ def table(args: argparse.Namespace, r: dict[str, Any]) -> str:
     header = (f"Chung-Lu graph, {r['nodes']:,} nodes, {r['edges']:,} edges (max out/in degree "
               f"{r['degrees']['max_out']:,} / {r['degrees']['max_in']:,}); {args.count}: "
               f"{r['bootstrap_count']:,}; executor {args.executor}"
-              + (f" ({args.spark_master}; JVM and Python workers' PSS, GiB: "
-                 f"{r['spark_pss_gib']}, CPU so far, s: {r['spark_cpu_s']}; a tick's p50 "
+              + (f" ({args.spark_master}; JVM and Python workers' anonymous PSS, GiB: "
+                 f"{r['spark_pss_gib']}, mapped files: {r['spark_mapped_gib']}, "
+                 f"CPU so far, s: {r['spark_cpu_s']}; a tick's p50 "
                  f"{t['spark_cpu_p50_s'] * 1e3:.0f} ms)" if "spark_pss_gib" in r else "")
               + "\n")
     return header + markdown_table(

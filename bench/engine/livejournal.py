@@ -6,6 +6,7 @@ loaded, the triangle count registered, ticks of 1,000 random edge changes (issue
                                 [--ticks 200] [--tick-edges 1000] [--duckdb|--no-duckdb]
                                 [--duckdb-timeout 1800] [--oracle|--no-oracle]
                                 [--no-bootstrap] [--max-rss-gb 14] [--seed S]
+                                [--executor local|spark] [--spark-master local[2]]
 
 **The graph** (:func:`chung_lu`): SNAP's soc-LiveJournal1 has 4,847,571 nodes and 68,993,773
 directed edges, a heavy-tailed degree distribution (power-law tail, exponent ~2.5; largest
@@ -37,7 +38,8 @@ half retractions of present edges and half additions of new edges drawn from the
 RSS grown by the load per datom (``malloc_trim`` first) after the idle merge, the bootstrap
 (seconds, CPU of all threads, RSS after it), the ticks' p50 / p99 / max wall time and CPU time
 (the ticking thread's, and the process's: a big step runs on two threads), the elements a tick
-touched, and the changed edges per second at the p50; each phase's peak RSS.
+touched, the count's step alone (its ``Work.seconds``: the rest of a tick is normalising and
+applying), and the changed edges per second at the p50; each phase's peak RSS.
 ``--no-bootstrap``: the count's groups start empty (its evaluation skipped, a bench-only
 stand-in), so the ticks cost what the count's do where the bootstrap would not finish in time,
 but the count is only their net change.  ``--oracle`` (default on below 10^7 edges): the count kept
@@ -48,6 +50,13 @@ three-way self-join), the bootstrap's peer.  ``--max-rss-gb``: a watchdog ends t
 the process grows past it (the machine is shared), after writing what was measured so far.
 
 ``--laptop``: 4.8×10^5 nodes and 6.9×10^6 edges (a tenth of each).
+
+``--executor spark``: the same run with the database in Spark's state and the count's
+bootstrap and steps on Spark (``--spark-master``, ``local[2]`` by default, or a cluster's
+``spark://`` URL); the RSS and CPU columns are then the driver's Python process alone, and
+the JVM and its Python workers' PSS (anonymous, and of mapped files) and CPU time (this
+process's descendants: on a cluster, only what runs on this machine) are reported beside
+them, at each phase's end and per tick.
 """
 
 from __future__ import annotations
@@ -238,15 +247,20 @@ def run_json_timeout(cmd: Sequence[str], timeout: float) -> dict[str, Any]:
 # --- the engine -------------------------------------------------------------------------------
 
 
-def watchdog(limit_bytes: int, output: Results, result: dict[str, Any]) -> None:
+def watchdog(limit_bytes: int, output: Results, result: dict[str, Any],
+             with_descendants: bool = False) -> None:
     """End the process (after writing the results so far) when its RSS passes the limit;
-    meanwhile note each phase's peak RSS (``peak_rss_gib``)."""
+    meanwhile note each phase's peak RSS (``peak_rss_gib``).  ``with_descendants``: count
+    its descendants' anonymous PSS too (Spark's JVM and Python workers: the machine is
+    shared; the state files they map are page cache, left out)."""
     peaks = result.setdefault("peak_rss_gib", {})
 
     def watch() -> None:
         while True:
             with open("/proc/self/statm") as statm:
                 resident = int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            if with_descendants:
+                resident += descendants()[0]  # anonymous: page cache is reclaimable
             phase = result.get("phase", "?")
             peaks[phase] = max(peaks.get(phase, 0.0), round(resident / 2**30, 3))
             if resident > limit_bytes:
@@ -256,8 +270,48 @@ def watchdog(limit_bytes: int, output: Results, result: dict[str, Any]) -> None:
                 log(result["stopped"])
                 output.write({"result": result})
                 os._exit(3)
-            time.sleep(0.05)
+            time.sleep(0.5 if with_descendants else 0.05)  # their smaps cost the driver CPU
     threading.Thread(target=watch, daemon=True).start()
+
+
+def descendants() -> tuple[int, int, float]:
+    """This process's descendants' memory — anonymous and file-backed (the state files their
+    Python workers map: page cache, which the kernel may drop), both PSS so that shared
+    pages count once — in bytes, and CPU time (seconds, with their reaped children's):
+    under Spark ``local[N]`` the JVM and its Python workers, whose work and memory are the
+    executor's, not the driver's."""
+    anon = mapped = ticks = 0
+    pending = [os.getpid()]
+    while pending:
+        pid = pending.pop()
+        for task in Path(f"/proc/{pid}/task").glob("*"):
+            try:
+                pending += [int(c) for c in (task / "children").read_text().split()]
+            except OSError:  # ended meanwhile
+                continue
+        if pid != os.getpid():
+            try:
+                stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                rollup = dict(line.split()[:2] for line in Path(
+                    f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:])
+            except OSError:
+                continue
+            ticks += sum(map(int, stat[11:15]))  # utime stime cutime cstime
+            anon += int(rollup["Pss_Anon:"]) + int(rollup["Pss_Shmem:"])
+            mapped += int(rollup["Pss_File:"])
+    return anon * 1024, mapped * 1024, ticks / os.sysconf("SC_CLK_TCK")
+
+
+def engine_for(args: argparse.Namespace) -> Engine:
+    """The engine on ``--executor``: under Spark on ``--spark-master``."""
+    if args.executor == "local":
+        return Engine()
+    from workers.executors.spark import SparkSettings  # PySpark only when asked
+
+    started = time.perf_counter()
+    engine = Engine(executor="spark", spark=SparkSettings(master=args.spark_master))
+    log(f"Spark engine ({args.spark_master}) made in {time.perf_counter() - started:.1f} s")
+    return engine
 
 
 def load(engine: Engine, keys: np.ndarray, nodes: int, tx_datoms: int) -> float:
@@ -340,9 +394,13 @@ def ticks(engine: Engine, changes: Changes, count: int, size: int, current: dict
     ``current`` (the count's result) follows the changes."""
     wall, cpu = [], []
     process, elements = result.setdefault("tick_process_cpu_s", []), []
+    steps = result.setdefault("tick_step_s", [])  # the count's step alone (Work.seconds)
+    spark = engine.dispatch.mode == "spark"
+    spark_cpu = result.setdefault("tick_spark_cpu_s", [])  # the JVM and its Python workers'
     nodes = changes.nodes
     for t in range(count):
         keys, flags = changes.tick(size)
+        started_spark = descendants()[2] if spark else 0.0  # read outside the timed tick
         started, started_cpu = time.perf_counter(), time.thread_time()
         started_process = time.process_time()  # all threads: a big step runs on several
         report = engine.transact_columns(keys // nodes, TO, keys % nodes, added=flags)
@@ -350,6 +408,9 @@ def ticks(engine: Engine, changes: Changes, count: int, size: int, current: dict
         cpu.append(time.thread_time() - started_cpu)
         process.append(time.process_time() - started_process)
         elements.append(sum(work.elements for work in engine.last_work.values()))
+        steps.append(sum(work.seconds for work in engine.last_work.values()))
+        if spark:
+            spark_cpu.append(descendants()[2] - started_spark)
         for row, weight in report.get("count", {}).items():
             current[row] = current.get(row, 0) + weight
             if not current[row]:
@@ -394,6 +455,10 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse
     parser.add_argument("--max-rss-gb", type=float, default=14.0,
                         help="end the run when the process passes this RSS (default 14)")
     parser.add_argument("--seed", type=int, default=42, help="graph seed (default 42)")
+    parser.add_argument("--executor", choices=("local", "spark"), default="local",
+                        help="where the database and the count run (default local)")
+    parser.add_argument("--spark-master", default="local[2]",
+                        help="Spark's master under --executor spark (default local[2])")
     parser.add_argument("--one-duckdb", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--removed", type=Path, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--added", type=Path, default=None, help=argparse.SUPPRESS)
@@ -424,8 +489,10 @@ def run(args: argparse.Namespace) -> None:
     result: dict[str, Any] = {"nodes": args.nodes, "edges": len(keys), "degrees": shape,
                               "query": COUNTS[args.count], "phase": "load"}
     log(f"graph: {shape}")
-    watchdog(int(args.max_rss_gb * 2**30), output, result)
-    engine = Engine()
+    spark = args.executor == "spark"
+    watchdog(int(args.max_rss_gb * 2**30), output, result, with_descendants=spark)
+    engine = engine_for(args)
+    note_spark(result, spark, "started")
     before = rss()
     log(f"loading {len(keys):,} edges through transact_columns, {args.tx_datoms:,} at a time")
     load_s = load(engine, keys, args.nodes, args.tx_datoms)
@@ -438,6 +505,7 @@ def run(args: argparse.Namespace) -> None:
                   rss_bytes_per_datom_loaded=loaded / datoms,
                   idle_s=time.perf_counter() - started,
                   rss_bytes_per_datom=(rss() - before) / datoms, phase="bootstrap")
+    note_spark(result, spark, "loaded")
     output.write({"result": result})
     log(f"loaded: {datoms / load_s:,.0f} datoms/s, {result['rss_bytes_per_datom']:.1f} B/datom")
     if args.duckdb:  # the engine's memory stays what it is: DuckDB runs in a child
@@ -461,6 +529,7 @@ def run(args: argparse.Namespace) -> None:
                   bootstrap_cpu_s=time.process_time() - started_cpu,  # all its threads
                   bootstrap_count=scalar(current),
                   rss_bytes_per_datom_bootstrapped=(rss() - before) / datoms, phase="ticks")
+    note_spark(result, spark, "bootstrapped")
     output.write({"result": result})
     log(f"  {result['bootstrap_count']:,} in {result['bootstrap_s']:.1f} s")
     changes = Changes(keys, args.nodes, args.seed + 1)
@@ -471,10 +540,14 @@ def run(args: argparse.Namespace) -> None:
                          "cpu_p50_s": percentile(cpu, 0.5), "cpu_p99_s": percentile(cpu, 0.99),
                          "process_cpu_p50_s": percentile(result["tick_process_cpu_s"], 0.5),
                          "process_cpu_p99_s": percentile(result["tick_process_cpu_s"], 0.99),
+                         "step_p50_s": percentile(result["tick_step_s"], 0.5),
                          "edges_per_s_p50": args.tick_edges / p50,
                          "edges_per_cpu_s_p50": args.tick_edges / percentile(cpu, 0.5)},
                   final_count=scalar(current), phase="oracle",
                   rss_bytes_per_datom_ticked=(rss() - before) / datoms)
+    note_spark(result, spark, "ticked")
+    if spark:
+        result["ticks"]["spark_cpu_p50_s"] = percentile(result["tick_spark_cpu_s"], 0.5)
     output.write({"result": result})
     if args.oracle:
         fresh = scalar(engine.result("count"))
@@ -492,6 +565,16 @@ def run(args: argparse.Namespace) -> None:
     output.write({"result": result})
 
 
+def note_spark(result: dict[str, Any], spark: bool, at: str) -> None:
+    """Under Spark, the JVM and its Python workers' anonymous and file-backed PSS (GiB) and
+    CPU time so far (s) ``at`` a phase's end: the driver's RSS and CPU leave them out."""
+    if spark:
+        anon, mapped, cpu = descendants()
+        result.setdefault("spark_pss_gib", {})[at] = round(anon / 2**30, 3)
+        result.setdefault("spark_mapped_gib", {})[at] = round(mapped / 2**30, 3)
+        result.setdefault("spark_cpu_s", {})[at] = round(cpu, 2)
+
+
 def output_dir() -> Path:
     path = cache_dir() / "livejournal-changes"
     path.mkdir(exist_ok=True)
@@ -506,7 +589,12 @@ def table(args: argparse.Namespace, r: dict[str, Any]) -> str:
     t = r["ticks"]
     header = (f"Chung-Lu graph, {r['nodes']:,} nodes, {r['edges']:,} edges (max out/in degree "
               f"{r['degrees']['max_out']:,} / {r['degrees']['max_in']:,}); {args.count}: "
-              f"{r['bootstrap_count']:,}\n")
+              f"{r['bootstrap_count']:,}; executor {args.executor}"
+              + (f" ({args.spark_master}; JVM and Python workers' anonymous PSS, GiB: "
+                 f"{r['spark_pss_gib']}, mapped files: {r['spark_mapped_gib']}, "
+                 f"CPU so far, s: {r['spark_cpu_s']}; a tick's p50 "
+                 f"{t['spark_cpu_p50_s'] * 1e3:.0f} ms)" if "spark_pss_gib" in r else "")
+              + "\n")
     return header + markdown_table(
         ["edges", "load (datoms/s)", "RSS (B/datom)", "bootstrap wall / CPU (s)", "DuckDB count",
          "RSS after bootstrap (B/datom)", f"ticks of {t['edges']:,}: p50 / p99 (ms)",

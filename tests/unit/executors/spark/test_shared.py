@@ -252,6 +252,19 @@ def test_a_tick_in_pieces_shows_its_last_piece_only(tmp_path: Path) -> None:
     assert followed.manifest.stamp is not None and followed.manifest.stamp.marks.refused == refused
 
 
+def _taken_over(location: str) -> tuple[StateStore, ValueIds, StateStore, ValueIds]:
+    """A writer (and its dictionary) that wrote one version, and a second that took the
+    state over from it (and its replica of the dictionary)."""
+    ids = ValueIds()
+    first = _writer(location, ids)
+    first.append(DatomColumns.of({(1, 0, 0): 1}), _marks(ids, 1, 1))
+    opened = StateFollower.open(location, memory_values=2)
+    replica = opened.ids.replica
+    second = StateStore(location, values=DriverValues(lambda: replica))
+    assert second.take_over(opened.manifest)
+    return first, ids, second, replica
+
+
 def test_a_writer_stops_when_another_took_the_state_over(tmp_path: Path) -> None:
     """The second writer's claim (its take-over publishes the version it took up anew)
     comes first: the first, a zombie resumed, publishes nothing — at once, or after the
@@ -259,16 +272,10 @@ def test_a_writer_stops_when_another_took_the_state_over(tmp_path: Path) -> None
     and deleted again)."""
     for more in (0, 3):
         location = str(tmp_path / str(more))
-        ids = ValueIds()
-        first = _writer(location, ids)
-        first.append(DatomColumns.of({(1, 0, 0): 1}), _marks(ids, 1, 1))
-        opened = StateFollower.open(location, memory_values=2)
-        replica = opened.ids.replica
-        second = StateStore(location, values=DriverValues(lambda: replica))  # noqa: B023
-        assert second.take_over(opened.manifest)
+        first, ids, second, replica = _taken_over(location)
         for position in range(2, 2 + more):
             second.append(DatomColumns.of({(position, 0, 0): 1}),
-                          _marks(opened.ids.replica, position, position))
+                          _marks(replica, position, position))
         newest_before = sorted(os.listdir(f"{location}/{MANIFESTS}"))
         with pytest.raises(WorkersError, match="another writer wrote"):
             first.append(DatomColumns.of({(9, 0, 0): 1}), _marks(ids, 9, 9))
@@ -287,13 +294,7 @@ def test_a_writer_taken_over_from_overwrites_none_of_the_new_writer_s_files(
     writer's."""
     for more in (0, 3):
         location = str(tmp_path / str(more))
-        ids = ValueIds()
-        first = _writer(location, ids)
-        first.append(DatomColumns.of({(1, 0, 0): 1}), _marks(ids, 1, 1))
-        opened = StateFollower.open(location, memory_values=2)
-        replica = opened.ids.replica
-        second = StateStore(location, values=DriverValues(lambda: replica))  # noqa: B023
-        assert second.take_over(opened.manifest)
+        first, ids, second, replica = _taken_over(location)
         for position in range(2, 2 + more):
             replica.intern(f"second {position}")
             second.append(DatomColumns.of({(position, 0, 0): 1}),

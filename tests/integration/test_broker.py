@@ -6,6 +6,7 @@ restart on the same data directory, pause/resume, and a clear error without Java
 
 from __future__ import annotations
 
+import socket
 import time
 import uuid
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.fixtures.kafka import wait_for_leaders
+from workers.kafka import broker as broker_module
 from workers.kafka.broker import BrokerError, LocalBroker
 
 pytestmark = pytest.mark.kafka
@@ -132,6 +134,23 @@ def test_restart_on_the_same_data_dir_keeps_topic_and_committed_records(tmp_path
         assert read_all(config, topic) == ["kept"]
     finally:
         broker.stop()
+
+
+def test_a_port_taken_before_the_broker_binds_it_is_chosen_anew(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A port free when chosen can be taken before the JVM binds it (CI: another process's
+    connection got it as its local port): the broker starts on new ports."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind((broker_module.HOST, 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        chosen = iter([port])
+        free_port = broker_module.free_port
+        monkeypatch.setattr(broker_module, "free_port", lambda: next(chosen, 0) or free_port())
+        with LocalBroker() as broker:
+            assert broker.port != port
+            admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+            assert admin.list_topics(timeout=READ_TIMEOUT_S).brokers
 
 
 def test_pause_freezes_the_broker_and_resume_continues_it() -> None:

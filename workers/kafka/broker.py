@@ -184,6 +184,9 @@ def _file_lock(path: Path) -> Iterator[None]:
 # --- Broker -----------------------------------------------------------------------------------
 
 
+BIND_ATTEMPTS = 3  # starts with newly chosen ports when one was taken meanwhile
+
+
 class LocalBroker:
     """One Kafka process that is both broker and controller, listening on 127.0.0.1.
 
@@ -243,22 +246,36 @@ class LocalBroker:
         java = _find_java()
         # Step 1: the jars.
         lib = ensure_kafka_jars()
-        # Step 2: the configuration.
         self._prepare_data_dir()
-        self.port = self.port or free_port()
-        self.controller_port = self.controller_port or free_port()
-        config = self._write_config()
-        # Step 3: format storage once.
-        if not (self.log_dir / "meta.properties").exists():
-            _format_storage(java, lib, config)
-        # Step 4: launch.
-        self._launch(java, lib, config)
-        # Step 5: wait until it answers.
-        try:
-            self._wait_until_ready(timeout_s)
-        except BaseException:
-            self._kill()
-            raise
+        for attempt in range(1, BIND_ATTEMPTS + 1):
+            # Step 2: the configuration.
+            chosen_here = not self.port and not self.controller_port
+            self.port = self.port or free_port()
+            self.controller_port = self.controller_port or free_port()
+            config = self._write_config()
+            # Step 3: format storage once.
+            formatted_here = not (self.log_dir / "meta.properties").exists()
+            if formatted_here:
+                _format_storage(java, lib, config)
+            # Step 4: launch.
+            self._launch(java, lib, config)
+            # Step 5: wait until it answers.
+            try:
+                self._wait_until_ready(timeout_s)
+                return
+            except BrokerError:
+                self._kill()
+                if not (chosen_here and formatted_here and attempt < BIND_ATTEMPTS
+                        and "Address already in use" in self._run_output()):
+                    raise
+            except BaseException:
+                self._kill()
+                raise
+            # A port free when chosen was taken before the JVM bound it (say, as the local
+            # port of another process's connection: both come from the ephemeral range):
+            # new ports, and the storage formatted for them.
+            shutil.rmtree(self.log_dir)
+            self.port = self.controller_port = 0
 
     def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> None:
         """Stop the broker: SIGTERM (a clean shutdown), then SIGKILL after ``timeout_s``.

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from workers.arrangements import ArrangementRegistry, IndexOrder
+from workers.arrangements import ArrangementRegistry, IndexOrder, MemoryArrangement
 from workers.arrangements.batch import (
     Ids,
     Ints,
@@ -96,7 +96,6 @@ class Bound:
         self.delta = TickDelta(delta)
         self.vector = VectorExecutor(self.db)
         self._local = LocalExecutor(self.db)
-        self.arranged = self._local.input.feed(self.delta)  # the task's one delta
         self._bound: dict[int, tuple[VectorPlan | None, PreparedPlan | None]] = {}
 
     def plan(self, plan: Plan) -> tuple[VectorPlan | None, PreparedPlan | None]:
@@ -109,7 +108,13 @@ class Bound:
                                              self.local(plan) if vector is None else None)
         return found
 
+    def arranged(self) -> MemoryArrangement:
+        """The tick's delta in tries, for the row-at-a-time code: filled on first use only
+        (a vectorised step reads the columns; arranging 10^5 datoms costs a second)."""
+        return self._local.input.feed(self.delta)
+
     def local(self, plan: Plan) -> PreparedPlan:
+        self.arranged()
         prepared = self._local.prepare(plan)
         assert isinstance(prepared, PreparedPlan)
         return prepared
@@ -236,7 +241,7 @@ def evaluate(tick: Tick, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Recor
 @reusing_heap
 def join(task: Rows, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     bound = Bound(task.manifest, task.constants, task.delta)
-    program = compile_program(task.program, bound.db, bound.arranged, task.relations)
+    program = compile_program(task.program, bound.db, bound.arranged(), task.relations)
     work = Work()
     for share in _shares(batches, task.shares):
         yield from_rows(run(program, share.rows(task.rows), work), len(task.program.output))

@@ -83,11 +83,12 @@ class TxReport(dict[str, ZSet[Row]]):
         super().__init__(changes)
         self.tempids = tempids
 
-# A batch of this many datoms or more is normalised at once when it can be (workers.db.bulk).
-# A round number above where the arrays' fixed costs (about a hundred NumPy calls a batch)
-# stop outweighing the per-transaction path: ~100 ops of the fleet's stream, without queries
-# (docs/fleet.md, "Catch-up"); live ticks of a few transactions stay one by one.
-BULK_DATOMS = 1000
+# A batch of this many datoms or more is normalised at once when it can be (workers.db.bulk):
+# its arrays' fixed costs (~0.5 ms, about a hundred NumPy calls) against ~10 µs a
+# transaction one by one.  Single-datom transactions against the PEGASE grid with the
+# triangle live cross over at ~40 (10: 0.5 against 0.2 ms; 100: 0.6 against 1.2; 1,000: 2.1
+# against 11.9); a live worker's ticks under load are hundreds of transactions.
+BULK_DATOMS = 100
 
 
 @dataclass(frozen=True, slots=True)

@@ -127,15 +127,20 @@ class AvroCodec:
         self._fingerprint = fingerprint(self.schema)
         # writer schemas by fingerprint: this one and its earlier versions
         self._writers = {fingerprint(s): s for s in (*previous_schemas(name), self.schema)}
+        self.header: bytes  # the framing that every record encoded here starts with
         if registry is None:
-            self._header = SINGLE_OBJECT_MAGIC + self._fingerprint
+            self.header = SINGLE_OBJECT_MAGIC + self._fingerprint
         else:
             schema_id = registry.register(subject or f"deltalog-{name}", declared_schema(name))
-            self._header = CONFLUENT_MAGIC + struct.pack(">I", schema_id)
+            self.header = CONFLUENT_MAGIC + struct.pack(">I", schema_id)
 
     def encode(self, record: dict[str, Any]) -> bytes:
+        return self.header + self.body(record)
+
+    def body(self, record: dict[str, Any]) -> bytes:
+        """The record's Avro binary encoding, without the framing: a record's encoding is its
+        fields' end to end, so records sharing a field can be spliced around its body."""
         buffer = io.BytesIO()
-        buffer.write(self._header)
         fastavro.schemaless_writer(buffer, self.schema, record)
         return buffer.getvalue()
 

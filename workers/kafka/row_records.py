@@ -26,65 +26,76 @@ Record = tuple[bytes, bytes | None, Headers]  # key, value (None: a tombstone), 
 
 
 class RowRecords:
-    """Encodes result rows' records: a row's values once for its key, change and view.
-    Headers are made once per query and tick of a transaction (:meth:`begin` starts the
-    next)."""
+    """Encodes result rows' records.  A row's values are encoded once, as its key's body, and
+    its change and view values spliced around them: Avro encodes a record as its fields'
+    encodings end to end, ``values`` is the same array in ``ResultKey``, ``ResultChange`` and
+    ``ViewRow``, and the fields before it (the query) and after it (weight, transactions) are
+    encoded once per transaction, as the headers are (:meth:`begin` starts the next)."""
 
     def __init__(self, registry: SchemaRegistry | None = None) -> None:
         self._keys = AvroCodec("result_key", registry)
         self._changes = AvroCodec("result_change", registry)
         self._views = AvroCodec("view_row", registry)
         self._headers: dict[tuple[Any, ...], Headers] = {}
+        # (schema, query, the fields after the values) -> the encodings before and after them
+        self._around: dict[tuple[Any, ...], tuple[bytes, bytes]] = {}
 
     def begin(self) -> None:
-        """A new transaction: the headers made for the last one are let go."""
+        """A new transaction: what was made for the last one is let go."""
         self._headers = {}
+        self._around = {}
 
     def change(self, query: str, registration: int, row: Row, weight: int, tx_first: int,
                tx_last: int, snapshot: bool) -> Record:
-        return self._change(query, registration, row_to_avro(row), weight, tx_first, tx_last,
+        return self._change(query, registration, self._values(row), weight, tx_first, tx_last,
                             snapshot)
 
     def change_and_view(self, query: str, registration: int, row: Row, weight: int,
                         view_weight: int, tx_first: int, tx_last: int
                         ) -> tuple[Record, Record]:
         """A change row and the row's weight in the view now (:meth:`view`)."""
-        values = row_to_avro(row)
+        values = self._values(row)
         change = self._change(query, registration, values, weight, tx_first, tx_last, False)
-        return change, (change[0], self._view(query, values, view_weight, tx_last,
-                                              registration) if view_weight else None,
+        return change, (change[0], self._spliced(self._views, query, values, (
+            view_weight, tx_last, registration)) if view_weight else None,
                         self._tick_headers(query, registration, tx_last))
 
     def view(self, query: str, registration: int, row: Row, weight: int, tx_last: int,
              key: bytes | None = None) -> Record:
         """A row's weight in the view now; weight 0: it left (a tombstone).  ``key``: the
         row's key if already encoded."""
-        values = row_to_avro(row)
-        return (key or self._key(values),
-                self._view(query, values, weight, tx_last, registration) if weight else None,
+        values = self._values(row)
+        return (key or self._keys.header + values, self._spliced(
+            self._views, query, values, (weight, tx_last, registration)) if weight else None,
                 self._tick_headers(query, registration, tx_last))
 
     def view_marker(self, query: str, registration: int, tx_last: int) -> Record:
         """The last record of the tick in a view topic: the view is complete at tx_last."""
-        values = row_to_avro(MARKER)
-        return (self._key(values), self._view(query, values, 0, tx_last, registration),
+        values = self._values(MARKER)
+        return (self._keys.header + values,
+                self._spliced(self._views, query, values, (0, tx_last, registration)),
                 record_headers(query, registration, tx_last))
 
-    def _change(self, query: str, registration: int, values: list[Any], weight: int,
+    def _change(self, query: str, registration: int, values: bytes, weight: int,
                 tx_first: int, tx_last: int, snapshot: bool) -> Record:
-        return (self._key(values),
-                self._changes.encode({"query": query, "values": values, "weight": weight,
-                                      "tx_first": tx_first, "tx_last": tx_last,
-                                      "snapshot": snapshot}),
+        return (self._keys.header + values, self._spliced(
+            self._changes, query, values, (weight, tx_first, tx_last, snapshot)),
                 self._tick_headers(query, registration, tx_last, tx_first))
 
-    def _key(self, values: list[Any]) -> bytes:
-        return self._keys.encode({"values": values})
+    def _values(self, row: Row) -> bytes:
+        """The encoding of the row's ``values`` field (a key's body)."""
+        return self._keys.body({"values": row_to_avro(row)})
 
-    def _view(self, query: str, values: list[Any], weight: int, tx_last: int,
-              registration: int) -> bytes:
-        return self._views.encode({"query": query, "values": values, "weight": weight,
-                                   "tx_last": tx_last, "registration": registration})
+    def _spliced(self, codec: AvroCodec, query: str, values: bytes,
+                 after: tuple[int | bool, ...]) -> bytes:
+        """A record of ``codec``'s schema, whose fields are the query, the values, then
+        ``after``."""
+        key = (codec.name, query, after)
+        around = self._around.get(key)
+        if around is None:
+            around = self._around[key] = (codec.header + _string(query),
+                                          b"".join(map(_scalar, after)))
+        return around[0] + values + around[1]
 
     def _tick_headers(self, query: str, registration: int, tx_last: int,
                       tx_first: int | None = None) -> Headers:
@@ -105,3 +116,22 @@ def record_headers(query: str, registration: int, tx_last: int, tx_first: int | 
     if tx_first is not None:
         headers.append((TX_FIRST_HEADER, str(tx_first).encode()))
     return [*headers, (TX_LAST_HEADER, str(tx_last).encode())]
+
+
+def _scalar(value: int | bool) -> bytes:
+    """Avro's boolean or long."""
+    if type(value) is bool:
+        return b"\x01" if value else b"\x00"
+    zigzag = (value << 1) ^ (value >> 63)
+    out = bytearray()
+    while zigzag > 0x7F:  # base 128, the low seven bits first
+        out.append(zigzag & 0x7F | 0x80)
+        zigzag >>= 7
+    out.append(zigzag)
+    return bytes(out)
+
+
+def _string(text: str) -> bytes:
+    """Avro's string: its UTF-8 length as a long, then the UTF-8."""
+    data = text.encode()
+    return _scalar(len(data)) + data

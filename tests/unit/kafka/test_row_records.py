@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.unit.kafka.test_avro_registry import DictRegistry
 from workers.edn import keyword
 from workers.kafka.avro import AvroCodec
 from workers.kafka.messages import row_to_avro
@@ -79,3 +80,18 @@ def test_headers_are_made_anew_in_a_new_transaction() -> None:
     assert records.change("q", 1, (2,), 1, 10, 20, False)[2] is first
     records.begin()
     assert records.change("q", 1, (1,), 1, 10, 20, False)[2] is not first
+
+
+def test_records_framed_for_a_schema_registry_are_the_full_encodings() -> None:
+    registry = DictRegistry()
+    keys, changes = AvroCodec("result_key", registry), AvroCodec("result_change", registry)
+    views = AvroCodec("view_row", registry)
+    row = (1, 1.0, True, "x")
+    change, view = RowRecords(registry).change_and_view("q", 3, row, -1, 2, 10, 20)
+    values = row_to_avro(row)
+    assert change[:2] == (keys.encode({"values": values}), changes.encode({
+        "query": "q", "values": values, "weight": -1, "tx_first": 10, "tx_last": 20,
+        "snapshot": False}))
+    assert view[1] == views.encode({"query": "q", "values": values, "weight": 2,
+                                    "tx_last": 20, "registration": 3})
+    assert view[1] is not None and view[1][:1] == b"\x00"  # the Confluent framing

@@ -8,7 +8,8 @@ The two halves of the hot path of `bench pipeline`'s worker, timed apart:
 - write: the PEGASE grid's directed triangles as change rows (weights +1 and -1, view weights
   1 and 0) through `RowRecords.change_and_view`, as `ResultSink` does before it produces.
 
-Each is run `--repeats` times over the same records; the table gives the median µs a record.
+Each is run `--repeats` times over the same records; the table gives the median µs a record,
+of the thread's CPU time (the machine's other work counts less than in elapsed time).
 
     python -m bench codec [--records 20000] [--repeats 7]
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -68,8 +70,9 @@ def run(args: argparse.Namespace) -> None:
 
 
 def _median_us(call: Callable[[], Any], count: int, repeats: int) -> float:
-    """The median over ``repeats`` calls of one call's µs per record."""
-    return statistics.median(timed(call)[0] / count / 1000 for _ in range(repeats))
+    """The median over ``repeats`` calls of one call's CPU µs per record."""
+    return statistics.median(timed(call, time.thread_time_ns)[0] / count / 1000
+                             for _ in range(repeats))
 
 
 def _triangles(edges: list[Edge]) -> list[tuple[int, int, int]]:

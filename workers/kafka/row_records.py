@@ -5,6 +5,7 @@ producer, so that a tick's per-row cost can be timed without a broker
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 from workers.kafka.avro import AvroCodec, SchemaRegistry
@@ -20,6 +21,12 @@ QUERY_HEADER = "deltalog.query"
 REGISTRATION_HEADER = "deltalog.registration"
 TX_FIRST_HEADER = "deltalog.tx_first"
 TX_LAST_HEADER = "deltalog.tx_last"
+
+_MIN_LONG, _MAX_LONG = -(2**63), 2**63 - 1
+_DOUBLE = struct.Struct("<d")
+_ONE_BYTE = [bytes((i,)) for i in range(0x80)]
+# the arms of the Value union a row's values take, their indexes as Avro longs
+_LONG_ARM, _DOUBLE_ARM, _STRING_ARM, _BOOLEAN_ARM = _ONE_BYTE[0:8:2]
 
 Headers = list[tuple[str, str | bytes | None]]
 Record = tuple[bytes, bytes | None, Headers]  # key, value (None: a tombstone), headers
@@ -83,8 +90,10 @@ class RowRecords:
                 self._tick_headers(query, registration, tx_last, tx_first))
 
     def _values(self, row: Row) -> bytes:
-        """The encoding of the row's ``values`` field (a key's body)."""
-        return self._keys.body({"values": row_to_avro(row)})
+        """The encoding of the row's ``values`` field (a key's body): here for the common
+        rows, of plain values, in a third of fastavro's time; by fastavro for the others."""
+        values = _plain_values(row)
+        return self._keys.body({"values": row_to_avro(row)}) if values is None else values
 
     def _spliced(self, codec: AvroCodec, query: str, values: bytes,
                  after: tuple[int | bool, ...]) -> bytes:
@@ -118,13 +127,49 @@ def record_headers(query: str, registration: int, tx_last: int, tx_first: int | 
     return [*headers, (TX_LAST_HEADER, str(tx_last).encode())]
 
 
+def _plain_values(row: Row) -> bytes | None:
+    """The ``values`` array of a row of longs, doubles, strings and booleans as fastavro
+    encodes it, each value in the first arm of the ``Value`` union that takes it; None: a
+    value of another kind (fastavro encodes it)."""
+    if not row:
+        return b"\x00"
+    parts = [_long(len(row))]
+    for value in row:
+        kind = type(value)
+        if kind is int:
+            if not _MIN_LONG <= value <= _MAX_LONG:  # fastavro makes it a double
+                return None
+            parts += (_LONG_ARM, _long(value))
+        elif kind is str:
+            parts += (_STRING_ARM, _string(value))
+        elif kind is float:
+            parts += (_DOUBLE_ARM, _DOUBLE.pack(value))
+        elif kind is bool:
+            parts += (_BOOLEAN_ARM, _boolean(value))
+        else:
+            return None
+    parts.append(b"\x00")  # the array's end
+    return b"".join(parts)
+
+
 def _scalar(value: int | bool) -> bytes:
     """Avro's boolean or long."""
-    if type(value) is bool:
-        return b"\x01" if value else b"\x00"
+    return _boolean(value) if type(value) is bool else _long(value)
+
+
+def _boolean(value: bool) -> bytes:
+    return b"\x01" if value else b"\x00"
+
+
+def _long(value: int) -> bytes:
+    """Avro's long: zigzag, then base 128, the low seven bits first."""
     zigzag = (value << 1) ^ (value >> 63)
+    if zigzag < 0x80:
+        return _ONE_BYTE[zigzag]
+    if zigzag < 0x4000:
+        return bytes((zigzag & 0x7F | 0x80, zigzag >> 7))
     out = bytearray()
-    while zigzag > 0x7F:  # base 128, the low seven bits first
+    while zigzag > 0x7F:
         out.append(zigzag & 0x7F | 0x80)
         zigzag >>= 7
     out.append(zigzag)
@@ -134,4 +179,4 @@ def _scalar(value: int | bool) -> bytes:
 def _string(text: str) -> bytes:
     """Avro's string: its UTF-8 length as a long, then the UTF-8."""
     data = text.encode()
-    return _scalar(len(data)) + data
+    return _long(len(data)) + data

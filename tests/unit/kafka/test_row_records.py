@@ -19,7 +19,10 @@ from workers.kafka.views import MARKER
 ROWS: list[tuple[Any, ...]] = [
     (1, 2, 3),
     (1, 1.0, True),
-    (0, -1, 2**63 - 1, -(2**63), 63, 64, -64, -65, 8191, 8192),
+    (0, -1, 2**63 - 1, -(2**63), 63, 64, -64, -65, 8191, 8192, -8193, 2**20, -(2**40)),
+    (2**63, -(2**63) - 1, 2**70),  # outside 64 bits: fastavro makes them doubles
+    (float("inf"), float("-inf"), float("nan"), 0.1),
+    (True, False, "true", 1, 0),
     ("Ivan", "", "ключ", keyword("g/to"), False, -0.0, 1e300),
     (datetime.datetime(2024, 5, 6, 7, 8, 9, tzinfo=datetime.UTC), datetime.date(2024, 5, 6),
      uuid.UUID("0b7d6d4e-3f43-4c4b-9d50-1b2c3d4e5f60")),

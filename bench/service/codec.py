@@ -4,7 +4,8 @@ encoding a tick's change and view records.
 The two halves of the hot path of `bench pipeline`'s worker, timed apart:
 
 - decode: the pipeline's single-edge transactions (`pipeline.edge_stream`) through
-  `AvroCodec.decode` and `transaction_from_avro`, as `BatchApplier` does;
+  `AvroCodec.decode` and `transaction_from_avro`, as `BatchApplier` does (its cycle collector
+  paused, as there);
 - write: the PEGASE grid's directed triangles as change rows (weights +1 and -1, view weights
   1 and 0) through `RowRecords.change_and_view`, as `ResultSink` does before it produces.
 
@@ -25,6 +26,7 @@ from typing import Any
 from bench.data import Edge, load_pegase_edges
 from bench.harness import log, markdown_table, timed
 from bench.service.pipeline import edge_stream
+from workers.collector import collector_paused
 from workers.kafka.avro import AvroCodec
 from workers.kafka.messages import transaction_from_avro
 from workers.kafka.row_records import RowRecords
@@ -57,16 +59,25 @@ def run(args: argparse.Namespace) -> None:
 
     timings = [
         ("decode: AvroCodec.decode", len(stream),
-         lambda: [codec.decode(value) for value in stream]),
+         _collector_paused(lambda: [codec.decode(value) for value in stream])),
         ("decode: transaction_from_avro", len(decoded),
-         lambda: [transaction_from_avro(record) for record in decoded]),
-        ("decode: both", len(stream),
-         lambda: [transaction_from_avro(codec.decode(value)) for value in stream]),
+         _collector_paused(lambda: [transaction_from_avro(record) for record in decoded])),
+        ("decode: both", len(stream), _collector_paused(
+            lambda: [transaction_from_avro(codec.decode(value)) for value in stream])),
         ("write: RowRecords.change_and_view", len(changes), write),
     ]
     table = [[name, f"{_median_us(call, count, args.repeats):.2f}"]
              for name, count, call in timings]
     print(markdown_table(["per record", "median µs"], table))
+
+
+def _collector_paused(call: Callable[[], Any]) -> Callable[[], Any]:
+    """``call`` without cycle collections: a batch's records are decoded so (its thousands of
+    new containers would set collections off, and they would count)."""
+    def paused() -> Any:
+        with collector_paused():
+            return call()
+    return paused
 
 
 def _median_us(call: Callable[[], Any], count: int, repeats: int) -> float:

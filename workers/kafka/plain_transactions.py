@@ -13,6 +13,9 @@ import struct
 from typing import Any
 
 OP_KINDS = ("ADD", "RETRACT", "RETRACT_ATTRIBUTE", "RETRACT_ENTITY", "CAS")  # enum OpKind
+# Enum and union indexes are longs, zigzag-encoded: index i is the one byte 2i (a longer
+# encoding of it, which no writer makes, is left to fastavro).
+_KINDS_BY_BYTE = {2 * i: kind for i, kind in enumerate(OP_KINDS)}
 _DOUBLE = struct.Struct("<d")
 
 
@@ -28,21 +31,21 @@ def read_plain_transaction(body: bytes) -> dict[str, Any] | None:
         count, at = _long(body, 0)
         while count > 0:  # a negative count (a block with its size) is left to fastavro
             for _ in range(count):
-                kind, at = _long(body, at)
-                if not 0 <= kind < len(OP_KINDS):
-                    raise _NotPlain
-                branch, at = _long(body, at)
+                kind = _KINDS_BY_BYTE.get(body[at])
+                branch = body[at + 1]
                 e: int | str
+                if kind is None:
+                    raise _NotPlain
                 if branch == 0:
-                    e, at = _long(body, at)
-                elif branch == 1:
-                    e, at = _string(body, at)
+                    e, at = _long(body, at + 2)
+                elif branch == 2:  # the second arm: a tempid
+                    e, at = _string(body, at + 2)
                 else:
                     raise _NotPlain
                 a, at = _optional_string(body, at)
                 v, at = _value(body, at)
                 old, at = _value(body, at)
-                ops.append({"op": OP_KINDS[kind], "e": e, "a": a, "v": v, "old": old})
+                ops.append({"op": kind, "e": e, "a": a, "v": v, "old": old})
             count, at = _long(body, at)
         if count:
             raise _NotPlain
@@ -81,25 +84,26 @@ def _string(body: bytes, at: int) -> tuple[str, int]:
 
 def _optional_string(body: bytes, at: int) -> tuple[str | None, int]:
     """The union ``[null, string]``."""
-    branch, at = _long(body, at)
+    branch = body[at]
     if branch == 0:
-        return None, at
-    if branch == 1:
-        return _string(body, at)
+        return None, at + 1
+    if branch == 2:
+        return _string(body, at + 1)
     raise _NotPlain
 
 
 def _value(body: bytes, at: int) -> tuple[Any, int]:
     """An op's ``v`` or ``old``: its union's arms null, long, double, string, boolean."""
-    branch, at = _long(body, at)
-    if branch == 1:
+    branch = body[at]
+    at += 1
+    if branch == 2:
         return _long(body, at)
     if branch == 0:
         return None, at
-    if branch == 2:
+    if branch == 4:
         return _DOUBLE.unpack_from(body, at)[0], at + 8
-    if branch == 3:
+    if branch == 6:
         return _string(body, at)
-    if branch == 4 and body[at] <= 1:
+    if branch == 8 and body[at] <= 1:
         return body[at] == 1, at + 1
     raise _NotPlain

@@ -1,5 +1,4 @@
-"""A worker's per-record Avro work, without a broker: decoding the log's transactions and
-encoding a tick's change and view records.
+"""A worker's per-record Avro work without a broker: transactions decoded, change rows encoded.
 
 The two halves of the hot path of `bench pipeline`'s worker, timed apart:
 

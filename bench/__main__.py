@@ -33,6 +33,7 @@ BENCHMARKS = {
     "fleet": "bench.service.fleet",
     "replay": "bench.service.replay",
     "pipeline": "bench.service.pipeline",
+    "codec": "bench.service.codec",
     "views": "bench.service.views",
     "pgsink": "bench.service.pgsink",
     "memory": "bench.service.memory",

@@ -79,14 +79,14 @@ def run(args: argparse.Namespace) -> None:
             producer.flush()
             last = progress.wait_for(_end_offset(config) - 1)
             print(f"loaded {len(edges)} edges (worker at tx {last})")
-            stream = _edge_stream(edges, args.tx + int(args.latency_seconds * 20000), seed=1)
+            stream = edge_stream(edges, args.tx + int(args.latency_seconds * 20000), seed=1)
             rate = _throughput(config, progress, stream[:args.tx])
             first = _latency(config, progress, stream[args.tx:], args.rate or rate * args.load,
                              args.latency_seconds)
             _phases(phases, progress, first)
 
 
-def _edge_stream(edges: list[tuple[int, int]], count: int, seed: int) -> list[bytes]:
+def edge_stream(edges: list[tuple[int, int]], count: int, seed: int) -> list[bytes]:
     """Encoded single-edge transactions: retract a present edge or add it back."""
     rng, codec = random.Random(seed), AvroCodec("transaction")
     present, stream = set(edges), []

@@ -148,6 +148,7 @@ def _named_from_avro(x: Any) -> Any:
 
 _OP_FORMS = {"ADD": DB_ADD, "RETRACT": DB_RETRACT, "RETRACT_ATTRIBUTE": DB_RETRACT,
              "RETRACT_ENTITY": DB_RETRACT_ENTITY, "CAS": DB_CAS}
+_DATOM_FORMS = {"ADD": DB_ADD, "RETRACT": DB_RETRACT}  # the ops of an entity, attribute, value
 
 
 def transaction_from_avro(record: dict[str, Any]) -> Any:
@@ -156,15 +157,26 @@ def transaction_from_avro(record: dict[str, Any]) -> Any:
         return edn.read(record["edn"])
     forms = []
     for op in record["ops"]:
-        form = [_OP_FORMS[op["op"]], _named_from_avro(op["e"])]
-        if op["a"] is not None:
-            form.append(keyword(op["a"]))
-        if op["op"] == "CAS":
-            form.append(None if op.get("old") is None else _named_from_avro(op["old"]))
-        if op["op"] in ("ADD", "RETRACT", "CAS"):
-            form.append(None if op["v"] is None else _named_from_avro(op["v"]))
-        forms.append(form)
+        e, a, v = op["e"], op["a"], op["v"]
+        datom = _DATOM_FORMS.get(op["op"])
+        if datom is not None and a is not None and type(e) in _AS_IS and type(v) in _AS_IS:
+            forms.append([datom, e, keyword(a), v])  # the common op's :func:`op_form`, sooner
+        else:
+            forms.append(op_form(op))
     return forms
+
+
+def op_form(op: dict[str, Any]) -> list[Any]:
+    """An ``Op`` record as its form, whatever its kind and values."""
+    kind = op["op"]
+    form = [_OP_FORMS[kind], _named_from_avro(op["e"])]
+    if op["a"] is not None:
+        form.append(keyword(op["a"]))
+    if kind == "CAS":
+        form.append(None if op.get("old") is None else _named_from_avro(op["old"]))
+    if kind in ("ADD", "RETRACT", "CAS"):
+        form.append(None if op["v"] is None else _named_from_avro(op["v"]))
+    return form
 
 
 def row_to_avro(row: Sequence[Any]) -> list[Any]:

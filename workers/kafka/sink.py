@@ -23,9 +23,8 @@ from workers.kafka.avro import AvroCodec, registry_for
 from workers.kafka.callbacks import pending_error
 from workers.kafka.closing import Closing, close_producer
 from workers.kafka.hanging import abort_on
-from workers.kafka.messages import row_to_avro
+from workers.kafka.row_records import Headers, RowRecords
 from workers.kafka.topics import Topics
-from workers.kafka.views import MARKER, view_row
 from workers.zset.row import Row
 
 TRANSACTION_TIMEOUT_S = 30.0  # init/commit/abort calls; well under transaction.timeout.ms
@@ -43,14 +42,6 @@ SEND_OFFSETS_BOUND_S = TRANSACTION_TIMEOUT_S + 15.0
 # of change and view records took ~33 MB more than one of this size, and glibc kept it after
 # the queue drained; the big ticks were no slower (docs/fleet.md, "Worker memory").
 QUEUE_MAX_RECORDS = 10_000
-# Headers of every change and view record (docs/pipeline.md, "The record contract"), decimal
-# text but the query's name: the registration it belongs to, so that a subscriber can tell
-# the changes after its snapshot from those of an earlier registration of the same name, and
-# the tick's transactions, so that any client can route and position a record unread.
-QUERY_HEADER = "deltalog.query"
-REGISTRATION_HEADER = "deltalog.registration"
-TX_FIRST_HEADER = "deltalog.tx_first"
-TX_LAST_HEADER = "deltalog.tx_last"
 log = logging.getLogger(__name__)
 
 
@@ -75,18 +66,14 @@ class ResultSink(Closing):
             "on_delivery": self._delivered,
         }))
         self._topics = topics
-        self._keys = AvroCodec("result_key", registry)
-        self._changes = AvroCodec("result_change", registry)
+        self._rows = RowRecords(registry)
         self._progress = AvroCodec("progress", registry)
         self._dead_letters = AvroCodec("dead_letter", registry)
-        self._views = AvroCodec("view_row", registry)
         self._reports = AvroCodec("tx_report", registry)
         self.worker = transactional_id
         self.written: set[str] = set()  # the topics the transaction of the moment wrote to
         # its records not known to be in the log: the transaction must not commit
         self._unconfirmed: list[str] = []
-        # the transaction's record headers, made once per query and tick
-        self._headers: dict[tuple[Any, ...], list[tuple[str, str | bytes | None]]] = {}
 
     def init(self) -> None:
         self._retried(self._producer.init_transactions)
@@ -94,58 +81,37 @@ class ResultSink(Closing):
     def begin(self) -> None:
         self.written = set()
         self._unconfirmed = []
-        self._headers = {}
+        self._rows.begin()
         self._call(self._producer.begin_transaction)
 
     def change(self, query: str, registration: int, row: Row, weight: int, tx_first: int,
                tx_last: int, snapshot: bool = False) -> bytes:
         """A change row; returns its key (the row's, as its view record has it too)."""
-        return self._change(query, registration, row_to_avro(row), weight, tx_first, tx_last,
-                            snapshot)
+        record = self._rows.change(query, registration, row, weight, tx_first, tx_last,
+                                   snapshot)
+        self._produce(self._topics.results(query), *record)
+        return record[0]
 
     def change_and_view(self, query: str, registration: int, row: Row, weight: int,
                         view_weight: int, tx_first: int, tx_last: int) -> None:
-        """A change row and the row's weight in the view now (:meth:`view`), its values
-        converted and its key encoded once for both."""
-        values = row_to_avro(row)
-        key = self._change(query, registration, values, weight, tx_first, tx_last, False)
-        self._produce(self._topics.view(query), key, self._views.encode(
-            view_row(query, row, view_weight, tx_last, registration, values))
-            if view_weight else None, self._tick_headers(query, registration, tx_last))
-
-    def _change(self, query: str, registration: int, values: list[Any], weight: int,
-                tx_first: int, tx_last: int, snapshot: bool) -> bytes:
-        key = self._keys.encode({"values": values})
-        self._produce(self._topics.results(query), key,
-                      self._changes.encode({"query": query, "values": values, "weight": weight,
-                                            "tx_first": tx_first, "tx_last": tx_last,
-                                            "snapshot": snapshot}),
-                      self._tick_headers(query, registration, tx_last, tx_first))
-        return key
+        """A change row and the row's weight in the view now (:meth:`view`), the row encoded
+        once for both."""
+        change, view = self._rows.change_and_view(query, registration, row, weight,
+                                                  view_weight, tx_first, tx_last)
+        self._produce(self._topics.results(query), *change)
+        self._produce(self._topics.view(query), *view)
 
     def view(self, query: str, registration: int, row: Row, weight: int, tx_last: int,
              key: bytes | None = None) -> None:
         """A row's weight in the view now; weight 0: it left (a tombstone).  ``key``: the
         row's key if already encoded."""
         self._produce(self._topics.view(query),
-                      key or self._keys.encode({"values": row_to_avro(row)}),
-                      self._views.encode(view_row(query, row, weight, tx_last, registration))
-                      if weight else None, self._tick_headers(query, registration, tx_last))
+                      *self._rows.view(query, registration, row, weight, tx_last, key))
 
     def view_marker(self, query: str, registration: int, tx_last: int) -> None:
         """The last record of the tick in the view topic: the view is complete at tx_last."""
-        self._produce(self._topics.view(query), self._keys.encode({"values": row_to_avro(MARKER)}),
-                      self._views.encode(view_row(query, MARKER, 0, tx_last, registration)),
-                      _headers(query, registration, tx_last))
-
-    def _tick_headers(self, query: str, registration: int, tx_last: int,
-                      tx_first: int | None = None) -> list[tuple[str, str | bytes | None]]:
-        """:func:`_headers`, made once per query and tick in a transaction."""
-        key = (query, registration, tx_last, tx_first)
-        headers = self._headers.get(key)
-        if headers is None:
-            headers = self._headers[key] = _headers(query, registration, tx_last, tx_first)
-        return headers
+        self._produce(self._topics.view(query),
+                      *self._rows.view_marker(query, registration, tx_last))
 
     def progress(self, query: str, registration: int, tx_last: int) -> None:
         self._produce(self._topics.progress, query.encode(), self._progress.encode(
@@ -297,7 +263,7 @@ class ResultSink(Closing):
                 time.sleep(RETRY_WAIT_S)
 
     def _produce(self, topic: str, key: bytes | None, value: bytes | None,
-                 headers: list[tuple[str, str | bytes | None]] | None = None) -> None:
+                 headers: Headers | None = None) -> None:
         """Queue one record; a full queue waits for it to drain, a producer fenced meanwhile
         (say, its transaction outlived ``transaction.timeout.ms``) fails the transaction."""
         self.written.add(topic)
@@ -328,16 +294,6 @@ class ResultSink(Closing):
         except SystemError as error:  # an acknowledgement served while a fatal error pends
             pending = pending_error(error)
             raise _failed(pending) from pending
-
-
-def _headers(query: str, registration: int, tx_last: int, tx_first: int | None = None
-             ) -> list[tuple[str, str | bytes | None]]:
-    """The headers of a change (``tx_first`` given) or view record."""
-    headers: list[tuple[str, str | bytes | None]] = [
-        (QUERY_HEADER, query.encode()), (REGISTRATION_HEADER, str(registration).encode())]
-    if tx_first is not None:
-        headers.append((TX_FIRST_HEADER, str(tx_first).encode()))
-    return [*headers, (TX_LAST_HEADER, str(tx_last).encode())]
 
 
 def _failed(err: KafkaException) -> TransactionFailed:

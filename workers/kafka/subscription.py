@@ -31,7 +31,7 @@ from workers.kafka.avro import AvroCodec, registry_for
 from workers.kafka.compacted import METADATA_TIMEOUT_S
 from workers.kafka.consume import arrived
 from workers.kafka.messages import row_from_avro
-from workers.kafka.sink import REGISTRATION_HEADER
+from workers.kafka.row_records import REGISTRATION_HEADER
 from workers.kafka.topics import Topics
 from workers.kafka.views import MARKER, View, read_views
 from workers.zset import ZSet

@@ -24,7 +24,6 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from confluent_kafka import TopicPartition
 
@@ -57,14 +56,6 @@ class View:
         """Whether this is the view of that registration of the query (else it is stale or
         was never built)."""
         return self.registration == registration
-
-
-def view_row(query: str, row: Row, weight: int, tx_last: int, registration: int,
-             values: list[Any] | None = None) -> dict[str, Any]:
-    """The ``ViewRow`` of one row (``MARKER`` with weight 0 for the marker); ``values``: the
-    row as Avro values, if already converted."""
-    return {"query": query, "values": row_to_avro(row) if values is None else values,
-            "weight": weight, "tx_last": tx_last, "registration": registration}
 
 
 class _Folding:

@@ -30,7 +30,7 @@ from workers.kafka.closing import Closing
 from workers.kafka.compacted import METADATA_TIMEOUT_S, CompactedReader, latest
 from workers.kafka.messages import row_from_avro, transaction_from_avro
 from workers.kafka.registration import Registration, parse_registration
-from workers.kafka.sink import REGISTRATION_HEADER
+from workers.kafka.row_records import REGISTRATION_HEADER
 from workers.kafka.topics import Topics
 
 log = logging.getLogger(__name__)

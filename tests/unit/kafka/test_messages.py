@@ -17,6 +17,7 @@ from workers.errors import WorkersError
 from workers.kafka.avro import AvroCodec
 from workers.kafka.clients import Change
 from workers.kafka.messages import (
+    op_form,
     row_from_avro,
     row_to_avro,
     transaction_from_avro,
@@ -210,6 +211,32 @@ def test_forms_from_avro() -> None:
         [keyword("db/retract"), 4, keyword("alive")],
         [keyword("db/retractEntity"), 5],
     ]
+
+
+def _typed(form: Any) -> Any:
+    """``form`` with each value beside its type: ``1``, ``1.0`` and ``true`` are not equal."""
+    return [_typed(x) for x in form] if type(form) is list else (type(form), form)
+
+
+OP_ENTITIES = [1, 0, -1, -(2**63), "tmp", "", {"name": "ivan"}, UUID.bytes,
+               {"attribute": "p/email", "value": "a@x"}, {"attribute": "p/id", "value": 1.0}]
+OP_VALUES = [None, 1, 1.0, True, False, 0, -(2**63), "Ivan", "", {"name": "g/to"},
+             {"micros": 1714979289123456}, UUID.bytes, {"attribute": "p/id", "value": True}]
+
+
+@pytest.mark.parametrize("kind", ["ADD", "RETRACT", "RETRACT_ATTRIBUTE", "RETRACT_ENTITY",
+                                  "CAS"])
+def test_every_op_is_read_as_its_op_form(kind: str) -> None:
+    """The common ops' shortcut in ``transaction_from_avro`` gives exactly what
+    ``op_form`` gives, values of every kind each as its own kind."""
+    ops = [{"op": kind, "e": e, "a": a, "v": v, "old": old}
+           for e in OP_ENTITIES for a in ("g/to", None) for v in OP_VALUES
+           for old in ([None, 1, "x"] if kind == "CAS" else [None])]
+    forms = transaction_from_avro({"ops": ops, "source": None, "edn": None})
+    assert _typed(forms) == _typed([op_form(op) for op in ops])
+    codec = AvroCodec("transaction")
+    decoded = codec.decode(codec.encode({"ops": ops, "source": None, "edn": None}))
+    assert _typed(transaction_from_avro(decoded)) == _typed(forms)
 
 
 def test_transactions_through_avro_give_the_same_database_and_changes() -> None:

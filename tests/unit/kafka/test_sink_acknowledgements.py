@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
+from workers.kafka.row_records import RowRecords
 from workers.kafka.sink import ResultSink, TransactionFailed
 
 
@@ -57,6 +58,7 @@ def _sink(*acknowledgements: Acknowledgement) -> tuple[ResultSink, FakeProducer]
     producer = FakeProducer(list(acknowledgements))
     sink = ResultSink.__new__(ResultSink)  # no broker: only the producer is used
     sink._producer = producer  # type: ignore[assignment]
+    sink._rows = RowRecords()
     producer.on_delivery = sink._delivered  # the callback ResultSink configures
     sink.begin()
     return sink, producer
@@ -123,6 +125,7 @@ def test_an_acknowledgement_met_by_a_fatal_error_fails_the_transaction(
         producer: FakeProducer, reason: str) -> None:
     sink = ResultSink.__new__(ResultSink)
     sink._producer = producer  # type: ignore[assignment]
+    sink._rows = RowRecords()
     sink.begin()
     with pytest.raises(TransactionFailed, match=reason) as failed:
         sink.commit()

@@ -12,11 +12,12 @@ demo: java $(BIN)/deltalog
 
 # --max-worker-restart 0: a worker that crashes fails the run; a replaced worker under loadgroup
 # can wait forever for work (pytest-xdist issues 1323, 1378), and CI would time out silently.
+# --durations: the slowest tests in the log, where CI's time goes.
 test: java prometheus postgresql $(BIN)/deltalog
 	$(BIN)/ruff check workers tests bench
 	$(BIN)/mypy workers bench
-	$(BIN)/python -m pytest -n 2 --dist loadgroup --max-worker-restart 0 -m "not serial"
-	$(BIN)/python -m pytest -m serial
+	$(BIN)/python -m pytest -n 2 --dist loadgroup --max-worker-restart 0 -m "not serial" --durations=10
+	$(BIN)/python -m pytest -m serial --durations=10
 
 bench: $(BIN)/deltalog
 	$(BIN)/python -m bench

@@ -60,12 +60,12 @@ class Aggregation:
     def step(self, changes: Mapping[Row, int]) -> ZSet[Row]:
         """Apply the basis set changes; return the result's changes."""
         before: dict[Row, Row | None] = {}
+        aggregated = self._aggregated()
         for row, weight in changes.items():
             key = self._key(row)
             if key not in before:
                 before[key] = self._row(key)
-            self._add(key, weight, [{value_key(row[c.index]): weight}
-                                    for c in self._aggregated()])
+            self._add(key, weight, [{value_key(row[c.index]): weight} for c in aggregated])
         return self._changes(before)
 
     def step_columns(self, ids: Sequence[npt.NDArray[np.integer[Any]]],

@@ -57,7 +57,7 @@ from workers.executors.dispatch import (
     Dispatch,
     Prepared,
 )
-from workers.executors.rows import decoded, reset
+from workers.executors.rows import reset, step
 from workers.executors.threads import Threads, default_threads
 from workers.find import Aggregation, Projection, result_of, shaped
 from workers.plan import STRATEGIES, QueryPlan, explain, query_plan
@@ -377,9 +377,7 @@ class Engine:
         for name in affected:
             registered = self._queries[name]
             started = time.perf_counter()
-            rows = decoded(stepped[name][0], self.db.ids)
-            if rows and registered.aggregation is not None:
-                rows = registered.aggregation.step(rows)
+            rows = step(registered.aggregation, stepped[name][0], self.db.ids)
             self.last_work[name].seconds += time.perf_counter() - started
             if registered.pulling is not None:
                 pulled[name] = rows

@@ -42,3 +42,15 @@ def reset(aggregation: Aggregation | Projection | None, rows: IdRows, ids: Numbe
         return aggregation.reset_columns(rows.columns, rows.weights, ids.values)
     decoded_rows = decoded(rows, ids)
     return decoded_rows if aggregation is None else aggregation.reset(decoded_rows)
+
+
+def step(aggregation: Aggregation | Projection | None, rows: IdRows, ids: Numbering
+         ) -> ZSet[Row]:
+    """A query's result changes from its step's set changes: the rows decoded, or an
+    aggregate's groups stepped — from a frame's id columns when there is one, as
+    :func:`reset` does (a tick's changed triangles are not decoded one by one)."""
+    if isinstance(aggregation, Aggregation) and isinstance(rows, Frame):
+        return aggregation.step_columns(rows.columns, rows.weights, ids.values)
+    decoded_rows = decoded(rows, ids)
+    return decoded_rows if aggregation is None or not decoded_rows else (
+        aggregation.step(decoded_rows))

@@ -25,7 +25,7 @@ import numpy.typing as npt
 from workers.datalog.functions import CallFailed
 from workers.find.aggregate import Bag, aggregate_value
 from workers.plan.ir import FindColumn
-from workers.zset import ZSet
+from workers.zset import ZSet, add_into
 from workers.zset.row import Row, value_key
 
 
@@ -131,12 +131,7 @@ class Aggregation:
         group of size 0, dropped)."""
         size_now, bags_now = self.groups.get(key) or (0, tuple({} for _ in bags))
         for bag, added in zip(bags_now, bags, strict=True):
-            for value, weight in added.items():
-                n = bag.get(value, 0) + weight
-                if n:
-                    bag[value] = n
-                else:
-                    bag.pop(value, None)
+            add_into(bag, added)
         size_now += size
         if size_now:
             self.groups[key] = (size_now, bags_now)

@@ -492,6 +492,12 @@ def _plain_properties(port: int, controller_port: int, log_dir: Path) -> dict[st
         "group.consumer.min.session.timeout.ms": "1000",
         "group.consumer.min.heartbeat.interval.ms": "250",
         "log.segment.bytes": str(LOG_SEGMENT_BYTES),
+        # The log cleaner's key map, filled anew at each cleaning: Kafka's 128 MiB (a quarter
+        # of this heap) made each cleaning of the small compacted segments (views, progress,
+        # the group's offsets, every ~second under load) fill 128 MiB — 10% of the broker's
+        # CPU samples at half load (JFR). 16 MiB holds ~700,000 keys a pass
+        # (docs/benchmarks.md, "The local broker's cleaner").
+        "log.cleaner.dedupe.buffer.size": str(16 << 20),
         # Apply retention within a second, not Kafka's 5 minutes: a test that sets a tiny
         # retention on a topic sees its old segments really deleted in seconds.
         "log.retention.check.interval.ms": "1000",

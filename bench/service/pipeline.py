@@ -40,7 +40,7 @@ from workers.kafka.consume import arrived
 from workers.kafka.messages import transaction_to_avro
 from workers.kafka.topics import Topics
 from workers.runtime.phases import PHASES, PHASES_ENV
-from workers.runtime.process import WorkerProcess
+from workers.runtime.process import WorkerProcess, cpu_s
 
 TRIANGLE = "{:find [?a ?b ?c] :where [[?a :g/to ?b] [?a :g/to ?c] [?b :g/to ?c]]}"
 ADD, RETRACT, TO = keyword("db/add"), keyword("db/retract"), keyword("g/to")
@@ -81,8 +81,13 @@ def run(args: argparse.Namespace) -> None:
             print(f"loaded {len(edges)} edges (worker at tx {last})")
             stream = edge_stream(edges, args.tx + int(args.latency_seconds * 20000), seed=1)
             rate = _throughput(config, progress, stream[:args.tx])
-            first = _latency(config, progress, stream[args.tx:], args.rate or rate * args.load,
-                             args.latency_seconds)
+            processes = {"broker": broker.pid,
+                         "worker": worker.process.pid if worker.process else None}
+            cpu = _cpu(processes)
+            started = time.perf_counter()
+            first, sent = _latency(config, progress, stream[args.tx:],
+                                   args.rate or rate * args.load, args.latency_seconds)
+            _print_cpu(processes, cpu, time.perf_counter() - started, sent)
             _phases(phases, progress, first)
 
 
@@ -124,9 +129,9 @@ def _throughput(config: WorkerConfig, progress: ProgressWatch, stream: list[byte
 
 
 def _latency(config: WorkerConfig, progress: ProgressWatch, stream: list[bytes], rate: float,
-             seconds: float) -> int:
+             seconds: float) -> tuple[int, int]:
     """Send ``stream`` at ``rate`` for ``seconds``; print the latencies; return the first
-    offset sent."""
+    offset sent and the number sent."""
     producer = Producer(config.kafka(**{"linger.ms": 0, "enable.idempotence": True}))
     topic = Topics(config.topic_prefix).tx
     sent_at: dict[int, float] = {}
@@ -169,7 +174,23 @@ def _latency(config: WorkerConfig, progress: ProgressWatch, stream: list[bytes],
     acked_after.sort()
     print(f"  of which produce -> broker ack: median {statistics.median(acked_after):.1f} ms, "
           f"p99 {_p99(acked_after):.1f} ms, max {acked_after[-1]:.1f} ms")
-    return min(sent_at)
+    return min(sent_at), len(sent_at)
+
+
+def _cpu(processes: dict[str, int | None]) -> dict[str, float]:
+    """CPU seconds used so far by each process (this one as ``bench``)."""
+    return {"bench": time.process_time(),
+            **{name: cpu_s(pid) for name, pid in processes.items() if pid is not None}}
+
+
+def _print_cpu(processes: dict[str, int | None], before: dict[str, float], seconds: float,
+               sent: int) -> None:
+    """Each process's CPU over the latency run: cores, and per transaction sent (on a
+    shared machine a robust measure of what a change costs where, as wall times are not)."""
+    used = {name: cpu - before[name] for name, cpu in _cpu(processes).items()}
+    print("  CPU over the run: " + ", ".join(
+        f"{name} {cpu / seconds:.2f} cores ({cpu / sent * 1e6:.0f} us/tx)"
+        for name, cpu in used.items()))
 
 
 def _phases(path: Path, progress: ProgressWatch, first: int) -> None:

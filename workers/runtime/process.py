@@ -41,6 +41,14 @@ def transactional_id_of_client(client: str) -> str | None:
         CLIENT_PREFIX) else None
 
 
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds process ``pid`` has used, all its threads (Linux ``/proc``):
+    what it cost, whatever else the machine runs."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()  # after the command's name
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 class WorkerProcess:
     """``python -m workers worker`` as a child process: start (again after a kill), kill -9,
     pause and resume (SIGSTOP/SIGCONT), stop (SIGTERM, SIGKILL if it takes too long); ``with``
@@ -109,12 +117,9 @@ class WorkerProcess:
             self.kill()
 
     def cpu_s(self) -> float:
-        """User + system CPU seconds the running worker has used, all its threads (Linux
-        ``/proc``): what it cost, whatever else the machine runs."""
+        """User + system CPU seconds the running worker has used (:func:`cpu_s`)."""
         assert self.process is not None
-        with open(f"/proc/{self.process.pid}/stat") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()  # after the command's name
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return cpu_s(self.process.pid)
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None

@@ -7,12 +7,10 @@ incarnation left open and fences it: a zombie can no longer commit.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
@@ -25,14 +23,12 @@ from workers.kafka.closing import Closing, close_producer
 from workers.kafka.hanging import abort_on
 from workers.kafka.row_records import Headers, RowRecords
 from workers.kafka.topics import Topics
+from workers.kafka.watchdog import TRANSACTION_TIMEOUT_S, watchdog
 from workers.zset.row import Row
 
-TRANSACTION_TIMEOUT_S = 30.0  # init/commit/abort calls; well under transaction.timeout.ms
 QUEUE_FULL_WAIT_S = 0.1  # back off while librdkafka's send queue drains
 RETRY_FOR_S = 120.0  # a retriable transaction call is tried again this long
 RETRY_WAIT_S = 0.5
-HUNG_CALL_S = 3 * TRANSACTION_TIMEOUT_S  # a transaction call blocked this long never returns
-HUNG_EXIT_CODE = 75  # EX_TEMPFAIL: restart me
 # send_offsets_to_transaction, which librdkafka 2.16 can leave blocked for ever after a broker
 # restart (its timeout never checked, confluentinc/librdkafka#5456; the group coordinator's
 # lookup never started again, #5511), is waited for this long, then given up: the tick is
@@ -300,27 +296,6 @@ def _failed(err: KafkaException) -> TransactionFailed:
     error = err.args[0]
     return TransactionFailed(f"Kafka transaction failed: {error.str()}",
                              retriable=error.retriable())
-
-
-@contextlib.contextmanager
-def watchdog(what: str, limit_s: float = HUNG_CALL_S) -> Iterator[None]:
-    """End the process if ``what`` blocks longer than ``limit_s``: a worker stuck in a
-    librdkafka call that ignores its timeout would keep heartbeating, and so keep its
-    queries from every other worker forever.  Exiting hands them over; a restart recovers
-    from the snapshot and the committed progress, like after any crash."""
-    def expire() -> None:
-        log.critical("%s blocked for %.0f s (a librdkafka hang): exiting so that the "
-                     "group hands this worker's queries over", what, limit_s)
-        logging.shutdown()
-        os._exit(HUNG_EXIT_CODE)
-
-    timer = threading.Timer(limit_s, expire)
-    timer.daemon = True
-    timer.start()
-    try:
-        yield
-    finally:
-        timer.cancel()
 
 
 class TransactionFailed(WorkersError):

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Self
 
 from workers.config import WorkerConfig
-from workers.kafka.sink import HUNG_EXIT_CODE
+from workers.kafka.watchdog import HUNG_EXIT_CODE
 
 CLIENT_PREFIX = "deltalog-"
 STOP_TIMEOUT_S = 30.0  # a clean shutdown (SIGTERM) gets this long before SIGKILL

@@ -164,7 +164,7 @@ class SparkReplication:
         state = self._state
         if state.follower is not None or state.store.values is None:
             raise not_writing()
-        state.step_down()
+        state.step_down(self._memory_values)
         assert state.follower is not None
         self._window.numbering(state.follower.ids)
 

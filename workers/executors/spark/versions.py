@@ -25,11 +25,11 @@ from collections.abc import Callable
 from workers.arrangements import ArrangementRegistry
 from workers.arrangements.batch import Ids, set_weights
 from workers.arrangements.delta import DatomColumns
-from workers.arrangements.spilled import SpilledValueIds
 from workers.errors import ErrorCode, WorkersError
 from workers.executors.spark.dictionary import DriverValues
 from workers.executors.spark.shared import Followed, FollowerIds, StateFollower
 from workers.executors.spark.state import Compactor, Indexer, Manifest, Marks, StateStore
+from workers.executors.spark.state_dictionary import StateDictionary
 
 
 class StateVersions:
@@ -78,6 +78,8 @@ class StateVersions:
                 self._following = None
         elif self.store.manifest is not None and len(delta):
             self.store.append(delta, self._marks())
+            if isinstance(self.db.ids, StateDictionary):  # a follower took writing over
+                self.db.ids.reached(self.store.manifest)
 
     def moved(self) -> None:
         """A tick changed nothing: a shared state's writer stamps its version anew (its
@@ -96,23 +98,24 @@ class StateVersions:
         self.follower = None
         return True
 
-    def step_down(self) -> None:
+    def step_down(self, memory_values: int) -> None:
         """A writer stops writing (another takes over) and follows the state from here.
         The values it numbered since its last version (a registration's constants) are
         published first, with an empty batch: else the next writer would number other
         values with their ids, and this driver, following, would read them as its own
         (silently wrong ids, or "number a value twice").  If another writer has published
         meanwhile, that publication is refused and this driver stops (``append``): a
-        restart follows the state from its files."""
+        restart follows the state from its files.  Its dictionary is the state's from then
+        on (``memory_values`` of it in memory): it keeps none of its own."""
         assert self.follower is None and self.store.manifest is not None, "a writer steps down"
-        assert isinstance(self.db.ids, SpilledValueIds)
         self.store.settle()  # its compaction published, or none is running
         stamp = self.store.manifest.stamp
         if stamp is not None and self.db.ids.size > stamp.marks.values:
             self.store.append(DatomColumns.of({}), self._marks())
             self.store.settle()
+        manifest = self.store.manifest
         self.follower = self.opened = StateFollower(
-            self.store.location, self.store.manifest, FollowerIds(self.db.ids))
+            self.store.location, manifest, FollowerIds(StateDictionary(manifest, memory_values)))
 
     def follow(self) -> Followed | None:
         """A follower's step to its writer's newest version (None: it is at it); the

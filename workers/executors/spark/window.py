@@ -33,7 +33,7 @@ import numpy.typing as npt
 
 from workers.arrangements import ArrangementRegistry
 from workers.arrangements.batch import Ids, Ints, sorted_distinct
-from workers.arrangements.spilled import SpilledValueIds
+from workers.arrangements.spilled import SpilledValueIds, TieredValueIds
 from workers.arrangements.values import Numbering
 from workers.db.bulk import batch_events, by_identity, lookup_column, needs_resolving
 from workers.db.codec import decode_schema, encode_schema
@@ -62,7 +62,7 @@ class StateWindow:
         """``memory_values``: the values of the dictionary kept in memory."""
         self.db, self._spark, self._memory_values = db, spark, memory_values
         opened = spark.state.opened  # a shared state, followed or written on
-        self.values: SpilledValueIds | FollowerIds
+        self.values: TieredValueIds | FollowerIds
         self.datoms = len(db)  # the database's size, kept from the applied deltas
         # what a shared state is stamped with (Marks)
         self._position, self._schema, self._complete = 0, BUILTIN_SCHEMA, True
@@ -200,7 +200,7 @@ class StateWindow:
         self._version += 1
         self._position, self._schema, self._complete = position, schema, complete
 
-    def numbering(self, values: SpilledValueIds | FollowerIds) -> None:
+    def numbering(self, values: TieredValueIds | FollowerIds) -> None:
         """The dictionary is ``values`` from now on (a follower took over writing, or a
         writer stepped down)."""
         self.values = self.db.ids = values
@@ -252,7 +252,7 @@ class StateWindow:
         self.datoms = len(columns[0])
         self._version += 1
         self._position, self._schema = position, schema
-        self.numbering(values if isinstance(values, SpilledValueIds) else SpilledValueIds.of(
+        self.numbering(values if isinstance(values, TieredValueIds) else SpilledValueIds.of(
             values, self._memory_values))  # before the reset: a shared state writes it
         self._spark.state.reset(*columns)
         self.forget()

@@ -1,4 +1,10 @@
-"""A value dictionary that keeps its older entries in files: the driver's under Spark.
+"""A value dictionary that keeps its older entries in files.
+
+:class:`TieredValueIds` is the shape: the values numbered lately in memory, the others in
+files.  Under ``executor=spark`` the files are the state's
+(:class:`~workers.executors.spark.state_dictionary.StateDictionary`); the private files of
+:class:`SpilledValueIds` below, which the driver kept until then, now hold a snapshot's
+dictionary on its way into the state (a restore), never whole in memory.
 
 Under ``executor=spark`` the driver holds no datoms; a :class:`ValueIds` of every value ever
 seen (~26 B a distinct value) was what was left of its growth with the database — 137 MB

@@ -10,12 +10,13 @@ binary search, without reading the dictionary. A key is stable across processes 
 - any other value, the first 8 bytes of BLAKE2b of its codec encoding
   (:func:`~workers.db.codec.encode_value`, what the values files hold), encoded as the
   dictionary's equality has it (:func:`~workers.arrangements.values.object_key`): ``-0.0``
-  as ``0.0``, an aware instant in UTC; ``1.0``, ``True`` and ``"1"`` differ by their tags.
+  as ``0.0``, an aware instant in UTC, vectors of any type alike, a set's members sorted;
+  ``1.0``, ``True`` and ``"1"`` differ by their tags.
 
 Each entry's id is tagged with its kind (``id << 1 | kind``), so an int never answers for
 an object whose hash it equals; an object's hash found is checked against its value (a
-collision costs a comparison, never a wrong id).  A value no values file can hold (a big
-int, a collection) has no key: it is in no shared state.
+collision costs a comparison, never a wrong id).  A value of a kind no values file holds
+has no key: it is in no state.
 
 A run file is ``n`` keys (int64, sorted) then their ``n`` tagged ids (uint32), little
 endian; ``n`` is its size over 12.  Runs are written once, as every tick file (created only
@@ -28,8 +29,10 @@ from __future__ import annotations
 import contextlib
 import datetime
 import hashlib
+import json
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -37,6 +40,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
+from edn_format.immutable_list import ImmutableList
 
 from workers.arrangements.spilled import MappedFiles
 from workers.arrangements.values import INT_KIND, OBJECT_KIND, int_key
@@ -51,15 +55,35 @@ Run = tuple[npt.NDArray[np.int64], npt.NDArray[np.uint32]]  # keys, tagged ids
 def object_hash(x: Any) -> int | None:
     """The key of a value that is not an int64 (None: no values file holds it)."""
     try:
-        tag, text = encode_value(x)
+        text = json.dumps(_canonical(x), ensure_ascii=False)
     except TypeError:
         return None
-    if tag == "d" and x == 0:
-        text = "0.0"  # -0.0 == 0.0: one id
-    elif tag == "t" and x.utcoffset() is not None:
-        text = x.astimezone(datetime.UTC).isoformat()  # one instant, whatever its zone
-    digest = hashlib.blake2b(f"{tag}\0{text}".encode("utf-8", "surrogatepass"), digest_size=8)
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8)
     return int.from_bytes(digest.digest(), "little", signed=True)
+
+
+def _canonical(x: Any) -> Any:
+    """``x`` encoded so that values the dictionary finds equal
+    (:func:`~workers.zset.row.typed`) encode alike: -0.0 as 0.0, an instant in UTC, a
+    decimal normalised, vectors of any type as one, a set's members and a map's entries
+    sorted by their encodings."""
+    kind = type(x)
+    if kind is int:
+        return ["i", str(x)]
+    if kind is float:
+        return ["d", repr(x + 0.0)]  # -0.0 + 0.0 is 0.0
+    if isinstance(x, datetime.datetime) and x.utcoffset() is not None:
+        return ["t", x.astimezone(datetime.UTC).isoformat()]
+    if isinstance(x, Decimal):
+        return ["m", str(x.normalize())]
+    if isinstance(x, Mapping):
+        return ["M", sorted(([_canonical(k), _canonical(v)] for k, v in x.items()), key=json.dumps)]
+    if isinstance(x, tuple | list | ImmutableList):
+        return ["V", [_canonical(i) for i in x]]
+    if isinstance(x, frozenset | set):
+        return ["F", sorted((_canonical(i) for i in x), key=json.dumps)]
+    tag, text = encode_value(x)
+    return json.loads(text) if tag == "e" else [tag, text]
 
 
 def value_key(x: Any) -> tuple[int, int] | None:

@@ -67,9 +67,10 @@ class Followed:
 def shared_state_at(location: str) -> bool:
     """Whether ``location`` holds a shared state (a writer sharing it there writes on)."""
     try:
-        return read_manifest(location).stamp is not None
+        read_manifest(location)
     except WorkersError:
         return False
+    return True
 
 
 def read_manifest(location: str) -> Manifest:
@@ -80,7 +81,7 @@ def read_manifest(location: str) -> Manifest:
         raise WorkersError(f"no Spark state to follow at {location!r}: start its writer "
                            "first (executor=spark, sharing its state)", code=ErrorCode.SPARK)
     manifest = Manifest.from_json(location, published[1])
-    if manifest.stamp is None:
+    if manifest.stamp is None or not manifest.stamp.shared:
         raise WorkersError(f"the Spark state at {location!r} is not shared: its writer must "
                            "share it to be followed", code=ErrorCode.SPARK)
     return manifest

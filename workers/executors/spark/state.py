@@ -160,6 +160,7 @@ class Stamp:
     dictionary: str
     dictionary_version: int
     value_versions: tuple[int, ...] = ()
+    shared: bool = True  # False: the state holds its writer's dictionary, followed by none
 
     def values_files(self, epoch: str) -> list[str]:
         """The dictionary's values files (id → value), in id order."""
@@ -230,7 +231,8 @@ def _stamp(data: dict[str, Any] | None) -> Stamp | None:
     marks = data["marks"]
     refused = tuple((offset, code, reason) for offset, code, reason in marks["refused"])
     return Stamp(Marks(**{**marks, "refused": refused}), data["dictionary"],
-                 data["dictionary_version"], tuple(data["value_versions"]))
+                 data["dictionary_version"], tuple(data["value_versions"]),
+                 data.get("shared", True))
 
 
 # Writes the base of a manifest's version, the files named ``{stem}...``: its parts.
@@ -389,11 +391,12 @@ class StateStore:
                  compact_batches: int = COMPACT_BATCHES,
                  compactor: Compactor = compact_here, indexer: Indexer = index_here,
                  index_datoms: int = INDEX_DATOMS, values: ValueFiles | None = None,
-                 retain_seconds: float = 0.0) -> None:
-        """``values``: a shared state's dictionary writer (None: the state is not shared);
+                 retain_seconds: float = 0.0, shared: bool = True) -> None:
+        """``values``: the writer of the dictionary the state holds (None: it holds none);
+        ``shared``: other engines follow a state holding its dictionary;
         ``retain_seconds``: how long the files a version no longer names are kept (the
         engines following a shared state read the versions they are at)."""
-        self.values, self.retain_seconds = values, retain_seconds
+        self.values, self.retain_seconds, self.shared = values, retain_seconds, shared
         self._temporary = None if location else tempfile.TemporaryDirectory(
             prefix="deltalog-spark-state-")
         self.location = location or self._temporary.name  # type: ignore[union-attr]
@@ -423,7 +426,7 @@ class StateStore:
                 dictionary = f"dictionary-{epoch}-0.arrow"
                 self.values.write(self.location, dictionary, 0, marks.values)
                 self.values.write_keys(self.location, dictionary, 0, keys_name(dictionary))
-                stamp = Stamp(marks, dictionary, 0)
+                stamp = Stamp(marks, dictionary, 0, shared=self.shared)
             self._publish(Manifest(self.location, epoch, 0, (base,), (), stamp=stamp))
         self._collect()
         if self._indexed(self.manifest):  # type: ignore[arg-type]

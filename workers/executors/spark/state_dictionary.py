@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
 from workers.arrangements.spilled import SPILL_VALUES, MappedFiles, TieredValueIds
@@ -89,14 +90,27 @@ class StateDictionary(TieredValueIds):
 
     def entries(self) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.int64], list[Any]]:
         """The dictionary as plain data (a snapshot's), read from the files a piece at a
-        time (the objects are held, as :meth:`SpilledValueIds.entries` holds them)."""
-        values = self.values(np.arange(self.size, dtype=np.int64))
-        is_int = np.array([int_key(x) is not None for x in values], bool)
-        objects = [x for x, one in zip(values, is_int.tolist(), strict=True) if not one]
-        payloads = np.zeros(len(values), np.int64)
-        payloads[is_int] = [x for x, one in zip(values, is_int.tolist(), strict=True) if one]
-        payloads[~is_int] = np.arange(len(objects))
-        return np.where(is_int, INT_KIND, OBJECT_KIND).astype(np.int8), payloads, objects
+        time: the kinds and payloads as columns, the objects decoded (held, as
+        :meth:`SpilledValueIds.entries` holds them)."""
+        kinds, payloads = np.empty(self.size, np.int8), np.empty(self.size, np.int64)
+        objects: list[Any] = []
+        for piece, start in zip(self._files.pieces, self._files.starts.tolist(), strict=False):
+            if start >= self._base:  # the tier's from here
+                break
+            piece = piece.slice(0, min(piece.num_rows, self._base - start))
+            stop = start + piece.num_rows
+            is_int = piece.column(0).is_valid().to_numpy(zero_copy_only=False)
+            rows = np.flatnonzero(~is_int)
+            kinds[start:stop] = np.where(is_int, INT_KIND, OBJECT_KIND)
+            payloads[start:stop] = pc.fill_null(piece.column(0), 0).to_numpy()
+            payloads[start + rows] = np.arange(len(objects), len(objects) + len(rows))
+            objects += decoded_rows(piece.take(pa.array(rows)))
+            self._maps.release()
+        tier_kinds, tier_payloads, tier_objects = self._tier.entries()
+        kinds[self._base:] = tier_kinds
+        payloads[self._base:] = np.where(tier_kinds == INT_KIND, tier_payloads,
+                                         tier_payloads + len(objects))
+        return kinds, payloads, objects + list(tier_objects)
 
     def _opened(self, names: Sequence[str]) -> _Files:
         """The files ``names`` (in id order) and their runs, opened: a local file mapped."""
@@ -164,17 +178,35 @@ class StateDictionary(TieredValueIds):
         return ids
 
     def _search_values(self, xs: Sequence[Any]) -> IdArray:
-        """The ints' in one search of each run, the others one by one (their hashes found
-        checked against their values)."""
+        """The ints' ids in one search of each run, the others' by their hashes (sorted
+        needles), each hash found checked against its value."""
         ints = np.array([int_key(x) is not None for x in xs], bool)
         ids = np.full(len(xs), -1, np.int32)
         if ints.any():
             ids[ints] = self._search_ints(np.array([x for x, one in zip(
                 xs, ints.tolist(), strict=True) if one], np.int64))
-        for i in np.flatnonzero(~ints).tolist():
-            found = self._find_object(xs[i])
-            if found is not None:
-                ids[i] = found
+        hashed = [(at, key) for at in np.flatnonzero(~ints).tolist()
+                  if (key := object_hash(xs[at])) is not None]
+        if not hashed or not self._files.runs:
+            return ids
+        positions = np.array([at for at, _ in hashed], np.int64)
+        needles = np.array([key for _, key in hashed], np.int64)
+        order = np.argsort(needles, kind="stable")
+        positions, needles = positions[order], needles[order]
+        asked, candidates = [], []  # (position in xs, id) of every object entry of a hash
+        for keys, tagged in self._files.runs:
+            lo, hi = keys.searchsorted(needles, "left"), keys.searchsorted(needles, "right")
+            for at in np.flatnonzero(hi > lo).tolist():
+                entries = tagged[lo[at]:hi[at]]
+                entries = entries[entries & 1 == OBJECT_KIND] >> 1
+                asked.append(np.full(len(entries), positions[at]))
+                candidates.append(entries.astype(np.int64))
+        if candidates:
+            found = np.concatenate(candidates)
+            for at, i, x in zip(np.concatenate(asked).tolist(), found.tolist(),
+                                self._spilled_values(found).tolist(), strict=True):
+                if object_key(x) == object_key(xs[at]) and not 0 <= ids[at] < i:
+                    ids[at] = i  # the first numbered, were a value numbered twice
         self._maps.release()
         return ids
 

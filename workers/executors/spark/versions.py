@@ -48,7 +48,7 @@ class StateVersions:
         self.db = db
         self.store = StateStore(location, compactor=compactor, indexer=indexer,
                                 values=DriverValues(lambda: self.db.ids) if share else None,
-                                retain_seconds=retain_seconds)
+                                retain_seconds=retain_seconds, shared=share)
         self.opened = opened
         self.follower = opened if follows else None
         self._following: Manifest | None = None  # the version a follower steps to
@@ -61,6 +61,14 @@ class StateVersions:
                                code=ErrorCode.SPARK)
         # What a sharing writer stamps each version with (its driver's window says).
         self.marks: Callable[[], Marks] | None = None
+
+    def hold_dictionary(self) -> None:
+        """The state holds the driver's dictionary, shared or not (``executor=spark``: the
+        driver keeps none of its own, :mod:`~workers.executors.spark.state_dictionary`);
+        called before the state is first written."""
+        assert self.store.manifest is None or self.store.values is not None
+        if self.store.values is None:
+            self.store.values = DriverValues(lambda: self.db.ids)
 
     def manifest(self) -> Manifest:
         """The state's current version, written from the arrangements on first use."""
@@ -85,7 +93,8 @@ class StateVersions:
         """A tick changed nothing: a shared state's writer stamps its version anew (its
         position moved)."""
         marks = self._marks()
-        if self.follower is None and self.store.manifest is not None and marks is not None:
+        if (self.follower is None and self.store.manifest is not None and marks is not None
+                and self.store.shared):
             self.store.restamp(marks)
 
     def lead(self) -> bool:

@@ -10,16 +10,19 @@ import subprocess
 import sys
 import tempfile
 import uuid
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import edn_format
 import numpy as np
 import pytest
+from edn_format.immutable_dict import ImmutableDict
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from workers.arrangements.delta import DatomColumns
-from workers.arrangements.values import Numbering, ValueIds
+from workers.arrangements.values import Numbering, ValueIds, int_key
 from workers.db.codec import encode_schema
 from workers.db.schema import BUILTIN_SCHEMA
 from workers.edn import keyword
@@ -38,6 +41,9 @@ values = st.one_of(st.integers(-5, 60), st.integers(-2**63, 2**63 - 1),
                                     uuid.UUID(int=7), datetime.date(2026, 11, 28),
                                     datetime.datetime(2026, 11, 28, 19, 30,
                                                       tzinfo=datetime.UTC)]),
+                   st.sampled_from([(4, 1), [4, 1], (4.0, 1), frozenset({1}), None,
+                                    Decimal("1.5"), Decimal("1.50"), ((1,), "x"), 2**70,
+                                    ImmutableDict({1: "a"}), edn_format.Symbol("s")]),
                    st.text(max_size=3))
 
 
@@ -66,8 +72,10 @@ def test_keys_are_the_same_in_every_process_and_kinds_stay_apart(tmp_path: Path)
     out = subprocess.run([sys.executable, "-c", script, json.dumps(TEXTS)], env=env,
                          capture_output=True, text=True, check=True).stdout
     assert [tuple(k) for k in json.loads(out)] == [value_key(x) for x in TEXTS]
-    assert len({value_key(x) for x in [1, 1.0, True, "1"]}) == 4
+    assert len({value_key(x) for x in [1, 1.0, True, "1", (1,), (1.0,)]}) == 6
     assert value_key(0.0) == value_key(-0.0)
+    assert value_key((1, "a")) == value_key([1, "a"])  # one value, as the dictionary has it
+    assert value_key(frozenset({"a", "b", 3})) == value_key(frozenset({3, "b", "a"}))
     location = str(tmp_path)
     ids = ValueIds()
     store = _writer(location, ids)
@@ -143,6 +151,8 @@ def test_lookups_agree_with_the_dictionary_in_memory_through_appends_and_compact
                 _numbered(store, ids, list(step))
         follower.next()
         _agree(follower, ids, [*asked, *(ids.value(i) for i in range(ids.size))])
+        copied = ValueIds.from_entries(*follower.ids.replica.entries())  # a snapshot's
+        assert copied.values(np.arange(ids.size)) == ids.values(np.arange(ids.size))
         _agree(StateFollower.open(location, memory_values=2), ids, asked)
 
 
@@ -154,9 +164,9 @@ def _agree(follower: StateFollower, ids: ValueIds, asked: list[Any]) -> None:
             for x in asked]
     assert follower.ids.lookup_values(asked).tolist() == want
     assert [follower.ids.lookup(x) for x in asked] == [None if i < 0 else i for i in want]
-    ints = np.array([x for x in asked if type(x) is int], np.int64)
+    ints = np.array([x for x in asked if int_key(x) is not None], np.int64)
     assert follower.ids.lookup_ints(ints).tolist() == [
-        w for x, w in zip(asked, want, strict=True) if type(x) is int]
+        w for x, w in zip(asked, want, strict=True) if int_key(x) is not None]
 
 
 def test_a_writer_taken_over_from_overwrites_no_run_of_the_new_writer(tmp_path: Path) -> None:

@@ -1,23 +1,25 @@
-"""A shared state's dictionary read where it is: in the state's files, not copied.
+"""A state's dictionary read where it is: in the state's files, not copied.
 
-A shared state holds its dictionary both ways (``docs/spark.md``, "The dictionary in the
-state"): id → value in its values files (:mod:`~workers.executors.spark.dictionary`, one
-per version that numbered values, folded by compaction into a base) and value → id in
-their runs (:mod:`~workers.executors.spark.runs`).  :class:`StateDictionary` answers the
-:class:`~workers.arrangements.values.Numbering` protocol from them, as the driver's
-:class:`~workers.arrangements.spilled.SpilledValueIds` answers from files of its own:
+A state under ``executor=spark`` holds its dictionary both ways (``docs/spark.md``, "The
+dictionary in the state"): id → value in its values files
+(:mod:`~workers.executors.spark.dictionary`, one per version that numbered values, folded by
+compaction into a base) and value → id in their runs (:mod:`~workers.executors.spark.runs`).
+:class:`StateDictionary` answers the :class:`~workers.arrangements.values.Numbering`
+protocol from them, as :class:`~workers.arrangements.spilled.SpilledValueIds` answers from
+files of its own:
 
 - ``lookup``: binary search of each run (a local file mapped, its pages dropped after each
   operation on a column and each tick, :meth:`release`); an object's hash found is checked
   against its value;
 - ``value``: an id's row found by the values files' row counts (read at opening from the
   files' footers), decoded;
-- values numbered since (a follower taking over writes on) sit in memory, in the tier, and
-  are written by the state's next version; once the files hold them all and the tier has
-  ``memory_values`` or more, the tier is dropped (:meth:`reached`).
+- values numbered since the state last held them all (the writer's, a follower taking over
+  writing) sit in memory, in the tier, and are written by the state's next version; once
+  the files hold them all and the tier has ``memory_values`` or more, the tier is dropped
+  (:meth:`reached`).
 
-So a follower opening a state reads the files' footers and the pages its lookups touch, never
-the whole dictionary, and keeps no copy of it.
+So the writer's driver keeps no dictionary of its own, and a follower opening a state reads
+the files' footers and the pages its lookups touch, never the whole dictionary.
 """
 
 from __future__ import annotations
@@ -62,8 +64,8 @@ class _Files:
 
 
 class StateDictionary(TieredValueIds):
-    """The dictionary of a shared state's version, read from its files (see the module's
-    docstring); :meth:`reached` moves it to a later version of the same state."""
+    """The dictionary of a state's version (shared or not), read from its files (see the
+    module's docstring); :meth:`reached` moves it to a later version of the same state."""
 
     __slots__ = ("_files", "_location", "_spill")
 
@@ -78,7 +80,7 @@ class StateDictionary(TieredValueIds):
         on: its files opened (not read), the tier dropped once they hold it all and it has
         ``memory_values`` values or more."""
         stamp = manifest.stamp
-        assert stamp is not None, "a shared state is stamped"
+        assert stamp is not None, "a state holding its dictionary is stamped"
         files = self._opened(stamp.values_files(manifest.epoch))
         if files.size != stamp.marks.values:
             raise WorkersError(f"the dictionary files of the Spark state at "
@@ -129,7 +131,12 @@ class StateDictionary(TieredValueIds):
             for i in range(reader.num_record_batches):
                 pieces.append(reader.get_batch(i))
                 starts.append(starts[-1] + pieces[-1].num_rows)
-        runs = tuple(read_run(self._location, keys_name(name), maps) for name in names)
+        try:
+            runs = tuple(read_run(self._location, keys_name(name), maps) for name in names)
+        except FileNotFoundError as error:
+            raise WorkersError(f"the Spark state at {self._location!r} was written before its "
+                               "dictionary's runs (value -> id) were: write it anew (restore a "
+                               "snapshot into it) to open it", code=ErrorCode.SPARK) from error
         self._maps = maps
         return _Files(runs, tuple(pieces), np.array(starts, np.int64))
 

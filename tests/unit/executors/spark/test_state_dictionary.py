@@ -192,3 +192,14 @@ def test_a_writer_taken_over_from_overwrites_no_run_of_the_new_writer(tmp_path: 
     assert run.read_bytes() == written
     follower = StateFollower.open(location, memory_values=2).ids
     assert follower.lookup_values(["second", 2, "zombie", 3]).tolist() == [1, 2, -1, -1]
+
+
+def test_a_state_written_before_the_runs_is_refused_with_what_to_do(tmp_path: Path) -> None:
+    location = str(tmp_path)
+    ids = ValueIds()
+    store = _writer(location, ids)
+    _numbered(store, ids, ["a"])
+    for run in tmp_path.glob("*.keys"):
+        run.unlink()
+    with pytest.raises(WorkersError, match="written before its dictionary's runs"):
+        StateFollower.open(location, memory_values=2)

@@ -8,6 +8,7 @@ retracted attributes, pulls re-read when the schema changes."""
 
 from __future__ import annotations
 
+import tempfile
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ from workers.database.spark import SparkDatabase
 from workers.edn import keyword
 from workers.engine import Engine
 from workers.executors.spark import SparkSettings
+from workers.executors.spark.state_dictionary import StateDictionary
 from workers.runtime.checkpoint import SnapshotStore
 
 pytestmark = pytest.mark.spark
@@ -176,10 +178,11 @@ def test_a_restored_snapshot_becomes_the_state_not_the_drivers(
     assert _datoms(restored) == _datoms(local)
 
 
-def test_a_worker_restore_reads_the_dictionary_into_files_and_keeps_it(
+def test_a_worker_restore_reads_the_dictionary_into_files_and_the_state_keeps_it(
         spark_settings: SparkSettings, tmp_path: Path) -> None:
     """As a worker restores (a snapshot file read with the engine's ``dictionary``, then
-    adopted): the dictionary is written to files as it is read, and that one is kept."""
+    adopted): the dictionary is written to files as it is read, then into the state, which
+    the driver reads from then on (it keeps none of its own)."""
     spark, local = Engine(executor="spark", spark=spark_settings), Engine()
     for engine in (spark, local):
         engine.transact([[ADD, a, TO, b] for a in range(30) for b in range(a + 1, a + 4)])
@@ -192,7 +195,9 @@ def test_a_worker_restore_reads_the_dictionary_into_files_and_keeps_it(
     state = store.latest(at_most=spark.tx, dictionary=restored.dictionary)
     assert state is not None and isinstance(state.values, SpilledValueIds)
     restored.restore(state, adopt=True)
-    assert restored.db.ids is state.values and restored.db.ids.resident == 0
+    assert isinstance(restored.db.ids, StateDictionary) and restored.db.ids.resident == 0
+    assert restored.db.ids.values(np.arange(state.values.size)) == state.values.values(
+        np.arange(state.values.size))
     assert restored.result("tri") == local.result("tri")
     tick = [[ADD, 3, TO, 0], [RETRACT, 5, TO, 6], [ADD, 6, NAME, "n6"]]
     assert restored.transact(tick) == local.transact(tick)
@@ -204,3 +209,23 @@ def _datoms(engine: Engine) -> set[tuple[Any, Any, Any]]:
     state = engine.state()
     value = state.values.value
     return {(value(e), value(a), value(v)) for e, a, v in zip(*state.columns, strict=True)}
+
+
+def test_the_driver_reads_its_dictionary_in_the_state_and_keeps_no_copy(
+        spark_settings: SparkSettings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under ``executor=spark`` the dictionary is the state's: the driver's answers the
+    local engine's, holds in memory no more than ``memory_values`` and a tick's values, and
+    writes no files of its own (only the state, here under the temporary directory)."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    spark, local = Engine(executor="spark", spark=spark_settings), Engine()
+    for start in range(0, 60, 10):
+        tick = [[ADD, a, TO, a + 1] for a in range(start, start + 10)]
+        tick += [[ADD, a, NAME, f"n{a}"] for a in range(start, start + 10, 2)]
+        assert spark.transact(tick) == local.transact(tick)
+    ids = spark.db.ids
+    assert isinstance(ids, StateDictionary)
+    assert ids.resident <= spark_settings.memory_values + 15
+    known = local.db.ids.values(np.arange(local.db.ids.size))
+    found = ids.lookup_values(known)
+    assert ids.values(found) == known and [ids.lookup(x) for x in known] == found.tolist()
+    assert [p.name.split("-")[:2] for p in tmp_path.iterdir()] == [["deltalog", "spark"]]

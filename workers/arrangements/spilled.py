@@ -1,4 +1,10 @@
-"""A value dictionary that keeps its older entries in files: the driver's under Spark.
+"""A value dictionary that keeps its older entries in files.
+
+:class:`TieredValueIds` is the shape: the values numbered lately in memory, the others in
+files.  Under ``executor=spark`` the files are the state's
+(:class:`~workers.executors.spark.state_dictionary.StateDictionary`); the private files of
+:class:`SpilledValueIds` below, which the driver kept until then, now hold a snapshot's
+dictionary on its way into the state (a restore), never whole in memory.
 
 Under ``executor=spark`` the driver holds no datoms; a :class:`ValueIds` of every value ever
 seen (~26 B a distinct value) was what was left of its growth with the database — 137 MB
@@ -69,7 +75,7 @@ class _Run:
     size: int
 
 
-class _Maps:
+class MappedFiles:
     """Files mapped read-only as NumPy arrays, each mapped once while it does not change."""
 
     def __init__(self) -> None:
@@ -95,30 +101,183 @@ class _Maps:
             mapped.madvise(mmap.MADV_DONTNEED)
 
 
-class SpilledValueIds(ValueIds):
-    """:class:`ValueIds` with every value but the latest ``spill_values`` in files."""
+class TieredValueIds(ValueIds):
+    """:class:`ValueIds` numbering in memory (the *tier*: ids from ``_base`` on) above values
+    kept elsewhere — in files the subclass searches (``_find_*``, ``_search_*``) and reads
+    (``_spilled_*``).  Ids, lookups and values are exactly :class:`ValueIds`'s."""
 
-    __slots__ = ("__weakref__", "_base", "_decoded", "_directory", "_hashes", "_ints",
-                 "_maps", "_memo", "_object_bytes", "_runs_written", "_spill", "_spilled_objects",
-                 "_tier")
+    __slots__ = ("__weakref__", "_base", "_decoded", "_maps", "_memo", "_tier")
 
-    def __init__(self, spill_values: int = SPILL_VALUES) -> None:
+    def __init__(self) -> None:
         # The inherited columns are left unset: every public method is overridden
         # (a test checks), so none can answer from them by mistake.
+        self._tier = ValueIds()
+        self._base = 0  # the ids below are in the files
+        self._maps = MappedFiles()
+        self._memo: dict[Any, int] = {}  # key of a spilled value -> its id
+        self._decoded: dict[int, Any] = {}  # spilled id -> its value
+
+    @property  # ValueIds's is a slot its own numbering keeps
+    def size(self) -> int:  # type: ignore[override]
+        return self._base + self._tier.size
+
+    @property
+    def resident(self) -> int:
+        """The values numbered since the last write out: the others are in the files."""
+        return self._tier.size
+
+    @property
+    def nbytes(self) -> int:
+        """The tier's bytes in memory (the files' pages are not the process's)."""
+        return self._tier.nbytes
+
+    def lookup(self, x: Any) -> int | None:
+        found = self._tier.lookup(x)
+        if found is not None:
+            return found + self._base
+        key = int_key(x)
+        memo_key = object_key(x) if key is None else key
+        found = self._memo.get(memo_key)
+        if found is None:
+            found = self._find_int(key) if key is not None else self._find_object(x)
+            if found is not None:
+                if len(self._memo) >= _MEMO:
+                    self._memo.clear()
+                self._memo[memo_key] = found
+        return found
+
+    def intern(self, x: Any) -> int:
+        found = self.lookup(x)
+        if found is None:
+            self._check_room(1)
+            found = self._tier.intern(x) + self._base
+            self._spill_when_full()
+        return found
+
+    def intern_ints(self, xs: npt.NDArray[np.int64]) -> IdArray:
+        return self._completed(self._search_ints(xs),
+                               lambda rest: self._tier.intern_ints(xs[rest]), interning=True)
+
+    def lookup_ints(self, xs: npt.NDArray[np.int64]) -> IdArray:
+        return self._completed(self._search_ints(xs),
+                               lambda rest: self._tier.lookup_ints(xs[rest]), interning=False)
+
+    def intern_values(self, xs: Sequence[Any]) -> IdArray:
+        return self._completed(self._search_values(xs), lambda rest: self._tier.intern_values(
+            [xs[i] for i in rest.tolist()]), interning=True)
+
+    def lookup_values(self, xs: Sequence[Any]) -> IdArray:
+        return self._completed(self._search_values(xs), lambda rest: self._tier.lookup_values(
+            [xs[i] for i in rest.tolist()]), interning=False)
+
+    def value(self, i: int) -> Any:
+        if i >= self._base:
+            return self._tier.value(i - self._base)
+        found = self._decoded.get(i)
+        if found is None:
+            found = self._spilled_value(i)
+            if len(self._decoded) >= _MEMO:
+                self._decoded.clear()
+            self._decoded[i] = found
+        return found
+
+    def values(self, ids: npt.NDArray[np.integer[Any]]) -> list[Any]:
+        column = np.asarray(ids, np.int64)
+        spilled = column < self._base
+        if not spilled.any():
+            return self._tier.values(column - self._base)
+        out = np.empty(len(column), object)
+        if not spilled.all():
+            out[~spilled] = self._tier.values(column[~spilled] - self._base)
+        out[spilled] = self._spilled_values(column[spilled])
+        return out.tolist()  # type: ignore[no-any-return]
+
+    def objects(self, ids: IdArray) -> list[Any]:
+        distinct = sorted_distinct(ids)
+        found = self._spilled_objects(distinct[distinct < self._base])
+        self._maps.release()
+        return found + self._tier.objects(distinct[distinct >= self._base] - self._base)
+
+    def copy(self) -> ValueIds:
+        """An independent copy, in memory (a snapshot's)."""
+        return ValueIds.from_entries(*self.entries())
+
+    def release(self) -> None:
+        """Drop the files' pages read so far from the process (a tick is over)."""
+        self._maps.release()
+
+    def __getstate__(self) -> dict[str, Any]:
+        raise TypeError("a spilled dictionary is the driver's own: its files are not shipped")
+
+    def _completed(self, ids: IdArray, of_tier: Callable[[npt.NDArray[np.intp]], IdArray],
+                   interning: bool) -> IdArray:
+        """``ids`` found in the files (-1 elsewhere) completed by the tier: ``of_tier(rest)``
+        gives its ids (-1: none) of the values at the positions ``rest`` — numbering new
+        ones when ``interning``, and writing the tier out if that filled it."""
+        rest = np.flatnonzero(ids < 0)
+        if len(rest):
+            if interning:
+                self._check_room(len(rest))
+            local = of_tier(rest)
+            ids[rest] = np.where(local >= 0, local + self._base, -1)
+            if interning:
+                self._spill_when_full()
+        return ids
+
+    def _check_room(self, new: int) -> None:
+        if self.size + new > MAX_IDS:
+            raise OverflowError(f"more than {MAX_IDS} distinct values: ids are int32")
+
+    def _find_int(self, key: int) -> int | None:
+        """The id of the int ``key`` in the files (None: not there)."""
+        raise NotImplementedError
+
+    def _find_object(self, x: Any) -> int | None:
+        """The id of the value ``x`` (not an int64) in the files (None: not there)."""
+        raise NotImplementedError
+
+    def _search_ints(self, xs: npt.NDArray[np.int64]) -> IdArray:
+        """The ids in the files of a column of ints, -1 for the others."""
+        raise NotImplementedError
+
+    def _search_values(self, xs: Sequence[Any]) -> IdArray:
+        """The ids in the files of any values, -1 for the others."""
+        raise NotImplementedError
+
+    def _spilled_value(self, i: int) -> Any:
+        """The value of the id ``i`` (below ``_base``)."""
+        raise NotImplementedError
+
+    def _spilled_values(self, ids: npt.NDArray[np.int64]) -> npt.NDArray[Any]:
+        """The values of ids below ``_base``, as an object column."""
+        raise NotImplementedError
+
+    def _spilled_objects(self, distinct: npt.NDArray[np.int32]) -> list[Any]:
+        """The values of the distinct ids below ``_base`` that are not int64s."""
+        raise NotImplementedError
+
+    def _spill_when_full(self) -> None:
+        """Called after the tier numbered values."""
+
+
+class SpilledValueIds(TieredValueIds):
+    """:class:`ValueIds` with every value but the latest ``spill_values`` in files of its
+    own."""
+
+    __slots__ = ("_directory", "_hashes", "_ints", "_object_bytes", "_runs_written", "_spill",
+                 "_spilled_objects_count")
+
+    def __init__(self, spill_values: int = SPILL_VALUES) -> None:
+        super().__init__()
         self._directory = tempfile.mkdtemp(prefix="deltalog-values-")
         weakref.finalize(self, shutil.rmtree, self._directory, True)
         for name in _LOG:
             open(self._path(name), "wb").close()
         self._spill = spill_values
-        self._tier = ValueIds()
-        self._base = 0  # the ids below are in the files
-        self._spilled_objects = self._object_bytes = 0
+        self._spilled_objects_count = self._object_bytes = 0
         self._ints: list[_Run] = []
         self._runs_written = 0
         self._hashes: list[_Run] = []
-        self._maps = _Maps()
-        self._memo: dict[Any, int] = {}  # key of a spilled value -> its id
-        self._decoded: dict[int, Any] = {}  # spilled id -> its value
 
     @classmethod
     def from_entries(cls, kinds: npt.NDArray[np.int8], payloads: npt.NDArray[np.int64],
@@ -158,91 +317,6 @@ class SpilledValueIds(ValueIds):
         spilled._write(*values.entries())
         return spilled
 
-    @property  # ValueIds's is a slot its own numbering keeps
-    def size(self) -> int:  # type: ignore[override]
-        return self._base + self._tier.size
-
-    @property
-    def resident(self) -> int:
-        """The values numbered since the last write out: the others are in the files."""
-        return self._tier.size
-
-    @property
-    def nbytes(self) -> int:
-        """The tier's bytes in memory (the files' pages are not the process's)."""
-        return self._tier.nbytes
-
-    def lookup(self, x: Any) -> int | None:
-        found = self._tier.lookup(x)
-        if found is not None:
-            return found + self._base
-        key = int_key(x)
-        memo_key = object_key(x) if key is None else key
-        found = self._memo.get(memo_key)
-        if found is None:
-            found = self._find_int(key) if key is not None else self._find_object(memo_key)
-            if found is not None:
-                if len(self._memo) >= _MEMO:
-                    self._memo.clear()
-                self._memo[memo_key] = found
-        return found
-
-    def intern(self, x: Any) -> int:
-        found = self.lookup(x)
-        if found is None:
-            self._check_room(1)
-            found = self._tier.intern(x) + self._base
-            self._spill_when_full()
-        return found
-
-    def intern_ints(self, xs: npt.NDArray[np.int64]) -> IdArray:
-        return self._completed(self._search_ints(xs),
-                               lambda rest: self._tier.intern_ints(xs[rest]), interning=True)
-
-    def lookup_ints(self, xs: npt.NDArray[np.int64]) -> IdArray:
-        return self._completed(self._search_ints(xs),
-                               lambda rest: self._tier.lookup_ints(xs[rest]), interning=False)
-
-    def intern_values(self, xs: Sequence[Any]) -> IdArray:
-        return self._completed(self._search_values(xs), lambda rest: self._tier.intern_values(
-            [xs[i] for i in rest.tolist()]), interning=True)
-
-    def lookup_values(self, xs: Sequence[Any]) -> IdArray:
-        return self._completed(self._search_values(xs), lambda rest: self._tier.lookup_values(
-            [xs[i] for i in rest.tolist()]), interning=False)
-
-    def value(self, i: int) -> Any:
-        if i >= self._base:
-            return self._tier.value(i - self._base)
-        found = self._decoded.get(i)
-        if found is None:
-            kind = int(self._log("kinds")[i])
-            payload = int(self._log("payload")[i])
-            found = payload if kind == INT_KIND else self._unpickled([payload])[0]
-            if len(self._decoded) >= _MEMO:
-                self._decoded.clear()
-            self._decoded[i] = found
-        return found
-
-    def values(self, ids: npt.NDArray[np.integer[Any]]) -> list[Any]:
-        column = np.asarray(ids, np.int64)
-        spilled = column < self._base
-        if not spilled.any():
-            return self._tier.values(column - self._base)
-        out = np.empty(len(column), object)
-        if not spilled.all():
-            out[~spilled] = self._tier.values(column[~spilled] - self._base)
-        out[spilled] = self._spilled_values(column[spilled])
-        return out.tolist()  # type: ignore[no-any-return]
-
-    def objects(self, ids: IdArray) -> list[Any]:
-        distinct = sorted_distinct(ids)
-        spilled = distinct[distinct < self._base]
-        objects = spilled[self._log("kinds")[spilled] == OBJECT_KIND]
-        found = self._unpickled(self._log("payload")[objects].tolist())
-        self._maps.release()
-        return found + self._tier.objects(distinct[distinct >= self._base] - self._base)
-
     def entries(self) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.int64], list[Any]]:
         """The value log's columns mapped from its files, once the tier is written out (a
         snapshot's: read as it is written, not copied), and the objects unpickled.  Their
@@ -250,37 +324,7 @@ class SpilledValueIds(ValueIds):
         if self._tier.size:
             self._write_out()
         return (self._log("kinds"), self._log("payload"),
-                self._unpickled(range(self._spilled_objects)))
-
-    def copy(self) -> ValueIds:
-        """An independent copy, in memory (a snapshot's)."""
-        return ValueIds.from_entries(*self.entries())
-
-    def release(self) -> None:
-        """Drop the files' pages read so far from the process (a tick is over)."""
-        self._maps.release()
-
-    def __getstate__(self) -> dict[str, Any]:
-        raise TypeError("a spilled dictionary is the driver's own: its files are not shipped")
-
-    def _completed(self, ids: IdArray, of_tier: Callable[[npt.NDArray[np.intp]], IdArray],
-                   interning: bool) -> IdArray:
-        """``ids`` found in the files (-1 elsewhere) completed by the tier: ``of_tier(rest)``
-        gives its ids (-1: none) of the values at the positions ``rest`` — numbering new
-        ones when ``interning``, and writing the tier out if that filled it."""
-        rest = np.flatnonzero(ids < 0)
-        if len(rest):
-            if interning:
-                self._check_room(len(rest))
-            local = of_tier(rest)
-            ids[rest] = np.where(local >= 0, local + self._base, -1)
-            if interning:
-                self._spill_when_full()
-        return ids
-
-    def _check_room(self, new: int) -> None:
-        if self.size + new > MAX_IDS:
-            raise OverflowError(f"more than {MAX_IDS} distinct values: ids are int32")
+                self._unpickled(range(self._spilled_objects_count)))
 
     def _find_int(self, key: int) -> int | None:
         for run in self._ints:
@@ -290,7 +334,16 @@ class SpilledValueIds(ValueIds):
                 return int(self._maps.array(run.ids, np.int32)[i])
         return None
 
-    def _find_object(self, key: Any) -> int | None:
+    def _spilled_value(self, i: int) -> Any:
+        payload = int(self._log("payload")[i])
+        return payload if self._log("kinds")[i] == INT_KIND else self._unpickled([payload])[0]
+
+    def _spilled_objects(self, distinct: npt.NDArray[np.int32]) -> list[Any]:
+        objects = distinct[self._log("kinds")[distinct] == OBJECT_KIND]
+        return self._unpickled(self._log("payload")[objects].tolist())
+
+    def _find_object(self, x: Any) -> int | None:
+        key = object_key(x)
         hashed = hash(key)
         for run in self._hashes:
             keys = self._maps.array(run.keys, np.int64)
@@ -388,7 +441,7 @@ class SpilledValueIds(ValueIds):
         blobs = [pickle.dumps(x, pickle.HIGHEST_PROTOCOL) for x in objects]
         ends = self._object_bytes + np.cumsum([len(b) for b in blobs], dtype=np.int64)
         for name, data in (("kinds", kinds), ("payload", np.where(
-                is_int, payloads, payloads + self._spilled_objects)), ("object_ends", ends)):
+                is_int, payloads, payloads + self._spilled_objects_count)), ("object_ends", ends)):
             _append(self._path(name), np.ascontiguousarray(data, _LOG[name]).tobytes())
             self._maps.forget(self._path(name))
         _append(self._path("objects"), b"".join(blobs))
@@ -397,7 +450,7 @@ class SpilledValueIds(ValueIds):
         self._ints = self._pushed(self._ints, payloads[is_int], ids[is_int])
         self._hashes = self._pushed(self._hashes, hashes, ids[~is_int])
         self._base += len(kinds)
-        self._spilled_objects += len(objects)
+        self._spilled_objects_count += len(objects)
         self._object_bytes = int(ends[-1]) if len(ends) else self._object_bytes
 
     def _check_distinct(self) -> None:

@@ -17,10 +17,11 @@ type.  Invariant: an int of the column's range is in exactly one of the column a
 recent dict.
 
 What a dictionary answers is the :class:`Numbering` protocol: :class:`ValueIds` is the one
-in memory; a driver under Spark keeps one in files
-(:class:`~workers.arrangements.spilled.SpilledValueIds`) and a follower of a shared state its
-writer's replica with ids of its own above it
-(:class:`~workers.executors.spark.shared.FollowerIds`).
+in memory; a driver under Spark reads its state's, in the state's files
+(:class:`~workers.executors.spark.state_dictionary.StateDictionary`), and a follower of a
+shared state its writer's with ids of its own above it
+(:class:`~workers.executors.spark.shared.FollowerIds`); a snapshot's on its way into the state
+is written to files as it is read (:class:`~workers.arrangements.spilled.SpilledValueIds`).
 """
 
 from __future__ import annotations

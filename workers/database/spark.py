@@ -2,8 +2,9 @@
 
 The driver holds no datoms: its arrangements are a window the tick's reads fill
 (:class:`~workers.executors.spark.window.StateWindow`, whose reads are Spark jobs), its
-dictionary is in files (:class:`~workers.arrangements.spilled.SpilledValueIds`), and a
-tick's write appends a batch to the state — through the one
+dictionary is the state's too (read in its files:
+:class:`~workers.executors.spark.state_dictionary.StateDictionary`), and a tick's write
+appends a batch to the state — through the one
 :class:`~workers.executors.spark.versions.StateVersions` that moves it (the executor's
 jobs only read the version it is at).  A shared state's
 writer and followers are :class:`SparkReplication`'s (:mod:`workers.database.replication`).
@@ -162,9 +163,9 @@ class SparkReplication:
 
     def step_down(self) -> None:
         state = self._state
-        if state.follower is not None or state.store.values is None:
+        if state.follower is not None or not state.store.shared:
             raise not_writing()
-        state.step_down()
+        state.step_down(self._memory_values)
         assert state.follower is not None
         self._window.numbering(state.follower.ids)
 

@@ -9,12 +9,16 @@ import numpy as np
 import pytest
 
 from workers.arrangements.batch import Ids
+from workers.arrangements.delta import DatomColumns
+from workers.arrangements.values import ValueIds
 from workers.edn import keyword
 from workers.engine import Engine
 from workers.errors import ErrorCode, WorkersError
 from workers.executors.dispatch import AutoPolicy
 from workers.executors.spark import SparkSettings
 from workers.executors.spark.backend import SparkBackend
+from workers.executors.spark.dictionary import DriverValues
+from workers.executors.spark.state import Manifest, Marks, StateStore
 
 
 @pytest.fixture
@@ -66,6 +70,7 @@ class FailingState:
 
     def __init__(self) -> None:
         self.restored_count = 0
+        self.store = StateStore(values=DriverValues(lambda: ValueIds()), shared=False)
 
     def applied(self, delta: object) -> None:
         raise RuntimeError("Py4JJavaError: Job aborted")
@@ -76,8 +81,15 @@ class FailingState:
     def moved(self) -> None:
         """A tick that changed nothing: a state of its own stamps nothing."""
 
-    def manifest(self) -> None:
-        """Under ``executor=spark`` the state is written at the start: nothing to write."""
+    def hold_dictionary(self) -> None:
+        """The state holds the driver's dictionary from the start (``store.values``)."""
+
+    def manifest(self) -> Manifest:
+        """Under ``executor=spark`` the state is written at the start, with its dictionary
+        (the driver reads it there): both empty."""
+        if self.store.manifest is None:
+            return self.store.reset(DatomColumns.of({}), Marks(0, 0, [], 0))
+        return self.store.manifest
 
 
 class FailingSpark:

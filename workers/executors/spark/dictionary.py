@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from workers.arrangements.values import Numbering, int_key
 from workers.db.codec import DECODE, encode_value
+from workers.executors.spark.runs import fold_runs, write_run
 from workers.executors.spark.state import filesystem
 
 VALUES_SCHEMA = pa.schema([("payload", pa.int64()), ("tag", pa.string()), ("text", pa.string())])
@@ -38,6 +39,12 @@ class DriverValues:
 
     def fold(self, location: str, names: Sequence[str], name: str) -> None:
         fold_values(location, names, name)
+
+    def write_keys(self, location: str, values: str, first: int, name: str) -> None:
+        write_run(location, values, first, name)
+
+    def fold_keys(self, location: str, names: Sequence[str], name: str) -> None:
+        fold_runs(location, names, name)
 
 
 def write_values(location: str, name: str, pieces: Iterable[Sequence[Any]]) -> None:

@@ -45,8 +45,9 @@ class SparkSettings:
     """Where Spark runs; ``conf`` entries override the defaults above; ``state``: where the
     executor writes the database for its tasks (a directory or a ``pyarrow.fs`` URL that
     every executor reaches; None: a temporary directory per engine); ``memory_values``: the
-    values of the dictionary the driver keeps in memory, the latest numbered (the others are
-    in files: :mod:`workers.arrangements.spilled`).  ``share``: other engines follow the
+    values of the dictionary the driver keeps in memory, the latest numbered (the others
+    are in the state's files: :mod:`workers.executors.spark.state_dictionary`).
+    ``share``: other engines follow the
     state (its writer stamps each version and writes its dictionary beside it, and keeps
     the files a version no longer names ``retain_seconds``); ``follow``: this engine follows
     the state another writes (:mod:`workers.executors.spark.shared`)."""

@@ -6,8 +6,10 @@ the database's size and schema, and writes its dictionary beside the datoms
 nothing: it steps its own queries from version to version by the writer's batches, and its
 tasks read the writer's files.  What it needs of them:
 
-- **the same ids**: its dictionary is a replica of the writer's, read from the dictionary's
-  files in id order.  Values only its own queries name (constants, functions' results,
+- **the same ids**: its dictionary is the writer's, read where it is, in the state's files
+  (:class:`~workers.executors.spark.state_dictionary.StateDictionary`: a value's id by
+  binary search of the runs, an id's value by the values files' row counts; a follower
+  starting reads neither whole).  Values only its own queries name (constants, functions' results,
   inputs) get ids of its own, numbered down from the largest id, so the writer's
   numbering never meets them.  When the writer later numbers one of them (a datom now
   holds it), the follower forgets its own id and its queries are bound anew
@@ -32,24 +34,14 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import pyarrow as pa
 
 from workers.arrangements.batch import sorted_sum
 from workers.arrangements.delta import DatomColumns
-from workers.arrangements.spilled import SpilledValueIds
 from workers.arrangements.values import MAX_IDS, IdArray, Numbering, int_key, object_key
 from workers.errors import ErrorCode, WorkersError
-from workers.executors.spark.dictionary import decoded_rows
 from workers.executors.spark.publish import newest
-from workers.executors.spark.state import (
-    Manifest,
-    Marks,
-    Part,
-    batch_name,
-    filesystem,
-    read_part,
-    values_name,
-)
+from workers.executors.spark.state import Manifest, Marks, Part, batch_name, filesystem, read_part
+from workers.executors.spark.state_dictionary import StateDictionary
 
 
 class FollowerBehind(WorkersError):
@@ -75,9 +67,10 @@ class Followed:
 def shared_state_at(location: str) -> bool:
     """Whether ``location`` holds a shared state (a writer sharing it there writes on)."""
     try:
-        return read_manifest(location).stamp is not None
+        read_manifest(location)
     except WorkersError:
         return False
+    return True
 
 
 def read_manifest(location: str) -> Manifest:
@@ -88,7 +81,7 @@ def read_manifest(location: str) -> Manifest:
         raise WorkersError(f"no Spark state to follow at {location!r}: start its writer "
                            "first (executor=spark, sharing its state)", code=ErrorCode.SPARK)
     manifest = Manifest.from_json(location, published[1])
-    if manifest.stamp is None:
+    if manifest.stamp is None or not manifest.stamp.shared:
         raise WorkersError(f"the Spark state at {location!r} is not shared: its writer must "
                            "share it to be followed", code=ErrorCode.SPARK)
     return manifest
@@ -104,11 +97,10 @@ class StateFollower:
 
     @classmethod
     def open(cls, location: str, memory_values: int) -> StateFollower:
-        """A follower at the writer's newest version, its dictionary read from the files."""
-        follower = cls(location, read_manifest(location),
-                       FollowerIds(SpilledValueIds(memory_values)))
-        follower._extend(follower.manifest)
-        return follower
+        """A follower at the writer's newest version, its dictionary the state's files
+        (opened, not read: :mod:`~workers.executors.spark.state_dictionary`)."""
+        manifest = read_manifest(location)
+        return cls(location, manifest, FollowerIds(StateDictionary(manifest, memory_values)))
 
     @property
     def marks(self) -> Marks:
@@ -141,32 +133,9 @@ class StateFollower:
                         self._extend(latest))
 
     def _extend(self, manifest: Manifest) -> bool:
-        """Read the values ``manifest`` numbers that the replica lacks, from its dictionary
-        files in id order (each file's rows counted, only the new ones decoded); whether
-        one of them had an id of the follower's own."""
-        stamp = manifest.stamp
-        assert stamp is not None
-        fs, root = filesystem(self.location)
-        names = [stamp.dictionary, *(values_name(manifest.epoch, v)
-                                     for v in stamp.value_versions)]
-        renumbered = False
-        first = 0  # the first id of the file at hand
-        for name in names:
-            if self.ids.replica.size >= stamp.marks.values:
-                break
-            with fs.open_input_file(f"{root}/{name}") as source:
-                reader = pa.ipc.open_file(source)
-                for i in range(reader.num_record_batches):
-                    batch = reader.get_batch(i)
-                    skip = self.ids.replica.size - first
-                    if skip < batch.num_rows:
-                        renumbered |= self.ids.extend(decoded_rows(batch, max(skip, 0)))
-                    first += batch.num_rows
-        if self.ids.replica.size != stamp.marks.values:
-            raise WorkersError(f"the dictionary files of the Spark state at "
-                               f"{self.location!r} hold {self.ids.replica.size} values, its "
-                               f"manifest says {stamp.marks.values}", code=ErrorCode.SPARK)
-        return renumbered
+        """The dictionary at ``manifest``'s version; whether one of the values numbered
+        since had an id of the follower's own."""
+        return self.ids.reached(manifest)
 
 
 def _key(x: Any) -> Any:
@@ -181,7 +150,7 @@ class FollowerIds:
 
     __slots__ = ("_own", "_own_values", "replica")
 
-    def __init__(self, replica: SpilledValueIds) -> None:
+    def __init__(self, replica: StateDictionary) -> None:
         self.replica = replica
         self._own: dict[Any, int] = {}  # the follower's own values -> their ids
         self._own_values: list[Any] = []  # by id, down from MAX_IDS - 1 (kept once renumbered)
@@ -203,12 +172,16 @@ class FollowerIds:
     def nbytes(self) -> int:
         return self.replica.nbytes
 
-    def extend(self, values: Sequence[Any]) -> bool:
-        """The writer's next values, in id order; whether one of them was the follower's
-        own (it is the writer's from now on)."""
+    def reached(self, manifest: Manifest) -> bool:
+        """The writer's dictionary at ``manifest``'s version; whether one of the values it
+        numbered since was the follower's own (it is the writer's from now on).  Those
+        values alone are read, and each must have its own id (else the writer numbered a
+        value twice)."""
         start = self.replica.size
-        ids = self.replica.intern_values(values)
-        if not np.array_equal(ids, np.arange(start, start + len(values))):
+        self.replica.reached(manifest)
+        stop = self.replica.size
+        values = self.replica.values(np.arange(start, stop))
+        if not np.array_equal(self.replica.lookup_values(values), np.arange(start, stop)):
             raise WorkersError("the dictionary files of a shared Spark state number a value "
                                "twice", code=ErrorCode.SPARK)
         renumbered = [key for key in map(_key, values) if key in self._own]

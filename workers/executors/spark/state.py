@@ -108,6 +108,12 @@ def values_name(epoch: str, version: int) -> str:
     return f"values-{epoch}-{version}.arrow"
 
 
+def keys_name(values_name: str) -> str:
+    """The run (value → id: :mod:`~workers.executors.spark.runs`) of the values file
+    ``values_name``."""
+    return values_name.removesuffix(".arrow") + ".keys"
+
+
 class ValueFiles(Protocol):
     """How a shared state's writer writes its dictionary (:mod:`dictionary`)."""
 
@@ -116,6 +122,12 @@ class ValueFiles(Protocol):
 
     def fold(self, location: str, names: Sequence[str], name: str) -> None:
         """Write the files ``names``, one after the other, as the one file ``name``."""
+
+    def write_keys(self, location: str, values: str, first: int, name: str) -> None:
+        """Write the run of the values file ``values`` (ids from ``first``) as ``name``."""
+
+    def fold_keys(self, location: str, names: Sequence[str], name: str) -> None:
+        """Merge the runs ``names`` into the one run ``name``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,15 +153,23 @@ class Stamp:
     (:mod:`~workers.executors.spark.shared`): its writer's ``marks``, and where its
     dictionary is — the ``dictionary`` file holds the values numbered up to
     ``dictionary_version``, each of ``value_versions`` a file of those it numbered
-    (:mod:`~workers.executors.spark.dictionary`)."""
+    (:mod:`~workers.executors.spark.dictionary`); beside each values file, its run
+    (:func:`keys_name`: value → id, :mod:`~workers.executors.spark.runs`)."""
 
     marks: Marks
     dictionary: str
     dictionary_version: int
     value_versions: tuple[int, ...] = ()
+    shared: bool = True  # False: the state holds its writer's dictionary, followed by none
+
+    def values_files(self, epoch: str) -> list[str]:
+        """The dictionary's values files (id → value), in id order."""
+        return [self.dictionary, *(values_name(epoch, v) for v in self.value_versions)]
 
     def files(self, epoch: str) -> list[str]:
-        return [self.dictionary, *(values_name(epoch, v) for v in self.value_versions)]
+        """The values files and their runs (value → id)."""
+        values = self.values_files(epoch)
+        return values + [keys_name(name) for name in values]
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,7 +231,8 @@ def _stamp(data: dict[str, Any] | None) -> Stamp | None:
     marks = data["marks"]
     refused = tuple((offset, code, reason) for offset, code, reason in marks["refused"])
     return Stamp(Marks(**{**marks, "refused": refused}), data["dictionary"],
-                 data["dictionary_version"], tuple(data["value_versions"]))
+                 data["dictionary_version"], tuple(data["value_versions"]),
+                 data.get("shared", True))
 
 
 # Writes the base of a manifest's version, the files named ``{stem}...``: its parts.
@@ -370,11 +391,12 @@ class StateStore:
                  compact_batches: int = COMPACT_BATCHES,
                  compactor: Compactor = compact_here, indexer: Indexer = index_here,
                  index_datoms: int = INDEX_DATOMS, values: ValueFiles | None = None,
-                 retain_seconds: float = 0.0) -> None:
-        """``values``: a shared state's dictionary writer (None: the state is not shared);
+                 retain_seconds: float = 0.0, shared: bool = True) -> None:
+        """``values``: the writer of the dictionary the state holds (None: it holds none);
+        ``shared``: other engines follow a state holding its dictionary;
         ``retain_seconds``: how long the files a version no longer names are kept (the
         engines following a shared state read the versions they are at)."""
-        self.values, self.retain_seconds = values, retain_seconds
+        self.values, self.retain_seconds, self.shared = values, retain_seconds, shared
         self._temporary = None if location else tempfile.TemporaryDirectory(
             prefix="deltalog-spark-state-")
         self.location = location or self._temporary.name  # type: ignore[union-attr]
@@ -403,7 +425,8 @@ class StateStore:
                 assert marks is not None, "a shared state is stamped"
                 dictionary = f"dictionary-{epoch}-0.arrow"
                 self.values.write(self.location, dictionary, 0, marks.values)
-                stamp = Stamp(marks, dictionary, 0)
+                self.values.write_keys(self.location, dictionary, 0, keys_name(dictionary))
+                stamp = Stamp(marks, dictionary, 0, shared=self.shared)
             self._publish(Manifest(self.location, epoch, 0, (base,), (), stamp=stamp))
         self._collect()
         if self._indexed(self.manifest):  # type: ignore[arg-type]
@@ -428,6 +451,7 @@ class StateStore:
                 and info.base_name not in named]
             ahead = {name(manifest.epoch, version) for name in (batch_name, values_name)
                      for version in _versions_after(unnamed, manifest)}
+            ahead |= {keys_name(name) for name in ahead}
             self._discard(name for name in unnamed if name not in ahead)
         for name in ahead & set(unnamed):
             self._fs.delete_file(f"{self._root}/{name}")
@@ -468,8 +492,11 @@ class StateStore:
             values = self.values
             start, stop = manifest.stamp.marks.values, marks.values
             if stop > start:
-                self._write_once(values_name(manifest.epoch, version),
+                numbered_name = values_name(manifest.epoch, version)
+                self._write_once(numbered_name,
                                  lambda aside: values.write(self.location, aside, start, stop))
+                self._write_once(keys_name(numbered_name), lambda aside: values.write_keys(
+                    self.location, numbered_name, start, aside))
                 numbered = version
         with self._lock:
             current = self.manifest
@@ -609,7 +636,10 @@ class StateStore:
         if self.values is None or stamp is None or not stamp.value_versions:
             return manifest
         dictionary = f"dictionary-{stem}.arrow"
-        self.values.fold(self.location, stamp.files(manifest.epoch), dictionary)
+        folded = stamp.values_files(manifest.epoch)
+        self.values.fold(self.location, folded, dictionary)
+        self.values.fold_keys(self.location, [keys_name(name) for name in folded],
+                              keys_name(dictionary))
         return replace(manifest, stamp=replace(stamp, dictionary=dictionary,
                                                dictionary_version=manifest.version,
                                                value_versions=()))

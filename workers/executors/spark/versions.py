@@ -25,11 +25,11 @@ from collections.abc import Callable
 from workers.arrangements import ArrangementRegistry
 from workers.arrangements.batch import Ids, set_weights
 from workers.arrangements.delta import DatomColumns
-from workers.arrangements.spilled import SpilledValueIds
 from workers.errors import ErrorCode, WorkersError
 from workers.executors.spark.dictionary import DriverValues
 from workers.executors.spark.shared import Followed, FollowerIds, StateFollower
 from workers.executors.spark.state import Compactor, Indexer, Manifest, Marks, StateStore
+from workers.executors.spark.state_dictionary import StateDictionary
 
 
 class StateVersions:
@@ -48,7 +48,7 @@ class StateVersions:
         self.db = db
         self.store = StateStore(location, compactor=compactor, indexer=indexer,
                                 values=DriverValues(lambda: self.db.ids) if share else None,
-                                retain_seconds=retain_seconds)
+                                retain_seconds=retain_seconds, shared=share)
         self.opened = opened
         self.follower = opened if follows else None
         self._following: Manifest | None = None  # the version a follower steps to
@@ -61,6 +61,14 @@ class StateVersions:
                                code=ErrorCode.SPARK)
         # What a sharing writer stamps each version with (its driver's window says).
         self.marks: Callable[[], Marks] | None = None
+
+    def hold_dictionary(self) -> None:
+        """The state holds the driver's dictionary, shared or not (``executor=spark``: the
+        driver keeps none of its own, :mod:`~workers.executors.spark.state_dictionary`);
+        called before the state is first written."""
+        assert self.store.manifest is None or self.store.values is not None
+        if self.store.values is None:
+            self.store.values = DriverValues(lambda: self.db.ids)
 
     def manifest(self) -> Manifest:
         """The state's current version, written from the arrangements on first use."""
@@ -78,12 +86,15 @@ class StateVersions:
                 self._following = None
         elif self.store.manifest is not None and len(delta):
             self.store.append(delta, self._marks())
+            if isinstance(self.db.ids, StateDictionary):  # a follower took writing over
+                self.db.ids.reached(self.store.manifest)
 
     def moved(self) -> None:
         """A tick changed nothing: a shared state's writer stamps its version anew (its
         position moved)."""
         marks = self._marks()
-        if self.follower is None and self.store.manifest is not None and marks is not None:
+        if (self.follower is None and self.store.manifest is not None and marks is not None
+                and self.store.shared):
             self.store.restamp(marks)
 
     def lead(self) -> bool:
@@ -96,23 +107,24 @@ class StateVersions:
         self.follower = None
         return True
 
-    def step_down(self) -> None:
+    def step_down(self, memory_values: int) -> None:
         """A writer stops writing (another takes over) and follows the state from here.
         The values it numbered since its last version (a registration's constants) are
         published first, with an empty batch: else the next writer would number other
         values with their ids, and this driver, following, would read them as its own
         (silently wrong ids, or "number a value twice").  If another writer has published
         meanwhile, that publication is refused and this driver stops (``append``): a
-        restart follows the state from its files."""
+        restart follows the state from its files.  Its dictionary is the state's from then
+        on (``memory_values`` of it in memory): it keeps none of its own."""
         assert self.follower is None and self.store.manifest is not None, "a writer steps down"
-        assert isinstance(self.db.ids, SpilledValueIds)
         self.store.settle()  # its compaction published, or none is running
         stamp = self.store.manifest.stamp
         if stamp is not None and self.db.ids.size > stamp.marks.values:
             self.store.append(DatomColumns.of({}), self._marks())
             self.store.settle()
+        manifest = self.store.manifest
         self.follower = self.opened = StateFollower(
-            self.store.location, self.store.manifest, FollowerIds(self.db.ids))
+            self.store.location, manifest, FollowerIds(StateDictionary(manifest, memory_values)))
 
     def follow(self) -> Followed | None:
         """A follower's step to its writer's newest version (None: it is at it); the

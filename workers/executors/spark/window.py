@@ -1,9 +1,9 @@
 """The driver's database under ``executor=spark``: a window on the state Spark holds.
 
 Under ``executor=spark`` the state files (:mod:`~workers.executors.spark.state`) are the
-database, and the driver holds no datoms: it keeps the schema and the value dictionary —
-the values numbered lately in memory, the others in files
-(:class:`~workers.arrangements.spilled.SpilledValueIds`).
+database, and the driver holds no datoms: it keeps the schema, and reads the value
+dictionary in the state too — the values numbered lately in memory, the others in the
+state's files (:class:`~workers.executors.spark.state_dictionary.StateDictionary`).
 What the driver itself reads — the datoms a tick's transactions are normalised against,
 the entities a pull shows — it first fetches in one Spark job keyed by entity
 (:func:`~workers.executors.spark.tasks.fetch`) into a small registry, which the normalisers
@@ -33,7 +33,7 @@ import numpy.typing as npt
 
 from workers.arrangements import ArrangementRegistry
 from workers.arrangements.batch import Ids, Ints, sorted_distinct
-from workers.arrangements.spilled import SpilledValueIds
+from workers.arrangements.spilled import SpilledValueIds, TieredValueIds
 from workers.arrangements.values import Numbering
 from workers.db.bulk import batch_events, by_identity, lookup_column, needs_resolving
 from workers.db.codec import decode_schema, encode_schema
@@ -42,6 +42,7 @@ from workers.db.schema import BUILTIN_SCHEMA, SCHEMA_ATTRIBUTES, Schema
 from workers.db.tx import BatchOps, LookupRef, TempId
 from workers.executors.spark.shared import FollowerIds, StateFollower
 from workers.executors.spark.state import Marks
+from workers.executors.spark.state_dictionary import StateDictionary
 from workers.plan.ir import Plan
 
 if TYPE_CHECKING:
@@ -62,22 +63,23 @@ class StateWindow:
         """``memory_values``: the values of the dictionary kept in memory."""
         self.db, self._spark, self._memory_values = db, spark, memory_values
         opened = spark.state.opened  # a shared state, followed or written on
-        self.values: SpilledValueIds | FollowerIds
+        self.values: TieredValueIds | FollowerIds
         self.datoms = len(db)  # the database's size, kept from the applied deltas
         # what a shared state is stamped with (Marks)
         self._position, self._schema, self._complete = 0, BUILTIN_SCHEMA, True
         self.refused: tuple[tuple[int, str, str], ...] = ()
-        if opened is None:
-            self.values = SpilledValueIds.of(db.ids, memory_values)
-        else:  # a follower numbers values of its own; a writer its writer's
+        if opened is not None:  # a follower numbers values of its own; a writer its writer's
             self.values = opened.ids if spark.state.follower is not None else opened.ids.replica
             self.datoms, self._position = opened.marks.datoms, opened.marks.position
             self._schema = decode_schema(opened.marks.schema)
-        db.ids = self.values
+            db.ids = self.values
         self._version = 0  # ticks applied: the statistics' key
         self._statistics: tuple[int, dict[int, tuple[int, int]]] | None = None
         spark.state.marks = self.marks
-        spark.state.manifest()  # the state exists from the start: every tick appends to it
+        spark.state.hold_dictionary()
+        manifest = spark.state.manifest()  # the state exists from the start: ticks append
+        if opened is None:  # written with the engine's dictionary, read in the state now
+            self.numbering(StateDictionary(manifest, memory_values))
 
     def read_transactions(self, batch: BatchOps, schema: Schema,
                           steps: Callable[[set[Any]], tuple[tuple[Plan, ...], PullReads | None]]
@@ -200,7 +202,7 @@ class StateWindow:
         self._version += 1
         self._position, self._schema, self._complete = position, schema, complete
 
-    def numbering(self, values: SpilledValueIds | FollowerIds) -> None:
+    def numbering(self, values: TieredValueIds | FollowerIds) -> None:
         """The dictionary is ``values`` from now on (a follower took over writing, or a
         writer stepped down)."""
         self.values = self.db.ids = values
@@ -221,7 +223,7 @@ class StateWindow:
 
     def marks(self) -> Marks:
         """What the state's version is stamped with, when it is shared."""
-        return Marks(self._position, self.datoms, encode_schema(self._schema), self.values.size,
+        return Marks(self._position, self.datoms, encode_schema(self._schema), self.db.ids.size,
                      self.refused, self._complete)
 
     def attribute_stats(self, a: Any) -> tuple[int, int]:
@@ -247,14 +249,13 @@ class StateWindow:
                  schema: Schema) -> None:
         """A snapshot's whole database (at ``position``, of ``schema``) becomes the state,
         written from its EAV columns as they are (the driver builds no arrangement of it);
-        the driver keeps its dictionary ``values``, written out to files at once unless it
-        is (:meth:`dictionary`)."""
+        its dictionary ``values`` is written in the state with it, and read there from
+        then on."""
         self.datoms = len(columns[0])
         self._version += 1
         self._position, self._schema = position, schema
-        self.numbering(values if isinstance(values, SpilledValueIds) else SpilledValueIds.of(
-            values, self._memory_values))  # before the reset: a shared state writes it
-        self._spark.state.reset(*columns)
+        self.db.ids = values  # before the reset, which writes it in the state
+        self.numbering(StateDictionary(self._spark.state.reset(*columns), self._memory_values))
         self.forget()
 
     def ids_of(self, values: Iterable[Any]) -> Ints:

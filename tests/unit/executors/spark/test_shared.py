@@ -19,7 +19,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from workers.arrangements.delta import DatomColumns
-from workers.arrangements.spilled import SpilledValueIds
 from workers.arrangements.values import MAX_IDS, Numbering, ValueIds
 from workers.db.codec import decode_schema, encode_schema
 from workers.db.schema import BUILTIN_SCHEMA
@@ -170,9 +169,21 @@ def test_replaced_files_are_kept_retain_seconds(tmp_path: Path) -> None:
                 follower.next()
 
 
-def test_a_follower_s_own_ids_are_numbered_down_and_given_up_to_the_writer_s() -> None:
-    ids = FollowerIds(SpilledValueIds(spill_values=2))
-    ids.extend(["a", 1, keyword("k")])
+def test_a_follower_s_own_ids_are_numbered_down_and_given_up_to_the_writer_s(
+        tmp_path: Path) -> None:
+    location = str(tmp_path)
+    writer = ValueIds()
+    store = _writer(location, writer)
+
+    def numbered(*values: Any) -> bool:
+        """The writer numbers ``values`` in a version; whether the follower's own went."""
+        writer.intern_values(list(values))
+        store.append(DatomColumns.of({(writer.size, 0, 0): 1}), _marks(writer, writer.size))
+        assert store.manifest is not None
+        return ids.reached(store.manifest)
+
+    ids = StateFollower.open(location, memory_values=2).ids
+    assert not numbered("a", 1, keyword("k"))
     assert ids.intern("a") == 0 and ids.intern(1) == 1
     assert ids.intern("mine") == MAX_IDS - 1 and ids.intern(2) == MAX_IDS - 2
     assert ids.lookup("mine") == MAX_IDS - 1 and ids.lookup("none") is None
@@ -183,12 +194,17 @@ def test_a_follower_s_own_ids_are_numbered_down_and_given_up_to_the_writer_s() -
     assert ids.intern_values(["b", "a"]).tolist() == [MAX_IDS - 3, 0]
     assert sorted(map(str, ids.objects(np.array([0, 2, MAX_IDS - 1, MAX_IDS - 2])))) == [
         ":k", "a", "mine"]
-    assert not ids.extend(["c"])  # not one of the follower's own
-    assert ids.extend([2, "d"])  # 2 was: it is the writer's 4 from now on
+    assert not numbered("c")  # not one of the follower's own
+    assert numbered(2, "d")  # 2 was: it is the writer's 4 from now on
     assert ids.intern(2) == ids.lookup(2) == 4 and ids.value(MAX_IDS - 2) == 2
     assert ids.size == 6
+    twice = ValueIds()  # a damaged writer: its next value is "a" again
+    twice.intern_values([*range(10, 16), "a"])
+    store.values = DriverValues(lambda: twice)
+    store.append(DatomColumns.of({(9, 0, 0): 1}), _marks(twice, 9))
+    assert store.manifest is not None
     with pytest.raises(WorkersError, match="number a value twice"):
-        ids.extend(["a"])
+        ids.reached(store.manifest)
     with pytest.raises(WorkersError, match="writer's snapshots"):
         ids.copy()
 

@@ -54,7 +54,6 @@ from workers.arrangements.values import (
     MAX_IDS,
     OBJECT_KIND,
     IdArray,
-    Numbering,
     ValueIds,
     int_key,
     object_key,
@@ -308,13 +307,6 @@ class SpilledValueIds(TieredValueIds):
         if first != len(objects):
             raise ValueError("the value entries do not describe a dictionary")
         spilled._check_distinct()
-        return spilled
-
-    @classmethod
-    def of(cls, values: Numbering, spill_values: int = SPILL_VALUES) -> SpilledValueIds:
-        """``values`` (an engine's dictionary in memory, handed over) spilled at once."""
-        spilled = cls(spill_values)
-        spilled._write(*values.entries())
         return spilled
 
     def entries(self) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.int64], list[Any]]:

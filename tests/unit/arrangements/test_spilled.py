@@ -102,16 +102,6 @@ def test_only_the_latest_values_stay_in_memory() -> None:
     assert ids.lookup(3 * 99_999) == 99_999 and ids.lookup(1) is None
 
 
-def test_a_snapshot_dictionary_is_spilled_at_once_with_its_ids() -> None:
-    memory = ValueIds()
-    for x in [5, "five", 5.0, keyword("five"), 7]:
-        memory.intern(x)
-    spilled = SpilledValueIds.of(memory.copy())
-    assert spilled._tier.size == 0 and spilled.size == 5
-    assert [spilled.lookup(x) for x in [7, 5.0, "five"]] == [4, 2, 1]
-    assert spilled.intern("six") == 5
-
-
 @settings(max_examples=100)
 @given(st.lists(steps, max_size=30), st.lists(steps, max_size=10), st.integers(1, 5),
        st.integers(1, 4))

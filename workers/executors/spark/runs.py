@@ -45,6 +45,7 @@ from edn_format.immutable_list import ImmutableList
 from workers.arrangements.spilled import MappedFiles
 from workers.arrangements.values import INT_KIND, OBJECT_KIND, int_key
 from workers.db.codec import DECODE, encode_value
+from workers.executors.spark.publish import link_if_absent
 from workers.executors.spark.state import filesystem
 
 MERGE_ROWS = 1 << 20  # entries of each run read at once by a fold
@@ -135,6 +136,24 @@ def write_run(location: str, values_name: str, first: int, name: str) -> None:
             for aside in asides:
                 with contextlib.suppress(FileNotFoundError):
                     fs.delete_file(f"{root}/{aside}")
+
+
+def ensure_run(location: str, values_name: str, first: int, name: str) -> None:
+    """The run ``name`` of the values file ``values_name`` (ids from ``first``), written if
+    the state has none: a state written before runs were gets them when first opened.  A
+    run is derived from its values file alone, so any process opening the state may write
+    it — aside, then given its name only if no file has it (another opener's, the same
+    bytes) — and a reader never sees one half written."""
+    fs, root = filesystem(location)
+    if fs.get_file_info(f"{root}/{name}").type != pafs.FileType.NotFound:
+        return
+    aside = f".aside-{uuid.uuid4().hex[:8]}-{name}"
+    try:
+        write_run(location, values_name, first, aside)
+        link_if_absent(fs, f"{root}/{aside}", f"{root}/{name}")
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            fs.delete_file(f"{root}/{aside}")
 
 
 def fold_runs(location: str, names: Sequence[str], name: str) -> None:

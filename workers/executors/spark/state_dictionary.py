@@ -45,7 +45,7 @@ from workers.arrangements.values import (
 )
 from workers.errors import ErrorCode, WorkersError
 from workers.executors.spark.dictionary import decoded_rows
-from workers.executors.spark.runs import Run, object_hash, read_run
+from workers.executors.spark.runs import Run, ensure_run, object_hash, read_run
 from workers.executors.spark.state import Manifest, filesystem, keys_name
 
 
@@ -120,7 +120,9 @@ class StateDictionary(TieredValueIds):
         maps = MappedFiles()  # the files of this version only: the others' maps go
         pieces: list[pa.RecordBatch] = []
         starts = [0]
+        firsts = []  # each file's first id
         for name in names:
+            firsts.append(starts[-1])
             path = f"{root}/{name}"
             if isinstance(fs, pafs.LocalFileSystem):
                 data = pa.py_buffer(maps.array(path, np.uint8))
@@ -131,12 +133,9 @@ class StateDictionary(TieredValueIds):
             for i in range(reader.num_record_batches):
                 pieces.append(reader.get_batch(i))
                 starts.append(starts[-1] + pieces[-1].num_rows)
-        try:
-            runs = tuple(read_run(self._location, keys_name(name), maps) for name in names)
-        except FileNotFoundError as error:
-            raise WorkersError(f"the Spark state at {self._location!r} was written before its "
-                               "dictionary's runs (value -> id) were: write it anew (restore a "
-                               "snapshot into it) to open it", code=ErrorCode.SPARK) from error
+        for name, first in zip(names, firsts, strict=True):  # a state from before runs
+            ensure_run(self._location, name, first, keys_name(name))
+        runs = tuple(read_run(self._location, keys_name(name), maps) for name in names)
         self._maps = maps
         return _Files(runs, tuple(pieces), np.array(starts, np.int64))
 

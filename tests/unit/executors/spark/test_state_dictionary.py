@@ -194,12 +194,18 @@ def test_a_writer_taken_over_from_overwrites_no_run_of_the_new_writer(tmp_path: 
     assert follower.lookup_values(["second", 2, "zombie", 3]).tolist() == [1, 2, -1, -1]
 
 
-def test_a_state_written_before_the_runs_is_refused_with_what_to_do(tmp_path: Path) -> None:
+def test_a_state_written_before_the_runs_gets_them_when_opened(tmp_path: Path) -> None:
     location = str(tmp_path)
     ids = ValueIds()
     store = _writer(location, ids)
-    _numbered(store, ids, ["a"])
+    _numbered(store, ids, ["a", 1, "b"])
+    _numbered(store, ids, [2.0, "c", 3])
+    runs = {run.name: run.read_bytes() for run in tmp_path.glob("*.keys")}
+    assert len(runs) >= 2
     for run in tmp_path.glob("*.keys"):
         run.unlink()
-    with pytest.raises(WorkersError, match="written before its dictionary's runs"):
-        StateFollower.open(location, memory_values=2)
+    follower = StateFollower.open(location, memory_values=2).ids
+    assert {run.name: run.read_bytes() for run in tmp_path.glob("*.keys")} == runs
+    values = ["a", 1, "b", 2.0, "c", 3]
+    assert follower.lookup_values(values).tolist() == ids.lookup_values(values).tolist()
+    assert not list(tmp_path.glob(".aside-*"))

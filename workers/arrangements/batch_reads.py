@@ -72,8 +72,7 @@ class BatchReads(SpineState):
         sources — on a nonnegative spine, present exactly when that sum is positive."""
         total, held = np.zeros(len(keys), np.int64), np.zeros(len(keys), bool)
         for index, lo, hi in located.nodes:
-            found, sums = index.below_many(located.depth, lo[rows], hi[rows],
-                                           keys.astype(np.int64))
+            found, sums = index.below_many(located.depth, lo, hi, keys, rows)
             total += sums
             held |= found
         return held, total

@@ -31,6 +31,8 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from workers.arrangements.sieve import Bits, bits_of, maybe
+
 Ids = npt.NDArray[np.int32]
 Ints = npt.NDArray[np.int64]
 Offsets = npt.NDArray[np.int32] | npt.NDArray[np.int64]
@@ -48,6 +50,8 @@ def offsets(positions: npt.NDArray[np.integer[Any]], end: int) -> Offsets:
 # Needles of a search at least this many are searched in sorted order (below, the sort costs
 # more than it saves).
 SORTED_NEEDLES = 1024
+# A level of this many keys or more is sieved (:mod:`sieve`) before its lookups halve.
+SIEVE_KEYS = 1 << 16
 # A search of this many rows or more goes through the level's bands (:meth:`Batch.bands`)
 # during a scan, which keeps them from search to search.
 BANDS_ROWS = 4096
@@ -198,8 +202,8 @@ def spans(first: Ints, end: Ints) -> tuple[Ints, Ints]:
 class Batch:
     """One order's sorted columns; every read is a slice or a binary search."""
 
-    __slots__ = ("_b0", "_b1", "_bands", "_k0", "_k1", "_k2", "_w", "bounds0", "bounds1", "keys0",
-                 "keys1", "keys2", "positive", "weights", "width0")
+    __slots__ = ("_b0", "_b1", "_bands", "_k0", "_k1", "_k2", "_sieves", "_w", "bounds0",
+                 "bounds1", "keys0", "keys1", "keys2", "positive", "weights", "width0")
 
     def __init__(self, c0: Ids, c1: Ids, c2: Ids, weights: Ints | None) -> None:
         """From triples already sorted and consolidated (see :func:`consolidate`)."""
@@ -254,6 +258,7 @@ class Batch:
         self._k0 = None if keys0 is None else keys0.data
         self._k1, self._b0 = keys1.data, bounds0.data
         self._bands: dict[int, Ints] | None = None  # kept during a scan (a dict), else not
+        self._sieves: dict[int, Bits] = {}  # by level, made by the first lookups that need one
 
     def bands(self, depth: int) -> Ints:
         """Level ``depth``'s keys as ``node start · 2^32 + key``: sorted (a node's keys
@@ -273,6 +278,24 @@ class Batch:
                 self._bands[depth] = table
         return table
 
+    def sieve(self, depth: int) -> Bits:
+        """Level ``depth``'s :mod:`sieve`, made from its bands ``SUMMED_ROWS`` keys at a time
+        the first time it is asked for and kept (the batch never changes)."""
+        bits = self._sieves.get(depth)
+        if bits is None:
+            keys = (self.keys0, self.keys1, self.keys2)[depth]
+            bounds = self.bounds0 if depth == 1 else self.bounds1
+            assert keys is not None and depth > 0
+
+            def chunks() -> Iterator[Ints]:
+                for start in range(0, len(keys), SUMMED_ROWS):
+                    positions = np.arange(start, min(start + SUMMED_ROWS, len(keys)))
+                    owner = np.searchsorted(bounds, positions, side="right") - 1
+                    yield (bounds[owner].astype(np.int64) << 32) + keys[positions]
+
+            bits = self._sieves[depth] = bits_of(chunks(), len(keys))
+        return bits
+
     def scanning(self, on: bool) -> None:
         """A scan starts (its searches keep the bands they make) or ends (they are freed)."""
         self._bands = {} if on else None
@@ -282,7 +305,8 @@ class Batch:
 
     @property
     def nbytes(self) -> int:
-        arrays = (self.keys0, self.bounds0, self.keys1, self.bounds1, self.keys2, self.weights)
+        arrays = (self.keys0, self.bounds0, self.keys1, self.bounds1, self.keys2, self.weights,
+                  *self._sieves.values())
         return sum(a.nbytes for a in arrays if a is not None)
 
     def columns(self) -> tuple[Ids, Ids, Ids, Ints | None]:
@@ -451,11 +475,23 @@ class Batch:
     def _search_rows(self, depth: int, lo: Ints, hi: Ints, rows: Ints,
                      targets: Keys) -> tuple[Ints, Mask]:
         """:meth:`_search` of each target in the node of its row (``lo[rows]:hi[rows]``, one
-        node per row of a frame): when the rows' nodes hold fewer keys than the targets'
-        halving steps (a tick's small batches: a few keys under the rows, tens of thousands
-        of candidates), one sorted search of a table of those keys as ``row · 2^32 + key``,
-        else :meth:`_search`.  Candidates come sorted by row and key (proposals), so the
-        needles mostly need no sort."""
+        node per row of a frame; see :meth:`_search_nodes`), on a level of ``SIEVE_KEYS``
+        only for the targets its :meth:`sieve` may hold (most lookups of a tick miss)."""
+        keys: Ids = (self.keys0, self.keys1, self.keys2)[depth]  # type: ignore[assignment]
+        if depth == 0 or len(keys) < SIEVE_KEYS:
+            return self._search_nodes(depth, lo, hi, rows, targets)
+        asked = np.flatnonzero(maybe(self.sieve(depth), (lo[rows] << 32) + targets))
+        pos, found = np.zeros(len(targets), np.int64), np.zeros(len(targets), bool)
+        pos[asked], found[asked] = self._search_nodes(depth, lo, hi, rows[asked], targets[asked])
+        return pos, found
+
+    def _search_nodes(self, depth: int, lo: Ints, hi: Ints, rows: Ints,
+                      targets: Keys) -> tuple[Ints, Mask]:
+        """:meth:`_search_rows` without a sieve: when the rows' nodes hold fewer keys than the
+        targets' halving steps (a tick's small batches: a few keys under the rows, tens of
+        thousands of candidates), one sorted search of a table of those keys as
+        ``row · 2^32 + key``, else :meth:`_search`.  Candidates come sorted by row and key
+        (proposals), so the needles mostly need no sort."""
         keys: Ids = (self.keys0, self.keys1, self.keys2)[depth]  # type: ignore[assignment]
         sizes = hi - lo
         held = int(sizes.sum())
@@ -562,7 +598,7 @@ class PairBatch(Batch):
 
     @property
     def nbytes(self) -> int:
-        arrays = (self.keys0, self.bounds0, self.keys1, self.pair)
+        arrays = (self.keys0, self.bounds0, self.keys1, self.pair, *self._sieves.values())
         return sum(a.nbytes for a in arrays if a is not None)
 
     def entry_leaves(self, entries: Ints) -> tuple[Ints, Ints]:

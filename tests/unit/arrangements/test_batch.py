@@ -128,10 +128,13 @@ def test_segment_search_is_bisect_left_on_random_ranges() -> None:
         assert pos[found].tolist() == np.array(want)[found].tolist()
 
 
-def test_candidates_of_a_frame_s_rows_are_found_as_in_their_own_nodes() -> None:
+@pytest.mark.parametrize("sieve_keys", [batch_module.SIEVE_KEYS, 0])
+def test_candidates_of_a_frame_s_rows_are_found_as_in_their_own_nodes(
+        monkeypatch: pytest.MonkeyPatch, sieve_keys: int) -> None:
     """``below_many`` with ``rows`` (one node per frame row) answers as with each candidate's
     own node, whichever way it searches: candidates sorted and distinct (proposals) or not,
-    many or few against the keys under the rows."""
+    many or few against the keys under the rows; sieved first or not."""
+    monkeypatch.setattr(batch_module, "SIEVE_KEYS", sieve_keys)
     rng = np.random.default_rng(5)
     triples = sorted({(int(e), 1, int(v)) for e, v in zip(rng.integers(0, 30, 2000),
                                                            rng.integers(0, 120, 2000),
@@ -148,6 +151,9 @@ def test_candidates_of_a_frame_s_rows_are_found_as_in_their_own_nodes() -> None:
             got = batch.below_many(2, lo, hi, keys[order], rows[order])
             assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
             assert want[0].any()
+    assert bool(batch._sieves) == (sieve_keys == 0)  # kept, and counted in its bytes
+    assert batch.nbytes - _batch(triples).nbytes == sum(
+        bits.nbytes for bits in batch._sieves.values())
 
 
 def test_overlapping_ranges_are_searched_by_halving() -> None:

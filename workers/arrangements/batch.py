@@ -268,32 +268,31 @@ class Batch:
         if table is None:
             keys = (self.keys0, self.keys1, self.keys2)[depth]
             assert keys is not None
-            if depth == 0:
-                table = keys.astype(np.int64)
-            else:  # one array of 8 bytes a key allocated, not three
-                bounds = self.bounds0 if depth == 1 else self.bounds1
-                table = np.repeat(bounds[:-1].astype(np.int64) << 32, np.diff(bounds))
-                table += keys
+            table = keys.astype(np.int64) if depth == 0 else self._node_bands(depth, 0, None)
             if self._bands is not None:
                 self._bands[depth] = table
         return table
 
+    def _node_bands(self, depth: int, first: int, end: int | None) -> Ints:
+        """:meth:`bands` of the keys of nodes ``first:end`` at ``depth`` (1 or 2): one array
+        of 8 bytes a key allocated, not three."""
+        bounds = (self.bounds0 if depth == 1 else self.bounds1)[first:None if end is None
+                                                                else end + 1]
+        table = np.repeat(bounds[:-1].astype(np.int64) << 32, np.diff(bounds))
+        table += (self.keys1 if depth == 1 else self.keys2)[bounds[0]:bounds[-1]]
+        return table
+
     def sieve(self, depth: int) -> Bits:
-        """Level ``depth``'s :mod:`sieve`, made from its bands ``SUMMED_ROWS`` keys at a time
-        the first time it is asked for and kept (the batch never changes)."""
+        """Level ``depth``'s (1 or 2) :mod:`sieve`, made from its bands about
+        ``SUMMED_ROWS`` keys at a time the first time it is asked for, and kept (the batch
+        never changes)."""
         bits = self._sieves.get(depth)
         if bits is None:
-            keys = (self.keys0, self.keys1, self.keys2)[depth]
             bounds = self.bounds0 if depth == 1 else self.bounds1
-            assert keys is not None and depth > 0
-
-            def chunks() -> Iterator[Ints]:
-                for start in range(0, len(keys), SUMMED_ROWS):
-                    positions = np.arange(start, min(start + SUMMED_ROWS, len(keys)))
-                    owner = np.searchsorted(bounds, positions, side="right") - 1
-                    yield (bounds[owner].astype(np.int64) << 32) + keys[positions]
-
-            bits = self._sieves[depth] = bits_of(chunks(), len(keys))
+            cuts = np.searchsorted(bounds, np.arange(0, int(bounds[-1]), SUMMED_ROWS)).tolist()
+            bits = self._sieves[depth] = bits_of(
+                (self._node_bands(depth, first, end) for first, end in pairwise(
+                    [*cuts, len(bounds) - 1])), int(bounds[-1]))
         return bits
 
     def scanning(self, on: bool) -> None:

@@ -37,12 +37,18 @@ def width_for(keys: int) -> int:
 
 
 def bits_of(chunks: Iterator[Ints], keys: int) -> Bits:
-    """The bits of a level's ``keys`` bands, given a chunk at a time (bounded temporaries)."""
+    """The bits of a level's ``keys`` bands, given a chunk at a time: each chunk's slots
+    sorted and or-ed into their bytes (no temporary of the sieve's size: at LiveJournal's
+    size a byte a slot would be 256 MB)."""
     width = width_for(keys)
-    flags = np.zeros(1 << width, bool)
+    bits = np.zeros(1 << (width - 3), np.uint8)
     for bands in chunks:
-        flags[_slots(bands, width)] = True
-    return np.packbits(flags, bitorder="little")
+        slots = np.sort(_slots(bands, width))
+        byte = slots >> 3
+        first = np.flatnonzero(np.diff(byte, prepend=-1))
+        bits[byte[first]] |= np.bitwise_or.reduceat(
+            np.left_shift(1, slots & 7).astype(np.uint8), first)
+    return bits
 
 
 def maybe(bits: Bits, bands: Ints) -> Mask:

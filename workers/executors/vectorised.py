@@ -460,7 +460,10 @@ class VectorExecutor:
     def derivations(self, prepared: VectorPlan, delta: TickDelta, work: Work,
                     share: Share = WHOLE) -> Frame:
         """The change of the derivation counts from ``share`` of each term's seed rows."""
-        seeds = [seed_frame(spec, delta) for spec in prepared.seeds]
+        reads = [(spec.order, spec.steps, spec.weighted) for spec in prepared.seeds]
+        made = {read: seed_frame(spec, delta)  # terms seeded by one read share its frame
+                for read, spec in dict(zip(reads, prepared.seeds, strict=True)).items()}
+        seeds = [made[read] for read in reads]
         if share.count > 1:
             seeds = [seed.gather(rows, seed.weights[rows])
                      for seed in seeds for rows in [share.positions(len(seed))]]

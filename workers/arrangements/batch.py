@@ -282,6 +282,12 @@ class Batch:
         table += (self.keys1 if depth == 1 else self.keys2)[bounds[0]:bounds[-1]]
         return table
 
+    def sieved(self, depth: int) -> bool:
+        """Whether lookups at ``depth`` ask the level's :meth:`sieve` first: a level of
+        ``SIEVE_KEYS`` keys (the dense level 0 needs none)."""
+        keys = (self.keys0, self.keys1, self.keys2)[depth]
+        return depth > 0 and keys is not None and len(keys) >= SIEVE_KEYS
+
     def sieve(self, depth: int) -> Bits:
         """Level ``depth``'s (1 or 2) :mod:`sieve`, made from its bands about
         ``SUMMED_ROWS`` keys at a time the first time it is asked for, and kept (the batch
@@ -476,8 +482,7 @@ class Batch:
         """:meth:`_search` of each target in the node of its row (``lo[rows]:hi[rows]``, one
         node per row of a frame; see :meth:`_search_nodes`), on a level of ``SIEVE_KEYS``
         only for the targets its :meth:`sieve` may hold (most lookups of a tick miss)."""
-        keys: Ids = (self.keys0, self.keys1, self.keys2)[depth]  # type: ignore[assignment]
-        if depth == 0 or len(keys) < SIEVE_KEYS:
+        if not self.sieved(depth):
             return self._search_nodes(depth, lo, hi, rows, targets)
         asked = np.flatnonzero(maybe(self.sieve(depth), (lo[rows] << 32) + targets))
         pos, found = np.zeros(len(targets), np.int64), np.zeros(len(targets), bool)

@@ -117,6 +117,11 @@ class VectorExtender:
             return [delta.spine()]
         return [self._db.state, delta.spine()]
 
+    @property
+    def depth(self) -> int:
+        """The keys of its prefix: the level its lookups read."""
+        return len(self._prefix)
+
     def _prefixes(self, frame: Frame) -> Ints:
         out = np.empty((len(frame), len(self._prefix)), np.int64)
         for j, (is_const, arg) in enumerate(self._prefix):
@@ -439,7 +444,14 @@ class VectorExecutor:
         return vectorisable(plan)
 
     def prepare(self, plan: Plan) -> VectorPlan:
-        return prepare_vector(plan, self._db)
+        """The plan bound, with the state's sieves its ticks' lookups ask made now."""
+        prepared = prepare_vector(plan, self._db)
+        for program in prepared.terms:
+            for level in program.levels:
+                for extender in level if len(level) > 1 else ():  # (one: no lookup)
+                    if extender.role is not Role.DELTA:
+                        self._db.state.sieve(extender.order, extender.depth)
+        return prepared
 
     def step(self, prepared: VectorPlan, delta: TickDelta) -> tuple[Frame, Work]:
         """The tick's set changes, as columns of value ids and weights ±1: over the threads

@@ -31,9 +31,12 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from workers.arrangements.sieve import Bits, bits_of, maybe
+
 Ids = npt.NDArray[np.int32]
 Ints = npt.NDArray[np.int64]
 Offsets = npt.NDArray[np.int32] | npt.NDArray[np.int64]
+Keys = Ids | Ints  # keys searched for: ids, or ids widened
 Mask = npt.NDArray[np.bool_]
 Column = TypeVar("Column", bound=npt.NDArray[np.integer[Any]])
 
@@ -47,6 +50,8 @@ def offsets(positions: npt.NDArray[np.integer[Any]], end: int) -> Offsets:
 # Needles of a search at least this many are searched in sorted order (below, the sort costs
 # more than it saves).
 SORTED_NEEDLES = 1024
+# A level of this many keys or more is sieved (:mod:`sieve`) before its lookups halve.
+SIEVE_KEYS = 1 << 16
 # A search of this many rows or more goes through the level's bands (:meth:`Batch.bands`)
 # during a scan, which keeps them from search to search.
 BANDS_ROWS = 4096
@@ -197,8 +202,8 @@ def spans(first: Ints, end: Ints) -> tuple[Ints, Ints]:
 class Batch:
     """One order's sorted columns; every read is a slice or a binary search."""
 
-    __slots__ = ("_b0", "_b1", "_bands", "_k0", "_k1", "_k2", "_w", "bounds0", "bounds1", "keys0",
-                 "keys1", "keys2", "positive", "weights", "width0")
+    __slots__ = ("_b0", "_b1", "_bands", "_k0", "_k1", "_k2", "_sieves", "_w", "bounds0",
+                 "bounds1", "keys0", "keys1", "keys2", "positive", "weights", "width0")
 
     def __init__(self, c0: Ids, c1: Ids, c2: Ids, weights: Ints | None) -> None:
         """From triples already sorted and consolidated (see :func:`consolidate`)."""
@@ -253,6 +258,7 @@ class Batch:
         self._k0 = None if keys0 is None else keys0.data
         self._k1, self._b0 = keys1.data, bounds0.data
         self._bands: dict[int, Ints] | None = None  # kept during a scan (a dict), else not
+        self._sieves: dict[int, Bits] = {}  # by level, made by the first lookups that need one
 
     def bands(self, depth: int) -> Ints:
         """Level ``depth``'s keys as ``node start · 2^32 + key``: sorted (a node's keys
@@ -262,15 +268,38 @@ class Batch:
         if table is None:
             keys = (self.keys0, self.keys1, self.keys2)[depth]
             assert keys is not None
-            if depth == 0:
-                table = keys.astype(np.int64)
-            else:  # one array of 8 bytes a key allocated, not three
-                bounds = self.bounds0 if depth == 1 else self.bounds1
-                table = np.repeat(bounds[:-1].astype(np.int64) << 32, np.diff(bounds))
-                table += keys
+            table = keys.astype(np.int64) if depth == 0 else self._node_bands(depth, 0, None)
             if self._bands is not None:
                 self._bands[depth] = table
         return table
+
+    def _node_bands(self, depth: int, first: int, end: int | None) -> Ints:
+        """:meth:`bands` of the keys of nodes ``first:end`` at ``depth`` (1 or 2): one array
+        of 8 bytes a key allocated, not three."""
+        bounds = (self.bounds0 if depth == 1 else self.bounds1)[first:None if end is None
+                                                                else end + 1]
+        table = np.repeat(bounds[:-1].astype(np.int64) << 32, np.diff(bounds))
+        table += (self.keys1 if depth == 1 else self.keys2)[bounds[0]:bounds[-1]]
+        return table
+
+    def sieved(self, depth: int) -> bool:
+        """Whether lookups at ``depth`` ask the level's :meth:`sieve` first: a level of
+        ``SIEVE_KEYS`` keys (the dense level 0 needs none)."""
+        keys = (self.keys0, self.keys1, self.keys2)[depth]
+        return depth > 0 and keys is not None and len(keys) >= SIEVE_KEYS
+
+    def sieve(self, depth: int) -> Bits:
+        """Level ``depth``'s (1 or 2) :mod:`sieve`, made from its bands about
+        ``SUMMED_ROWS`` keys at a time the first time it is asked for, and kept (the batch
+        never changes)."""
+        bits = self._sieves.get(depth)
+        if bits is None:
+            bounds = self.bounds0 if depth == 1 else self.bounds1
+            cuts = np.searchsorted(bounds, np.arange(0, int(bounds[-1]), SUMMED_ROWS)).tolist()
+            bits = self._sieves[depth] = bits_of(
+                (self._node_bands(depth, first, end) for first, end in pairwise(
+                    [*cuts, len(bounds) - 1])), int(bounds[-1]))
+        return bits
 
     def scanning(self, on: bool) -> None:
         """A scan starts (its searches keep the bands they make) or ends (they are freed)."""
@@ -281,7 +310,8 @@ class Batch:
 
     @property
     def nbytes(self) -> int:
-        arrays = (self.keys0, self.bounds0, self.keys1, self.bounds1, self.keys2, self.weights)
+        arrays = (self.keys0, self.bounds0, self.keys1, self.bounds1, self.keys2, self.weights,
+                  *self._sieves.values())
         return sum(a.nbytes for a in arrays if a is not None)
 
     def columns(self) -> tuple[Ids, Ids, Ids, Ints | None]:
@@ -430,7 +460,7 @@ class Batch:
             lo, hi = np.where(found, j, 0), np.where(found, j + 1, 0)
         return lo, hi
 
-    def _search(self, depth: int, lo: Ints, hi: Ints, targets: Ints) -> tuple[Ints, Mask]:
+    def _search(self, depth: int, lo: Ints, hi: Ints, targets: Keys) -> tuple[Ints, Mask]:
         """:func:`segment_search` of level ``depth`` in whole nodes (``lo:hi`` from
         :meth:`ranges`), or one sorted search of the level's :meth:`bands` for every row when
         the rows are many: as many as the level's keys over the halving steps (hubs read by
@@ -447,15 +477,58 @@ class Batch:
         found[found] = keys[at[found]] == targets[found]
         return np.where(live, at, lo), found
 
-    def below_many(self, depth: int, lo: Ints, hi: Ints, keys: Ints) -> tuple[Mask, Ints]:
+    def _search_rows(self, depth: int, lo: Ints, hi: Ints, rows: Ints,
+                     targets: Keys) -> tuple[Ints, Mask]:
+        """:meth:`_search` of each target in the node of its row (``lo[rows]:hi[rows]``, one
+        node per row of a frame; see :meth:`_search_nodes`), on a level of ``SIEVE_KEYS``
+        only for the targets its :meth:`sieve` may hold (most lookups of a tick miss)."""
+        if not self.sieved(depth):
+            return self._search_nodes(depth, lo, hi, rows, targets)
+        asked = np.flatnonzero(maybe(self.sieve(depth), (lo[rows] << 32) + targets))
+        pos, found = np.zeros(len(targets), np.int64), np.zeros(len(targets), bool)
+        pos[asked], found[asked] = self._search_nodes(depth, lo, hi, rows[asked], targets[asked])
+        return pos, found
+
+    def _search_nodes(self, depth: int, lo: Ints, hi: Ints, rows: Ints,
+                      targets: Keys) -> tuple[Ints, Mask]:
+        """:meth:`_search_rows` without a sieve: when the rows' nodes hold fewer keys than the
+        targets' halving steps (a tick's small batches: a few keys under the rows, tens of
+        thousands of candidates), one sorted search of a table of those keys as
+        ``row · 2^32 + key``, else :meth:`_search`.  Candidates come sorted by row and key
+        (proposals), so the needles mostly need no sort."""
+        keys: Ids = (self.keys0, self.keys1, self.keys2)[depth]  # type: ignore[assignment]
+        sizes = hi - lo
+        held = int(sizes.sum())
+        steps = int(sizes.max()).bit_length() if len(sizes) else 0
+        if not held or held > steps * len(targets):
+            return self._search(depth, lo[rows], hi[rows], targets)
+        owner, positions = spans(lo, hi)
+        table = (owner << 32) + keys[positions]
+        needles = (rows.astype(np.int64) << 32) + targets
+        if held < len(needles) and not (needles[1:] <= needles[:-1]).any():
+            # fewer keys than candidates, which are distinct and sorted: each key looked up
+            # among the candidates instead (a tick's small batch: a few keys a search)
+            at = np.minimum(np.searchsorted(needles, table), len(needles) - 1)
+            hit = np.flatnonzero(needles[at] == table)
+            pos, found = np.zeros(len(needles), np.int64), np.zeros(len(needles), bool)
+            pos[at[hit]], found[at[hit]] = positions[hit], True
+            return pos, found
+        at = np.minimum(search(table, needles), held - 1)
+        return positions[at], table[at] == needles
+
+    def below_many(self, depth: int, lo: Ints, hi: Ints, keys: Keys,
+                   rows: Ints | None = None) -> tuple[Mask, Ints]:
         """:meth:`below` for arrays of nodes and keys: whether each key is in its node, and
-        the summed weight under it (0 when absent)."""
+        the summed weight under it (0 when absent).  ``rows``: the node of key ``i`` is
+        ``lo[rows[i]]:hi[rows[i]]`` (see :meth:`_search_rows`)."""
         if depth == 0 and self.keys0 is None:
             found = (keys >= 0) & (keys < len(self.bounds0) - 1)
             pos = np.where(found, keys, 0)
             found &= self.bounds0[pos] < self.bounds0[pos + 1]
-        else:
+        elif rows is None:
             pos, found = self._search(depth, lo, hi, keys)
+        else:
+            pos, found = self._search_rows(depth, lo, hi, rows, keys)
         pos = pos[found]
         if depth == 2:
             sums = np.ones(len(pos), np.int64) if self.weights is None else self.weights[pos]
@@ -529,7 +602,7 @@ class PairBatch(Batch):
 
     @property
     def nbytes(self) -> int:
-        arrays = (self.keys0, self.bounds0, self.keys1, self.pair)
+        arrays = (self.keys0, self.bounds0, self.keys1, self.pair, *self._sieves.values())
         return sum(a.nbytes for a in arrays if a is not None)
 
     def entry_leaves(self, entries: Ints) -> tuple[Ints, Ints]:
@@ -541,23 +614,41 @@ class PairBatch(Batch):
                    self._span_sums(first, end).sum())
 
 
-def segment_search(keys: Ids, lo: Ints, hi: Ints, targets: Ints) -> tuple[Ints, Mask]:
+def segment_search(keys: Ids, lo: Ints, hi: Ints, targets: Keys) -> tuple[Ints, Mask]:
     """Vectorised ``bisect_left(keys, target, lo, hi)`` per row, and whether it was found:
-    every row halved together as many times as the longest range needs (a few NumPy calls
-    a step; dropping the rows done would cost more calls than the steps they skip)."""
+    every non-empty row halved together (branch-free: each step moves a row's base to its
+    probe or not, and halves its length — six NumPy calls a step, where bounding both ends
+    took ten) as many times as the longest range needs."""
     found = np.zeros(len(lo), bool)
     if not len(lo) or not len(keys):
         return lo, found
-    steps, last = int((hi - lo).max()).bit_length(), len(keys) - 1
-    if steps <= 1:  # every range holds one key at most: compare it
-        found = (lo < hi) & (keys[np.minimum(lo, last)] == targets)
+    longest = int((hi - lo).max())
+    if longest <= 1:  # every range holds one key at most: compare it
+        found = (lo < hi) & (keys[np.minimum(lo, len(keys) - 1)] == targets)
         return lo, found
-    lo, hi, end = lo.copy(), hi.copy(), hi
-    for _ in range(steps):
-        mid = (lo + hi) >> 1
-        right = (keys[np.minimum(mid, last)] < targets) & (lo < hi)
-        lo = np.where(right, mid + 1, lo)
-        hi = np.where(right, hi, mid)
-    found = lo < end
-    found[found] = keys[lo[found]] == targets[found]
-    return lo, found
+    live = np.flatnonzero(hi > lo)
+    if len(live) == len(lo):
+        pos, found = _halved(keys, lo, hi - lo, targets, longest)
+        return pos.astype(np.int64), found
+    pos = lo.copy()
+    pos[live], found[live] = _halved(keys, lo[live], hi[live] - lo[live], targets[live], longest)
+    return pos, found
+
+
+def _halved(keys: Ids, lo: Ints, sizes: Ints, targets: Keys,
+            longest: int) -> tuple[Offsets, Mask]:
+    """:func:`segment_search` of non-empty ranges ``lo:lo + sizes``, in int32 positions
+    where the keys allow (a fifth faster than int64: half the bytes a step)."""
+    end = lo + sizes
+    narrow = len(keys) < 2**31
+    base: Offsets = lo.astype(np.int32) if narrow else lo.copy()
+    left: Offsets = sizes.astype(np.int32) if narrow else sizes.copy()
+    for _ in range((longest - 1).bit_length()):  # a length n becomes ceil(n / 2)
+        half = left >> 1
+        probe = base + half
+        np.copyto(base, probe, where=keys[probe] < targets)
+        left -= half
+    pos = base + (keys[base] < targets)  # the one position left, or the one after it
+    found = pos < end
+    found[found] = keys[pos[found]] == targets[found]
+    return pos, found

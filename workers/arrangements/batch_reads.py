@@ -58,6 +58,14 @@ class BatchReads(SpineState):
         return Located(depth, len(prefixes), [(index, *index.ranges(searched))
                                               for index in self._indexes(major, searched)])
 
+    def sieve(self, order: IndexOrder, depth: int) -> None:
+        """Make now the sieves that lookups under prefixes of ``depth`` keys of ``order``
+        ask (:meth:`Batch.sieve`): a query registering, so that its first tick does not."""
+        major, _ = major_prefixes(order, np.zeros((0, depth), np.int64))
+        for index in self._by_order[major]:
+            if index.sieved(depth):
+                index.sieve(depth)
+
     def estimates_at(self, located: Located) -> Ints:
         """:meth:`estimate` of each located prefix: the sources' counts added, no leaves
         read."""
@@ -72,8 +80,7 @@ class BatchReads(SpineState):
         sources — on a nonnegative spine, present exactly when that sum is positive."""
         total, held = np.zeros(len(keys), np.int64), np.zeros(len(keys), bool)
         for index, lo, hi in located.nodes:
-            found, sums = index.below_many(located.depth, lo[rows], hi[rows],
-                                           keys.astype(np.int64))
+            found, sums = index.below_many(located.depth, lo, hi, keys, rows)
             total += sums
             held |= found
         return held, total

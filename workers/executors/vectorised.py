@@ -117,6 +117,11 @@ class VectorExtender:
             return [delta.spine()]
         return [self._db.state, delta.spine()]
 
+    @property
+    def depth(self) -> int:
+        """The keys of its prefix: the level its lookups read."""
+        return len(self._prefix)
+
     def _prefixes(self, frame: Frame) -> Ints:
         out = np.empty((len(frame), len(self._prefix)), np.int64)
         for j, (is_const, arg) in enumerate(self._prefix):
@@ -439,7 +444,14 @@ class VectorExecutor:
         return vectorisable(plan)
 
     def prepare(self, plan: Plan) -> VectorPlan:
-        return prepare_vector(plan, self._db)
+        """The plan bound, with the state's sieves its ticks' lookups ask made now."""
+        prepared = prepare_vector(plan, self._db)
+        for program in prepared.terms:
+            for level in program.levels:
+                for extender in level if len(level) > 1 else ():  # (one: no lookup)
+                    if extender.role is not Role.DELTA:
+                        self._db.state.sieve(extender.order, extender.depth)
+        return prepared
 
     def step(self, prepared: VectorPlan, delta: TickDelta) -> tuple[Frame, Work]:
         """The tick's set changes, as columns of value ids and weights ±1: over the threads
@@ -460,7 +472,10 @@ class VectorExecutor:
     def derivations(self, prepared: VectorPlan, delta: TickDelta, work: Work,
                     share: Share = WHOLE) -> Frame:
         """The change of the derivation counts from ``share`` of each term's seed rows."""
-        seeds = [seed_frame(spec, delta) for spec in prepared.seeds]
+        reads = [(spec.order, spec.steps, spec.weighted) for spec in prepared.seeds]
+        made = {read: seed_frame(spec, delta)  # terms seeded by one read share its frame
+                for read, spec in dict(zip(reads, prepared.seeds, strict=True)).items()}
+        seeds = [made[read] for read in reads]
         if share.count > 1:
             seeds = [seed.gather(rows, seed.weights[rows])
                      for seed in seeds for rows in [share.positions(len(seed))]]

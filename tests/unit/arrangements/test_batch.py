@@ -103,6 +103,59 @@ def test_many_rows_over_few_keys_search_the_bands_as_bisect_left_within_each_nod
         want, hi.tolist(), targets.tolist(), strict=True)]
 
 
+def test_segment_search_is_bisect_left_on_random_ranges() -> None:
+    """Ranges (within sorted nodes) empty, of one key and long, overlapping, at the column's
+    end; targets present, absent, below and above."""
+    rng = np.random.default_rng(11)
+    sizes = rng.integers(0, 70, 40)
+    keys = np.concatenate([np.sort(rng.choice(200, size, replace=False))
+                           for size in sizes.tolist()]).astype(np.int32)
+    bounds = np.concatenate([[0], np.cumsum(sizes)])
+    node = rng.integers(0, 40, 3000)
+    lo = bounds[node] + (rng.random(3000) * sizes[node] / 2).astype(np.int64)
+    hi = np.maximum(lo, bounds[node + 1] - (rng.random(3000) * sizes[node] / 2).astype(np.int64))
+    targets = rng.integers(-1, 202, 3000)
+    column = keys.tolist()
+    for top in (hi, np.minimum(hi, lo + 1)):  # some ranges long, or one key at most each
+        pos, found = segment_search(keys, lo, top, targets)
+        want = [bisect_left(column, t, a, b) for a, b, t in zip(
+            lo.tolist(), top.tolist(), targets.tolist(), strict=True)]
+        assert found.tolist() == [p < b and column[p] == t for p, b, t in zip(
+            want, top.tolist(), targets.tolist(), strict=True)]
+        assert found.any() and not found.all()
+        if top is hi:  # (of ranges of one key at most, the position only where found)
+            assert pos.tolist() == want
+        assert pos[found].tolist() == np.array(want)[found].tolist()
+
+
+@pytest.mark.parametrize("sieve_keys", [batch_module.SIEVE_KEYS, 0])
+def test_candidates_of_a_frame_s_rows_are_found_as_in_their_own_nodes(
+        monkeypatch: pytest.MonkeyPatch, sieve_keys: int) -> None:
+    """``below_many`` with ``rows`` (one node per frame row) answers as with each candidate's
+    own node, whichever way it searches: candidates sorted and distinct (proposals) or not,
+    many or few against the keys under the rows; sieved first or not."""
+    monkeypatch.setattr(batch_module, "SIEVE_KEYS", sieve_keys)
+    rng = np.random.default_rng(5)
+    triples = sorted({(int(e), 1, int(v)) for e, v in zip(rng.integers(0, 30, 2000),
+                                                           rng.integers(0, 120, 2000),
+                                                           strict=True)})
+    batch = _batch(triples)
+    for frame_rows, per_row in ((400, 3), (5, 120), (60, 40)):
+        lo, hi = batch.ranges(np.stack([rng.integers(-1, 35, frame_rows),
+                                        np.ones(frame_rows, np.int64)], axis=1))
+        rows = np.repeat(np.arange(frame_rows), per_row)
+        keys = np.concatenate([np.sort(rng.choice(130, per_row, replace=False))
+                               for _ in range(frame_rows)]).astype(np.int32)
+        for order in (np.arange(len(rows)), rng.permutation(len(rows))):
+            want = batch.below_many(2, lo[rows[order]], hi[rows[order]], keys[order])
+            got = batch.below_many(2, lo, hi, keys[order], rows[order])
+            assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+            assert want[0].any()
+    assert bool(batch._sieves) == (sieve_keys == 0)  # kept, and counted in its bytes
+    assert batch.nbytes - _batch(triples).nbytes == sum(
+        bits.nbytes for bits in batch._sieves.values())
+
+
 def test_overlapping_ranges_are_searched_by_halving() -> None:
     keys = np.array([1, 3, 5, 7], np.int32)
     lo, hi, targets = np.array([0, 1, 0]), np.array([4, 3, 4]), np.array([5, 3, 7])

@@ -7,6 +7,8 @@ import random
 
 import pytest
 
+from workers.arrangements import IndexOrder
+from workers.arrangements import batch as batch_module
 from workers.edn import keyword
 from workers.engine import Engine
 from workers.executors import vectorised
@@ -57,3 +59,23 @@ def test_distinct_recounts_only_rows_that_may_have_several_derivations(
                  [[RETRACT, a, TO, b] for a, b in edges[::3]]):
         assert vector.transact(tick) == rows.transact(tick)
     assert any(supports) is not one
+
+
+def test_registering_makes_the_sieves_its_ticks_ask_and_they_answer_as_without(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With every level sieved (``SIEVE_KEYS`` 0): the triangle registered makes the state's
+    sieves of both orders its lookups read, and its ticks give the row-at-a-time answers."""
+    monkeypatch.setattr(batch_module, "SIEVE_KEYS", 0)
+    rng = random.Random(9)
+    edges = sorted({(rng.randrange(15), rng.randrange(15)) for _ in range(90)})
+    rows, vector = Engine(vector_datoms=10**12), Engine(vector_datoms=0)
+    for engine in (rows, vector):
+        engine.transact([[ADD, a, TO, b] for a, b in edges[:60]])
+        engine.db.state.compact()
+    assert vector.register("t", QUERIES["triangle"]) == rows.register("t", QUERIES["triangle"])
+    state = vector.db.state
+    assert [list(b.orders[order]._sieves) for b in state.batches
+            for order in (IndexOrder.EAV, IndexOrder.VAE)] == [[2], [2]]
+    for tick in ([[ADD, a, TO, b] for a, b in edges[60:]],
+                 [[RETRACT, a, TO, b] for a, b in edges[::3]]):
+        assert vector.transact(tick) == rows.transact(tick)

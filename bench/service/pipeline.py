@@ -132,7 +132,12 @@ def _latency(config: WorkerConfig, progress: ProgressWatch, stream: list[bytes],
              seconds: float) -> tuple[int, int]:
     """Send ``stream`` at ``rate`` for ``seconds``; print the latencies; return the first
     offset sent and the number sent."""
-    producer = Producer(config.kafka(**{"linger.ms": 0, "enable.idempotence": True}))
+    # The transactions due every PACE_S leave together, ~1 ms after the first: with
+    # linger.ms 0 the bench's producer thread woke for each record and took ~0.17 of the
+    # machine's two cores from the broker and the worker it measures (the bench's CPU
+    # 37-39 -> 22-28 us a transaction at half load, its produce requests ~260 -> ~130 a
+    # second; docs/benchmarks.md, thirteenth session).  The linger counts in the latency.
+    producer = Producer(config.kafka(**{"linger.ms": 1, "enable.idempotence": True}))
     topic = Topics(config.topic_prefix).tx
     sent_at: dict[int, float] = {}
     acked_after: list[float] = []

@@ -23,7 +23,14 @@ def test_defaults() -> None:
     assert config.snapshot_dir == Path(".deltalog/snapshots")
     assert (config.registry_url, config.metrics_port, config.kafka_extra) == (None, None, {})
     assert config.worker_id == socket.gethostname()
-    assert config.kafka() == {"bootstrap.servers": "127.0.0.1:9092"}
+    assert config.kafka() == {"bootstrap.servers": "127.0.0.1:9092",
+                              "socket.nagle.disable": True}
+
+
+def test_kafka_settings_override_the_defaults() -> None:
+    config = from_env({"DELTALOG_KAFKA__SOCKET_NAGLE_DISABLE": "false"})
+    assert config.kafka()["socket.nagle.disable"] == "false"
+    assert config.kafka(**{"socket.nagle.disable": True})["socket.nagle.disable"] is True
 
 
 def test_unrelated_variables_are_ignored() -> None:
@@ -78,8 +85,8 @@ def test_kafka_variables_pass_through_to_librdkafka() -> None:
                        "DELTALOG_KAFKA__SASL_MECHANISMS": "PLAIN"})
     assert config.kafka_extra == {"security.protocol": "SASL_SSL", "sasl.mechanisms": "PLAIN"}
     assert config.kafka(**{"group.id": "g"}) == {
-        "bootstrap.servers": "b:9093", "security.protocol": "SASL_SSL",
-        "sasl.mechanisms": "PLAIN", "group.id": "g"}
+        "bootstrap.servers": "b:9093", "socket.nagle.disable": True,
+        "security.protocol": "SASL_SSL", "sasl.mechanisms": "PLAIN", "group.id": "g"}
 
 
 def test_kafka_overrides_beat_extra_settings() -> None:

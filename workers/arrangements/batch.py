@@ -288,6 +288,10 @@ class Batch:
         keys = (self.keys0, self.keys1, self.keys2)[depth]
         return depth > 0 and keys is not None and len(keys) >= SIEVE_KEYS
 
+    def sieves(self) -> tuple[int, ...]:
+        """The levels whose :meth:`sieve` has been made."""
+        return tuple(self._sieves)
+
     def sieve(self, depth: int) -> Bits:
         """Level ``depth``'s (1 or 2) :mod:`sieve`, made from its bands about
         ``SUMMED_ROWS`` keys at a time the first time it is asked for, and kept (the batch

@@ -8,8 +8,11 @@ from itertools import pairwise
 from typing import Any
 
 import numpy as np
+import pytest
 
 from workers.arrangements import IndexOrder
+from workers.arrangements import batch as batch_module
+from workers.arrangements.sieve import maybe
 from workers.arrangements.spine import SpineArrangement
 
 
@@ -87,6 +90,23 @@ def test_a_large_spine_is_compacted_into_one_batch_in_the_background() -> None:
     assert len(spine.batches[0]) >= 1000 and spine.count(IndexOrder.AEV, (0,)) == 1039
     spine.compact()
     assert [len(batch) for batch in spine.batches] == [1039]
+
+
+def test_a_compaction_makes_the_sieves_the_oldest_batch_had(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The merged batch's lookups find their sieves made: the first tick after a compaction
+    does not make them (docs/engine.md)."""
+    monkeypatch.setattr(batch_module, "SIEVE_KEYS", 0)
+    spine = SpineArrangement(compact_from=100)
+    spine.update_columns(*_edges(0, 800))
+    spine.settle()
+    spine.batches[0].orders[IndexOrder.EAV].sieve(2)  # asked by a query's lookups
+    spine.update_columns(*_edges(800, 1000))  # an eighth: merged in the background
+    spine.settle()
+    assert [len(batch) for batch in spine.batches] == [1000]
+    merged = spine.batches[0].orders
+    assert merged[IndexOrder.EAV].sieves() == (2,) and merged[IndexOrder.VAE].sieves() == ()
+    assert maybe(merged[IndexOrder.EAV].sieve(2), merged[IndexOrder.EAV].bands(2)).all()
 
 
 def test_a_small_spine_is_not_compacted_in_the_background() -> None:

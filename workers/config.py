@@ -139,8 +139,8 @@ class WorkerConfig:
         """librdkafka settings for a client of this worker.  Requests leave at once
         (``TCP_NODELAY``), as the Java client's always do: with Nagle's algorithm,
         librdkafka's default, a small request written while the connection still has bytes
-        unacknowledged waits for their ACK — a tick's produce requests go one after the
-        other on one connection (docs/benchmarks.md, thirteenth session)."""
+        unacknowledged waits for their ACK (a loop of transactions: 3.82 → 3.63 ms each;
+        through the pipeline, within the noise: docs/benchmarks.md, thirteenth session)."""
         return {"bootstrap.servers": self.bootstrap_servers, "socket.nagle.disable": True,
                 **self.kafka_extra, **overrides}
 

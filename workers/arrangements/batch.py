@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from workers.arrangements.sieve import Bits, bits_of, maybe
+from workers.arrangements.sieve import Bits, bands_of, maybe, sieve_of
 
 Ids = npt.NDArray[np.int32]
 Ints = npt.NDArray[np.int64]
@@ -268,19 +268,14 @@ class Batch:
         if table is None:
             keys = (self.keys0, self.keys1, self.keys2)[depth]
             assert keys is not None
-            table = keys.astype(np.int64) if depth == 0 else self._node_bands(depth, 0, None)
+            table = keys.astype(np.int64) if depth == 0 else bands_of(self._bounds(depth), keys)
             if self._bands is not None:
                 self._bands[depth] = table
         return table
 
-    def _node_bands(self, depth: int, first: int, end: int | None) -> Ints:
-        """:meth:`bands` of the keys of nodes ``first:end`` at ``depth`` (1 or 2): one array
-        of 8 bytes a key allocated, not three."""
-        bounds = (self.bounds0 if depth == 1 else self.bounds1)[first:None if end is None
-                                                                else end + 1]
-        table = np.repeat(bounds[:-1].astype(np.int64) << 32, np.diff(bounds))
-        table += (self.keys1 if depth == 1 else self.keys2)[bounds[0]:bounds[-1]]
-        return table
+    def _bounds(self, depth: int) -> Offsets:
+        """The node bounds of level ``depth`` (1 or 2): its keys' spans by their parents."""
+        return self.bounds0 if depth == 1 else self.bounds1
 
     def sieved(self, depth: int) -> bool:
         """Whether lookups at ``depth`` ask the level's :meth:`sieve` first: a level of
@@ -293,16 +288,12 @@ class Batch:
         return tuple(self._sieves)
 
     def sieve(self, depth: int) -> Bits:
-        """Level ``depth``'s (1 or 2) :mod:`sieve`, made from its bands about
-        ``SUMMED_ROWS`` keys at a time the first time it is asked for, and kept (the batch
-        never changes)."""
+        """Level ``depth``'s (1 or 2) :mod:`sieve`, made the first time it is asked for and
+        kept (the batch never changes)."""
         bits = self._sieves.get(depth)
         if bits is None:
-            bounds = self.bounds0 if depth == 1 else self.bounds1
-            cuts = np.searchsorted(bounds, np.arange(0, int(bounds[-1]), SUMMED_ROWS)).tolist()
-            bits = self._sieves[depth] = bits_of(
-                (self._node_bands(depth, first, end) for first, end in pairwise(
-                    [*cuts, len(bounds) - 1])), int(bounds[-1]))
+            keys: Ids = (self.keys0, self.keys1, self.keys2)[depth]  # type: ignore[assignment]
+            bits = self._sieves[depth] = sieve_of(self._bounds(depth), keys, SUMMED_ROWS)
         return bits
 
     def scanning(self, on: bool) -> None:
@@ -495,30 +486,11 @@ class Batch:
 
     def _search_nodes(self, depth: int, lo: Ints, hi: Ints, rows: Ints,
                       targets: Keys) -> tuple[Ints, Mask]:
-        """:meth:`_search_rows` without a sieve: when the rows' nodes hold fewer keys than the
-        targets' halving steps (a tick's small batches: a few keys under the rows, tens of
-        thousands of candidates), one sorted search of a table of those keys as
-        ``row · 2^32 + key``, else :meth:`_search`.  Candidates come sorted by row and key
-        (proposals), so the needles mostly need no sort."""
+        """:meth:`_search_rows` without a sieve: :func:`search_rows_table` when the rows'
+        nodes hold few keys (a tick's small batches), else :meth:`_search`."""
         keys: Ids = (self.keys0, self.keys1, self.keys2)[depth]  # type: ignore[assignment]
-        sizes = hi - lo
-        held = int(sizes.sum())
-        steps = int(sizes.max()).bit_length() if len(sizes) else 0
-        if not held or held > steps * len(targets):
-            return self._search(depth, lo[rows], hi[rows], targets)
-        owner, positions = spans(lo, hi)
-        table = (owner << 32) + keys[positions]
-        needles = (rows.astype(np.int64) << 32) + targets
-        if held < len(needles) and not (needles[1:] <= needles[:-1]).any():
-            # fewer keys than candidates, which are distinct and sorted: each key looked up
-            # among the candidates instead (a tick's small batch: a few keys a search)
-            at = np.minimum(np.searchsorted(needles, table), len(needles) - 1)
-            hit = np.flatnonzero(needles[at] == table)
-            pos, found = np.zeros(len(needles), np.int64), np.zeros(len(needles), bool)
-            pos[at[hit]], found[at[hit]] = positions[hit], True
-            return pos, found
-        at = np.minimum(search(table, needles), held - 1)
-        return positions[at], table[at] == needles
+        searched = search_rows_table(keys, lo, hi, rows, targets)
+        return self._search(depth, lo[rows], hi[rows], targets) if searched is None else searched
 
     def below_many(self, depth: int, lo: Ints, hi: Ints, keys: Keys,
                    rows: Ints | None = None) -> tuple[Mask, Ints]:
@@ -616,6 +588,34 @@ class PairBatch(Batch):
         first, end = self.entry_leaves(np.arange(lo, hi))
         return int((end - first).sum() if self.weights is None else
                    self._span_sums(first, end).sum())
+
+
+def search_rows_table(keys: Ids, lo: Ints, hi: Ints, rows: Ints,
+                      targets: Keys) -> tuple[Ints, Mask] | None:
+    """Each target's position in the node of its row (``lo[rows]:hi[rows]``) and whether
+    it is there, when the rows' nodes hold fewer keys than the targets' halving steps (a
+    tick's small batches: a few keys under the rows, tens of thousands of candidates):
+    one sorted search of a table of those keys as ``row · 2^32 + key``; None otherwise.
+    Candidates come sorted by row and key (proposals), so the needles mostly need no
+    sort."""
+    sizes = hi - lo
+    held = int(sizes.sum())
+    steps = int(sizes.max()).bit_length() if len(sizes) else 0
+    if not held or held > steps * len(targets):
+        return None
+    owner, positions = spans(lo, hi)
+    table = (owner << 32) + keys[positions]
+    needles = (rows.astype(np.int64) << 32) + targets
+    if held < len(needles) and not (needles[1:] <= needles[:-1]).any():
+        # fewer keys than candidates, which are distinct and sorted: each key looked up
+        # among the candidates instead (a tick's small batch: a few keys a search)
+        at = np.minimum(np.searchsorted(needles, table), len(needles) - 1)
+        hit = np.flatnonzero(needles[at] == table)
+        pos, found = np.zeros(len(needles), np.int64), np.zeros(len(needles), bool)
+        pos[at[hit]], found[at[hit]] = positions[hit], True
+        return pos, found
+    at = np.minimum(search(table, needles), held - 1)
+    return positions[at], table[at] == needles
 
 
 def segment_search(keys: Ids, lo: Ints, hi: Ints, targets: Keys) -> tuple[Ints, Mask]:

@@ -14,11 +14,14 @@ always has its bit: the search decides, so reads stay exact.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import pairwise
 
 import numpy as np
 import numpy.typing as npt
 
 Ints = npt.NDArray[np.int64]
+Ids = npt.NDArray[np.int32]
+Offsets = npt.NDArray[np.int32] | npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
 Bits = npt.NDArray[np.uint8]
 
@@ -34,6 +37,23 @@ def _slots(bands: Ints, width: int) -> Ints:
 def width_for(keys: int) -> int:
     """The sieve's bits as a power of two: at least ``BITS_PER_KEY`` a key."""
     return max(3, (keys * BITS_PER_KEY - 1).bit_length())
+
+
+def bands_of(bounds: Offsets, keys: Ids) -> Ints:
+    """The keys of the nodes ``bounds`` spans (``len(bounds) - 1`` of them, the level's
+    node bounds or a slice of them) as ``node start · 2^32 + key``, sorted: one array of 8
+    bytes a key allocated, not three."""
+    table = np.repeat(bounds[:-1].astype(np.int64) << 32, np.diff(bounds))
+    table += keys[bounds[0]:bounds[-1]]
+    return table
+
+
+def sieve_of(bounds: Offsets, keys: Ids, chunk: int) -> Bits:
+    """The sieve of a level (its node ``bounds`` and ``keys``), its bands made about
+    ``chunk`` keys at a time."""
+    cuts = np.searchsorted(bounds, np.arange(0, int(bounds[-1]), chunk)).tolist()
+    return bits_of((bands_of(bounds[first:end + 1], keys)
+                    for first, end in pairwise([*cuts, len(bounds) - 1])), int(bounds[-1]))
 
 
 def bits_of(chunks: Iterator[Ints], keys: int) -> Bits:

@@ -505,21 +505,41 @@ class Batch:
             pos, found = self._search(depth, lo, hi, keys)
         else:
             pos, found = self._search_rows(depth, lo, hi, rows, keys)
-        pos = pos[found]
-        if depth == 2:
-            sums = np.ones(len(pos), np.int64) if self.weights is None else self.weights[pos]
-        else:
-            if depth == 0:
-                rows, entries = spans(self.bounds0[pos].astype(np.int64),
-                                      self.bounds0[pos + 1].astype(np.int64))
-            else:
-                rows, entries = np.arange(len(pos)), pos
-            first, end = self.entry_leaves(entries)
-            per_entry = end - first if self.weights is None else self._span_sums(first, end)
-            sums = np.add.reduceat(per_entry, starts(rows)) if len(rows) else per_entry
         out = np.zeros(len(keys), np.int64)
-        out[found] = sums
+        out[found] = self._sums_at(depth, pos[found])
         return found, out
+
+    def held_among(self, depth: int, lo: Ints, hi: Ints,
+                   needles: Ints) -> tuple[Ints, Ints] | None:
+        """Lookups of candidates given as sorted distinct ``needles``, ``row · 2^32 + key``
+        (``row``: a node ``lo[row]:hi[row]`` at ``depth`` 1 or 2), when the nodes hold fewer
+        keys than there are candidates (a tick's small batches: a few keys under a frame's
+        rows, tens of thousands of candidates): each of those keys is looked up among the
+        needles, so nothing costs per candidate.  The candidates found (positions in
+        ``needles``) and the summed weight under each; None when the nodes hold more."""
+        held = int((hi - lo).sum())
+        if depth == 0 or held >= len(needles):
+            return None
+        if not held:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        owner, positions = spans(lo, hi)
+        table = (owner << 32) + (self.keys1 if depth == 1 else self.keys2)[positions]
+        at = np.minimum(np.searchsorted(needles, table), len(needles) - 1)
+        hit = np.flatnonzero(needles[at] == table)
+        return at[hit], self._sums_at(depth, positions[hit])
+
+    def _sums_at(self, depth: int, pos: Ints) -> Ints:
+        """The summed weight under each key present at ``pos`` of level ``depth``."""
+        if depth == 2:
+            return np.ones(len(pos), np.int64) if self.weights is None else self.weights[pos]
+        if depth == 0:
+            rows, entries = spans(self.bounds0[pos].astype(np.int64),
+                                  self.bounds0[pos + 1].astype(np.int64))
+        else:
+            rows, entries = np.arange(len(pos)), pos
+        first, end = self.entry_leaves(entries)
+        per_entry = end - first if self.weights is None else self._span_sums(first, end)
+        return np.add.reduceat(per_entry, starts(rows)) if len(rows) else per_entry
 
     def expand(self, depth: int, lo: Ints, hi: Ints) -> tuple[Ints, tuple[Ids, ...], Ints]:
         """The leaves under each row's node (from :meth:`ranges`): ``(row, suffix from level
@@ -595,9 +615,8 @@ def search_rows_table(keys: Ids, lo: Ints, hi: Ints, rows: Ints,
     """Each target's position in the node of its row (``lo[rows]:hi[rows]``) and whether
     it is there, when the rows' nodes hold fewer keys than the targets' halving steps (a
     tick's small batches: a few keys under the rows, tens of thousands of candidates):
-    one sorted search of a table of those keys as ``row · 2^32 + key``; None otherwise.
-    Candidates come sorted by row and key (proposals), so the needles mostly need no
-    sort."""
+    one sorted search of a table of those keys as ``row · 2^32 + key``; None otherwise
+    (:meth:`Batch.held_among` looks the keys up among sorted candidates instead)."""
     sizes = hi - lo
     held = int(sizes.sum())
     steps = int(sizes.max()).bit_length() if len(sizes) else 0
@@ -606,14 +625,6 @@ def search_rows_table(keys: Ids, lo: Ints, hi: Ints, rows: Ints,
     owner, positions = spans(lo, hi)
     table = (owner << 32) + keys[positions]
     needles = (rows.astype(np.int64) << 32) + targets
-    if held < len(needles) and not (needles[1:] <= needles[:-1]).any():
-        # fewer keys than candidates, which are distinct and sorted: each key looked up
-        # among the candidates instead (a tick's small batch: a few keys a search)
-        at = np.minimum(np.searchsorted(needles, table), len(needles) - 1)
-        hit = np.flatnonzero(needles[at] == table)
-        pos, found = np.zeros(len(needles), np.int64), np.zeros(len(needles), bool)
-        pos[at[hit]], found[at[hit]] = positions[hit], True
-        return pos, found
     at = np.minimum(search(table, needles), held - 1)
     return positions[at], table[at] == needles
 

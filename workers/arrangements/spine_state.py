@@ -59,8 +59,8 @@ class SpineState:
     def _forget(self) -> None:  # prefix_reads.py
         raise NotImplementedError
 
-    def _indexes(self, order: IndexOrder, prefixes: Ints | None = None) -> list[Batch]:
-        raise NotImplementedError  # batch_reads.py
+    def _indexes(self, order: IndexOrder) -> list[Batch]:  # batch_reads.py
+        raise NotImplementedError
 
     def _reindex(self, first: int) -> None:  # spine.py
         raise NotImplementedError

@@ -252,3 +252,26 @@ def test_many_rows_search_a_level_through_its_bands_as_node_by_node(
                 answers.append(got)
             assert answers[0] == answers[1]
             assert any(any(found) for _, _, found, _ in answers[0])  # not only absent keys
+
+
+def test_sorted_candidates_are_found_by_the_keys_under_their_rows() -> None:
+    """``held_among`` (each key under the rows looked up among sorted distinct candidates)
+    answers as ``below_many`` does, at depth 1 and 2 and with weights; None when the rows'
+    nodes hold as many keys as there are candidates."""
+    rng = np.random.default_rng(7)
+    triples = sorted({(int(e), int(a), int(v)) for e, a, v in zip(
+        rng.integers(0, 40, 300), rng.integers(0, 4, 300), rng.integers(0, 50, 300),
+        strict=True)})
+    batch = _batch(triples, rng.choice([-2, 1, 3], len(triples)).tolist())
+    for depth in (1, 2):
+        lo, hi = batch.ranges(np.stack([rng.integers(-1, 45, 30), rng.integers(0, 4, 30)],
+                                       axis=1)[:, :depth])
+        rows = np.repeat(np.arange(30), 60)
+        keys = np.tile(np.arange(60), 30)
+        needles = (rows.astype(np.int64) << 32) + keys
+        at, sums = batch.held_among(depth, lo, hi, needles)  # type: ignore[misc]
+        found, want = batch.below_many(depth, lo[rows], hi[rows], keys)
+        assert at.tolist() == np.flatnonzero(found).tolist() and len(at)
+        assert sums.tolist() == want[found].tolist()
+        few = np.flatnonzero(rows == int(np.argmax(hi - lo)))[:1]
+        assert batch.held_among(depth, lo, hi, needles[few]) is None

@@ -188,3 +188,21 @@ class _Gated(ThreadPoolExecutor):
     def drain(self) -> None:
         """Wait for every merge submitted so far (the one thread runs them in order)."""
         super().submit(lambda: None).result()
+
+
+def test_a_batch_holding_few_of_the_rows_first_keys_is_searched_for_those_rows_only(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The holders' bits name, per row, the batches holding its first key: a small batch
+    holding a few of them is searched for those rows only, and reads answer the same."""
+    spine = SpineArrangement(layer_limit=10**9)
+    spine.update_columns(*_edges(0, 1000))
+    spine.update_columns(*_edges(1000, 1003))  # a small batch: entities 1000..1002
+    searched: list[int] = []
+    ranges = batch_module.Batch.ranges
+    monkeypatch.setattr(batch_module.Batch, "ranges",
+                        lambda self, prefixes: searched.append(len(prefixes)) or ranges(
+                            self, prefixes))
+    prefixes = np.stack([np.arange(990, 1010), np.zeros(20, np.int64)], axis=1)
+    located = spine.locate(IndexOrder.EAV, prefixes)
+    assert len(spine.batches) == 2 and searched == [20, 3]
+    assert spine.estimates_at(located).tolist() == [1] * 13 + [0] * 7

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from workers.arrangements import ArrangementRegistry, IndexOrder
-from workers.arrangements.batch import Ids, Ints, Mask, sort_order, starts
+from workers.arrangements.batch import Ints, Mask, sort_order, starts
 from workers.arrangements.batch_reads import Located
 from workers.arrangements.delta import TickDelta
 from workers.arrangements.spine import SpineArrangement
@@ -68,11 +68,15 @@ Found = list[tuple[SpineArrangement, Located]]
 @dataclass(slots=True)
 class Frame:
     """Rows of a step as columns: ``columns[j]`` the ids of layout column ``j``; ``origin``
-    the row of the frame the step started from (to count per starting row)."""
+    the row of the frame the step started from (to count per starting row); ``located``
+    its prefixes found in a source, by ``(source, order, prefix)``, for the extenders of
+    the other terms that read the same (the triangle's three delta terms share their seed
+    frame, and two of its six state reads)."""
 
     columns: list[Ints]
     weights: Ints
     origin: Ints
+    located: dict[tuple[object, ...], Located] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.weights)
@@ -130,10 +134,18 @@ class VectorExtender:
 
     def locate(self, frame: Frame, delta: TickDelta) -> Found:
         """Every row's prefix found in each source (the state, ``delta``, or both), once
-        for the level's three verbs."""
-        prefixes = self._prefixes(frame)
-        return [(source, source.locate(self.order, prefixes))
-                for source in self._sources(delta)]
+        for the level's three verbs and the frame's other readers of the same
+        (``Frame.located``)."""
+        found: Found = []
+        prefixes = None
+        for source in self._sources(delta):
+            read = (source, self.order, self._prefix)
+            at = frame.located.get(read)
+            if at is None:
+                prefixes = self._prefixes(frame) if prefixes is None else prefixes
+                at = frame.located[read] = source.locate(self.order, prefixes)
+            found.append((source, at))
+        return found
 
     def estimates(self, located: Found) -> Ints:
         return sum((source.estimates_at(at) for source, at in located),
@@ -141,12 +153,14 @@ class VectorExtender:
 
     def propose(self, located: Found, rows: Ints) -> tuple[Ints, Ints, Ints]:
         """For the frame rows ``rows``: ``(frame row, key, weight)`` of every key present."""
-        parts = [source.proposals_at(at, rows) for source, at in located]
-        if len(parts) == 1:
-            found, keys, sums = parts[0]
+        source, at = located[0]
+        if len(located) == 1:
+            found, keys, sums = source.proposals_at(at, rows)
             keep = sums != 0 if self.weighted else np.ones(len(sums), bool)
-        else:  # state + delta, a set: summed, and present when positive
-            found, keys, sums = _summed(*(np.concatenate(c) for c in zip(*parts, strict=True)))
+        else:  # state + delta, a set: every source's leaves summed in one merge, and
+            # present when positive (a merge per spine, then one of both, sorted twice)
+            every = Located(at.depth, at.rows, [node for _, a in located for node in a.nodes])
+            found, keys, sums = source.proposals_at(every, rows)
             keep = sums > 0
         weights = sums[keep] if self.weighted else np.ones(int(keep.sum()), np.int64)
         return rows[found[keep]], keys[keep].astype(np.int64), weights
@@ -374,14 +388,6 @@ def _extend(frame: Frame, extenders: tuple[VectorExtender, ...], delta: TickDelt
         work.calls += 1
         work.elements += len(asked)
     return frame.gather(rows, frame.weights[rows] * weights, keys)
-
-
-def _summed(rows: Ints, keys: Ids, weights: Ints) -> tuple[Ints, Ids, Ints]:
-    """``(row, key)`` pairs with their weights added, sorted."""
-    order = sort_order(rows, keys)
-    rows, keys, weights = rows[order], keys[order], weights[order]
-    first = starts(rows, keys)
-    return rows[first], keys[first], np.add.reduceat(weights, first) if len(first) else weights
 
 
 def consolidated(columns: list[Ints], weights: Ints) -> Frame:

@@ -9,6 +9,7 @@ import pytest
 
 from workers.arrangements import IndexOrder
 from workers.arrangements import batch as batch_module
+from workers.arrangements.spine import SpineArrangement
 from workers.edn import keyword
 from workers.engine import Engine
 from workers.executors import vectorised
@@ -79,3 +80,22 @@ def test_registering_makes_the_sieves_its_ticks_ask_and_they_answer_as_without(
     for tick in ([[ADD, a, TO, b] for a, b in edges[60:]],
                  [[RETRACT, a, TO, b] for a, b in edges[::3]]):
         assert vector.transact(tick) == rows.transact(tick)
+
+
+def test_a_tick_locates_each_read_of_the_seed_frame_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The triangle's delta terms share their seed frame, and extenders of different terms
+    read the same prefixes of it in the state: located once, for all of them."""
+    rng = random.Random(3)
+    edges = sorted({(rng.randrange(15), rng.randrange(15)) for _ in range(90)})
+    rows, vector = Engine(vector_datoms=10**12), Engine(vector_datoms=0)
+    for engine in (rows, vector):
+        engine.transact([[ADD, a, TO, b] for a, b in edges[:60]])
+        engine.register("t", QUERIES["triangle"])
+    reads: list[tuple[int, IndexOrder, bytes]] = []
+    locate = SpineArrangement.locate
+    monkeypatch.setattr(SpineArrangement, "locate", lambda self, order, prefixes: (
+        reads.append((id(self), order, prefixes.tobytes())), locate(self, order, prefixes))[1])
+    assert vector.transact([[ADD, a, TO, b] for a, b in edges[60:]]) == rows.transact(
+        [[ADD, a, TO, b] for a, b in edges[60:]])
+    assert reads and len(set(reads)) == len(reads)

@@ -27,6 +27,7 @@ from workers.kafka.watchdog import TRANSACTION_TIMEOUT_S, watchdog
 from workers.zset.row import Row
 
 QUEUE_FULL_WAIT_S = 0.1  # back off while librdkafka's send queue drains
+ANSWER_POLL_S = 0.01  # the longest one wait for a transaction's acknowledgements
 RETRY_FOR_S = 120.0  # a retriable transaction call is tried again this long
 RETRY_WAIT_S = 0.5
 # send_offsets_to_transaction, which librdkafka 2.16 can leave blocked for ever after a broker
@@ -49,7 +50,9 @@ class ResultSink(Closing):
         self._producer = Producer(config.kafka(**{
             "transactional.id": transactional_id,
             "enable.idempotence": True,
-            "linger.ms": 5,
+            # A record leaves within a millisecond of its produce: the offsets wait for the
+            # first answer (send_offsets), not for a flush that would send them at once.
+            "linger.ms": 1,
             "queue.buffering.max.messages": QUEUE_MAX_RECORDS,
             # librdkafka's retry backoff stays its default (100 ms doubling to 1 s): with
             # 5 ms, send_offsets_to_transaction hung after a broker restart more often
@@ -70,6 +73,7 @@ class ResultSink(Closing):
         self.written: set[str] = set()  # the topics the transaction of the moment wrote to
         # its records not known to be in the log: the transaction must not commit
         self._unconfirmed: list[str] = []
+        self._answered = 0  # its records the broker answered (acknowledged or not)
 
     def init(self) -> None:
         self._retried(self._producer.init_transactions)
@@ -77,6 +81,7 @@ class ResultSink(Closing):
     def begin(self) -> None:
         self.written = set()
         self._unconfirmed = []
+        self._answered = 0
         self._rows.begin()
         self._call(self._producer.begin_transaction)
 
@@ -143,19 +148,28 @@ class ResultSink(Closing):
         decommissioned during the outage stayed "terminating in state INIT: 2 refcnts" — the
         cached group coordinator of #5511 — through 8 such requests.)
 
-        The tick's records are acknowledged first.  A transaction begun within a few ms of
-        the last commit finds the coordinator still writing that commit's markers, and a
+        One of the tick's records is answered first.  A transaction begun within a few ms
+        of the last commit finds the coordinator still writing that commit's markers, and a
         request meeting ``CONCURRENT_TRANSACTIONS`` is retried after a backoff: 20 ms for the
         produce's AddPartitionsToTxn, but ``retry.backoff.ms`` (100 ms, doubling) for
-        AddOffsetsToTxn.  Once the records are in, the transaction is the coordinator's
-        ongoing one and AddOffsetsToTxn passes at once.  ``commit`` waits for the same
-        acknowledgements, so the wait moves rather than adds: at 3% load the pipeline's
-        median went from 49–62 to 18–20 ms and its p99 from 211–236 to 75–90 ms; at half
-        load it is within the runs' spread (docs/benchmarks.md)."""
+        AddOffsetsToTxn.  A record leaves only once its partition is registered, so once
+        one is answered the transaction is the coordinator's ongoing one and AddOffsetsToTxn
+        passes at once (at 3% load the median went from 49–62 to 18–20 ms and the p99 from
+        211–236 to 75–90 ms when the offsets first waited).  The other answers come
+        meanwhile — ``commit`` waits for them all — where waiting for them here (a flush)
+        held AddOffsetsToTxn behind the tick's last produce request (docs/benchmarks.md,
+        fourteenth session)."""
         if offsets:
-            self._call(self._producer.flush, TRANSACTION_TIMEOUT_S)  # see below
+            self._one_answered()
             self._bounded(self._producer.send_offsets_to_transaction, offsets, group_metadata,
                           TRANSACTION_TIMEOUT_S)
+
+    def _one_answered(self) -> None:
+        """Serve the acknowledgements until the broker answered one of the transaction's
+        records, or none is pending (none written, or all served)."""
+        deadline = time.monotonic() + TRANSACTION_TIMEOUT_S
+        while not self._answered and len(self._producer) and time.monotonic() < deadline:
+            self._call(self._producer.poll, ANSWER_POLL_S)
 
     def _bounded(self, method: Any, *args: Any) -> None:
         """A transaction call that commits nothing, given up after ``SEND_OFFSETS_BOUND_S``
@@ -207,6 +221,7 @@ class ResultSink(Closing):
         change stream (CI's chaos run; 1 partition in 4,000 in a loop of transactions that
         write to topics created just before, docs/pipeline.md "Acknowledged, not
         written")."""
+        self._answered += 1
         if error is not None or message.offset() is None:
             self._unconfirmed.append(f"{message.topic()}[{message.partition()}]: "
                                      f"{'no offset' if error is None else error.str()}")

@@ -16,16 +16,34 @@ from workers.kafka import sink as sink_module
 from workers.kafka.sink import ResultSink, TransactionFailed
 
 
+class Answer:
+    """A record's acknowledgement as librdkafka hands it to the delivery callback."""
+
+    def offset(self) -> int:
+        return 7
+
+
 class FakeProducer:
-    def __init__(self, hang: bool = False, fail: KafkaError | None = None) -> None:
-        self.hang, self.fail = hang, fail
+    """Holds ``pending`` records; a poll answers one of them (to ``answered``)."""
+
+    def __init__(self, hang: bool = False, fail: KafkaError | None = None,
+                 pending: int = 0) -> None:
+        self.hang, self.fail, self.pending = hang, fail, pending
         self.released = threading.Event()
         self.sent: list[tuple[Any, ...]] = []
         self.calls: list[str] = []
+        self.answered: Any = None
 
-    def flush(self, timeout: float) -> int:
-        self.calls.append("flush")
-        return 0
+    def __len__(self) -> int:
+        return self.pending
+
+    def poll(self, timeout: float) -> int:
+        self.calls.append("poll")
+        if not self.pending:
+            return 0
+        self.pending -= 1
+        self.answered(None, Answer())
+        return 1
 
     def send_offsets_to_transaction(self, *args: Any) -> None:
         self.calls.append("send_offsets_to_transaction")
@@ -39,6 +57,8 @@ class FakeProducer:
 def _sink(producer: FakeProducer) -> ResultSink:
     sink = ResultSink.__new__(ResultSink)  # no broker: only the producer is used
     sink._producer = producer  # type: ignore[assignment]
+    sink._unconfirmed, sink._answered = [], 0
+    producer.answered = sink._delivered
     return sink
 
 
@@ -77,9 +97,25 @@ def test_a_hung_call_is_given_up() -> None:
     producer.released.set()  # the abandoned call's thread ends whenever it returns
 
 
-def test_the_ticks_records_are_acknowledged_before_the_offsets_are_sent() -> None:
+def test_one_of_the_ticks_records_is_answered_before_the_offsets_are_sent() -> None:
     """AddOffsetsToTxn then finds the coordinator's ongoing transaction, not the last one's
-    markers still being written (CONCURRENT_TRANSACTIONS, retried after 100 ms)."""
+    markers still being written (CONCURRENT_TRANSACTIONS, retried after 100 ms); the other
+    records are not waited for (``commit`` does)."""
+    producer = FakeProducer(pending=3)
+    _sink(producer).send_offsets([TopicPartition("q", 0, 1)], object())
+    assert producer.calls == ["poll", "send_offsets_to_transaction"]
+    assert producer.pending == 2
+
+
+def test_records_answered_already_are_not_waited_for() -> None:
+    producer = FakeProducer(pending=1)
+    sink = _sink(producer)
+    producer.poll(0)  # a record answered while the tick was written
+    sink.send_offsets([TopicPartition("q", 0, 1)], object())
+    assert producer.calls == ["poll", "send_offsets_to_transaction"]
+
+
+def test_a_transaction_without_records_sends_its_offsets_at_once() -> None:
     producer = FakeProducer()
     _sink(producer).send_offsets([TopicPartition("q", 0, 1)], object())
-    assert producer.calls == ["flush", "send_offsets_to_transaction"]
+    assert producer.calls == ["send_offsets_to_transaction"]

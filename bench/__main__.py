@@ -34,6 +34,7 @@ BENCHMARKS = {
     "replay": "bench.service.replay",
     "pipeline": "bench.service.pipeline",
     "codec": "bench.service.codec",
+    "tick": "bench.service.tick",
     "views": "bench.service.views",
     "pgsink": "bench.service.pgsink",
     "memory": "bench.service.memory",

@@ -73,6 +73,7 @@ class ResultSink(Closing):
         self.written: set[str] = set()  # the topics the transaction of the moment wrote to
         # its records not known to be in the log: the transaction must not commit
         self._unconfirmed: list[str] = []
+        self._produced = 0  # its records produced
         self._answered = 0  # its records the broker answered (acknowledged or not)
 
     def init(self) -> None:
@@ -81,7 +82,7 @@ class ResultSink(Closing):
     def begin(self) -> None:
         self.written = set()
         self._unconfirmed = []
-        self._answered = 0
+        self._produced = self._answered = 0
         self._rows.begin()
         self._call(self._producer.begin_transaction)
 
@@ -166,9 +167,9 @@ class ResultSink(Closing):
 
     def _one_answered(self) -> None:
         """Serve the acknowledgements until the broker answered one of the transaction's
-        records, or none is pending (none written, or all served)."""
+        records, if it has any."""
         deadline = time.monotonic() + TRANSACTION_TIMEOUT_S
-        while not self._answered and len(self._producer) and time.monotonic() < deadline:
+        while self._produced and not self._answered and time.monotonic() < deadline:
             self._call(self._producer.poll, ANSWER_POLL_S)
 
     def _bounded(self, method: Any, *args: Any) -> None:
@@ -281,6 +282,7 @@ class ResultSink(Closing):
         while True:
             try:
                 self._producer.produce(topic, value, key, headers=headers)
+                self._produced += 1
                 return
             except BufferError:
                 self._call(self._producer.poll, QUEUE_FULL_WAIT_S)

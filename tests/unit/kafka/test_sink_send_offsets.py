@@ -24,7 +24,8 @@ class Answer:
 
 
 class FakeProducer:
-    """Holds ``pending`` records; a poll answers one of them (to ``answered``)."""
+    """Holds ``pending`` records of the transaction; a poll answers one of them (to
+    ``answered``)."""
 
     def __init__(self, hang: bool = False, fail: KafkaError | None = None,
                  pending: int = 0) -> None:
@@ -33,9 +34,6 @@ class FakeProducer:
         self.sent: list[tuple[Any, ...]] = []
         self.calls: list[str] = []
         self.answered: Any = None
-
-    def __len__(self) -> int:
-        return self.pending
 
     def poll(self, timeout: float) -> int:
         self.calls.append("poll")
@@ -57,7 +55,7 @@ class FakeProducer:
 def _sink(producer: FakeProducer) -> ResultSink:
     sink = ResultSink.__new__(ResultSink)  # no broker: only the producer is used
     sink._producer = producer  # type: ignore[assignment]
-    sink._unconfirmed, sink._answered = [], 0
+    sink._unconfirmed, sink._produced, sink._answered = [], producer.pending, 0
     producer.answered = sink._delivered
     return sink
 

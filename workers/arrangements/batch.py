@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from workers.arrangements.sieve import Bits, bands_of, maybe, sieve_of
+from workers.arrangements.sieve import Bits, maybe, sieve_of
 
 Ids = npt.NDArray[np.int32]
 Ints = npt.NDArray[np.int64]
@@ -190,6 +190,15 @@ def summed_by_entity(parts: Sequence[tuple[Ids, Ids, Ids, Ints]],
         summed = sorted_sum(*(np.concatenate([piece[i] for piece in pieces]) for i in range(4)))
         if len(summed[0]):
             yield summed
+
+
+def bands_of(bounds: Offsets, keys: Ids) -> Ints:
+    """The keys of the nodes ``bounds`` spans (``len(bounds) - 1`` of them, the level's
+    node bounds or a slice of them) as ``node start · 2^32 + key``, sorted: one array of 8
+    bytes a key allocated, not three."""
+    table = np.repeat(bounds[:-1].astype(np.int64) << 32, np.diff(bounds))
+    table += keys[bounds[0]:bounds[-1]]
+    return table
 
 
 def spans(first: Ints, end: Ints) -> tuple[Ints, Ints]:
@@ -479,7 +488,7 @@ class Batch:
         only for the targets its :meth:`sieve` may hold (most lookups of a tick miss)."""
         if not self.sieved(depth):
             return self._search_nodes(depth, lo, hi, rows, targets)
-        asked = np.flatnonzero(maybe(self.sieve(depth), (lo[rows] << 32) + targets))
+        asked = np.flatnonzero(maybe(self.sieve(depth), lo[rows], (hi - lo)[rows], targets))
         pos, found = np.zeros(len(targets), np.int64), np.zeros(len(targets), bool)
         pos[asked], found[asked] = self._search_nodes(depth, lo, hi, rows[asked], targets[asked])
         return pos, found

@@ -111,6 +111,8 @@ class BatchReads(SpineState):
         """:meth:`proposals` of the located prefixes ``rows`` (None: all), numbered as
         positions in ``rows``."""
         found, suffix, weights = self._located_leaves(located, rows)
+        if len(suffix) == 1:  # the leaves themselves: one per (row, key) already
+            return found, suffix[0], weights
         first = starts(found, suffix[0])
         sums = np.add.reduceat(weights, first) if len(first) else weights
         return found[first], suffix[0][first], sums

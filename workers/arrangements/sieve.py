@@ -1,19 +1,23 @@
-"""A big batch's sieve: one hashed bit per ``(node, key)`` of a level, which says "absent"
+"""A big batch's sieve: two hashed bits per ``(node, key)`` of a level, which say "absent"
 for most keys a node does not hold, with a few NumPy calls a candidate instead of a binary
 search's steps.
 
-A tick's lookups on a power-law graph mostly miss: of the ~110,000 candidates a tick of
+A tick's lookups on a power-law graph mostly miss: of the ~113,000 candidates a tick of
 1,000 changed edges asks the loaded batch of the triangle over a tenth of LiveJournal, ~860
-are there, each found by ~11 halving steps in a hub's adjacency.  The sieve sets, for every
-key of the level, the bit its band (``node start · 2^32 + key``, as :meth:`Batch.bands`)
-hashes to — ``BITS_PER_KEY`` bits a key, so about ``1 - e^(-1/BITS_PER_KEY)`` of absent
-candidates pass (22%) — and only the candidates whose bit is set are searched.  A key held
-always has its bit: the search decides, so reads stay exact.
+are there, each found by ~11 halving steps in a hub's adjacency.  The sieve is a Bloom
+filter per node: a node of ``n`` keys owns ``BITS_PER_KEY · n`` bits, where its keys are
+found (the node's bits start at ``BITS_PER_KEY`` times its first key's position), and each
+key sets the bit of each of ``MULTIPLIERS`` among them — so about
+``(1 - e^(-2/BITS_PER_KEY))^2`` of absent candidates pass (4.9%; one hash at 4 bits a key let
+22% through, and halving those survivors cost more than the sieve).  A frame's candidates
+come by row, so one row's reads are in one node's bits, a few cache lines: hashed over the
+whole level, the reads missed the caches (1.3 ms a tick at the tenth, 0.2 for the same
+reads repeated).  A candidate is checked against the second bit only when the first is set.
+A key held always has its bits: the search decides, so reads stay exact.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from itertools import pairwise
 
 import numpy as np
@@ -25,53 +29,54 @@ Offsets = npt.NDArray[np.int32] | npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
 Bits = npt.NDArray[np.uint8]
 
-BITS_PER_KEY = 4  # half a byte a key: a fifth of a graph's loaded batch (~13.7 B/datom)
-GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: the product's top bits mix all
+BITS_PER_KEY = 8  # a byte a key: at LiveJournal's size what 4 bits rounded up to 2^29 took
+# Fibonacci hashing's multiplier and xxHash's second prime: odd, so each product's top 32
+# bits mix all of a key's; one bit a multiplier.
+MULTIPLIERS = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F))
 
 
-def _slots(bands: Ints, width: int) -> Ints:
-    """Each band's bit: the top ``width`` bits of its product with ``GOLDEN``."""
-    return (bands.view(np.uint64) * GOLDEN >> np.uint64(64 - width)).view(np.int64)
+def _slots(starts: Ints, sizes: Ints, keys: Ids | Ints, multiplier: np.uint64) -> Ints:
+    """Each key's bit in its node's: the top 32 bits of its product with ``multiplier``
+    scaled to the node's bits (a multiply and a shift, Lemire's range reduction)."""
+    hashed = keys.astype(np.uint64) * multiplier >> np.uint64(32)
+    offset = hashed * (BITS_PER_KEY * sizes).astype(np.uint64) >> np.uint64(32)
+    return offset.view(np.int64) + BITS_PER_KEY * starts
 
 
-def width_for(keys: int) -> int:
-    """The sieve's bits as a power of two: at least ``BITS_PER_KEY`` a key."""
-    return max(3, (keys * BITS_PER_KEY - 1).bit_length())
-
-
-def bands_of(bounds: Offsets, keys: Ids) -> Ints:
-    """The keys of the nodes ``bounds`` spans (``len(bounds) - 1`` of them, the level's
-    node bounds or a slice of them) as ``node start · 2^32 + key``, sorted: one array of 8
-    bytes a key allocated, not three."""
-    table = np.repeat(bounds[:-1].astype(np.int64) << 32, np.diff(bounds))
-    table += keys[bounds[0]:bounds[-1]]
-    return table
+def key_nodes(bounds: Offsets) -> tuple[Ints, Ints]:
+    """For every key of the nodes ``bounds`` spans: its node's first position and size."""
+    sizes = np.diff(bounds).astype(np.int64)
+    return np.repeat(bounds[:-1].astype(np.int64), sizes), np.repeat(sizes, sizes)
 
 
 def sieve_of(bounds: Offsets, keys: Ids, chunk: int) -> Bits:
-    """The sieve of a level (its node ``bounds`` and ``keys``), its bands made about
-    ``chunk`` keys at a time."""
+    """The sieve of a level (its node ``bounds`` and ``keys``), made about ``chunk`` keys
+    at a time (no temporary of the sieve's size: at LiveJournal's size a byte a slot would
+    be 550 MB): each chunk's slots sorted and or-ed into their bytes."""
+    bits = np.zeros(max(1, -(-int(bounds[-1]) * BITS_PER_KEY // 8)), np.uint8)
     cuts = np.searchsorted(bounds, np.arange(0, int(bounds[-1]), chunk)).tolist()
-    return bits_of((bands_of(bounds[first:end + 1], keys)
-                    for first, end in pairwise([*cuts, len(bounds) - 1])), int(bounds[-1]))
-
-
-def bits_of(chunks: Iterator[Ints], keys: int) -> Bits:
-    """The bits of a level's ``keys`` bands, given a chunk at a time: each chunk's slots
-    sorted and or-ed into their bytes (no temporary of the sieve's size: at LiveJournal's
-    size a byte a slot would be 256 MB)."""
-    width = width_for(keys)
-    bits = np.zeros(1 << (width - 3), np.uint8)
-    for bands in chunks:
-        slots = np.sort(_slots(bands, width))
-        byte = slots >> 3
-        first = np.flatnonzero(np.diff(byte, prepend=-1))
-        bits[byte[first]] |= np.bitwise_or.reduceat(
-            np.left_shift(1, slots & 7).astype(np.uint8), first)
+    for first, end in pairwise([*cuts, len(bounds) - 1]):
+        starts, sizes = key_nodes(bounds[first:end + 1])
+        held = keys[bounds[first]:bounds[end]]
+        for multiplier in MULTIPLIERS:
+            slots = np.sort(_slots(starts, sizes, held, multiplier))
+            byte = slots >> 3
+            at = np.flatnonzero(np.diff(byte, prepend=-1))
+            bits[byte[at]] |= np.bitwise_or.reduceat(
+                np.left_shift(1, slots & 7).astype(np.uint8), at)
     return bits
 
 
-def maybe(bits: Bits, bands: Ints) -> Mask:
-    """Whether each band may be in the level (False: it is not)."""
-    slots = _slots(bands, (len(bits) * 8).bit_length() - 1)
+def maybe(bits: Bits, starts: Ints, sizes: Ints, keys: Ids | Ints) -> Mask:
+    """Whether each key may be in its node (False: it is not), the node given by its first
+    position and size: its first bit, then the second for those whose first is set."""
+    passed = _set(bits, _slots(starts, sizes, keys, MULTIPLIERS[0]))
+    first = np.flatnonzero(passed)
+    passed[first] = _set(bits, _slots(starts[first], sizes[first], keys[first],
+                                      MULTIPLIERS[1]))
+    return passed
+
+
+def _set(bits: Bits, slots: Ints) -> Mask:
+    """Whether each of ``slots`` is set in ``bits``."""
     return (bits[slots >> 3] >> (slots & 7).astype(np.uint8) & 1).astype(bool)

@@ -12,7 +12,7 @@ import pytest
 
 from workers.arrangements import IndexOrder
 from workers.arrangements import batch as batch_module
-from workers.arrangements.sieve import maybe
+from workers.arrangements.sieve import key_nodes, maybe
 from workers.arrangements.spine import SpineArrangement
 
 
@@ -106,7 +106,8 @@ def test_a_compaction_makes_the_sieves_the_oldest_batch_had(
     assert [len(batch) for batch in spine.batches] == [1000]
     merged = spine.batches[0].orders
     assert merged[IndexOrder.EAV].sieves() == (2,) and merged[IndexOrder.VAE].sieves() == ()
-    assert maybe(merged[IndexOrder.EAV].sieve(2), merged[IndexOrder.EAV].bands(2)).all()
+    eav = merged[IndexOrder.EAV]
+    assert maybe(eav.sieve(2), *key_nodes(eav.bounds1), eav.keys2).all()
 
 
 def test_a_small_spine_is_not_compacted_in_the_background() -> None:

@@ -51,9 +51,15 @@ class Schema:
 EVERYTHING = PullPattern(True, ())
 
 
-def pull(datoms: set[Datom], schema: Schema, pattern: Any, entity: Any) -> Any:
+def pull(datoms: set[Datom], schema: Schema, pattern: Any, entity: Any,
+         seen: frozenset[Any] = frozenset(), left: tuple[tuple[AttrSpec, int], ...] = ()
+         ) -> Any:
     """One entity's map (None when empty), as the pull documentation describes it: a
-    component pulled whole (``[*]``) unless a map spec says otherwise, its reverse one map."""
+    component pulled whole (``[*]``) unless a map spec says otherwise, its reverse one map.
+    Datascript's recursion: a recursive spec pulls with the pattern it is in; an entity
+    reached by a recursion or a whole component's expansion that was already expanded on the
+    way (``seen``) is ``{:db/id e}``; a limited spec recurses its limit of times along a path
+    (``left``: the times left of those that began)."""
     assert isinstance(pattern, PullPattern)
     out: dict[Any, Any] = {}
     explicit = {s.attribute for s in pattern.attrs if not s.reverse}
@@ -62,7 +68,8 @@ def pull(datoms: set[Datom], schema: Schema, pattern: Any, entity: Any) -> Any:
             out[DB_ID] = entity
         for a in sorted({a for e, a, _ in datoms if e == entity} - explicit, key=value_order):
             out[a] = _show(datoms, schema, AttrSpec(a, False, a),
-                           [v for e, b, v in datoms if e == entity and b == a])
+                           [v for e, b, v in datoms if e == entity and b == a], pattern, seen,
+                           left)
     for spec in pattern.attrs:
         if spec.attribute == DB_ID:
             out[spec.key] = entity
@@ -71,7 +78,7 @@ def pull(datoms: set[Datom], schema: Schema, pattern: Any, entity: Any) -> Any:
             values = [e for e, a, v in datoms if a == spec.attribute and v == entity]
         else:
             values = [v for e, a, v in datoms if e == entity and a == spec.attribute]
-        shown = _show(datoms, schema, spec, values)
+        shown = _show(datoms, schema, spec, values, pattern, seen, left)
         if shown is not None:
             out[spec.key] = shown
         elif spec.has_default:
@@ -79,15 +86,36 @@ def pull(datoms: set[Datom], schema: Schema, pattern: Any, entity: Any) -> Any:
     return PulledMap(out) if out else None
 
 
-def _show(datoms: set[Datom], schema: Schema, spec: AttrSpec, values: list[Any]) -> Any:
+def _show(datoms: set[Datom], schema: Schema, spec: AttrSpec, values: list[Any],
+          within: PullPattern, seen: frozenset[Any], left: tuple[tuple[AttrSpec, int], ...]
+          ) -> Any:
     component = spec.attribute in schema.components
     many = not component if spec.reverse else spec.attribute not in schema.one
     values = sorted(values, key=value_order)
     if many and spec.limit is not None:
         values = values[:spec.limit]
-    pattern = spec.pattern or (EVERYTHING if component and not spec.reverse else None)
+    if spec.recursive:
+        pattern: PullPattern | None = within
+    else:
+        pattern = spec.pattern or (EVERYTHING if component and not spec.reverse else None)
     if pattern is not None:
-        items = [pull(datoms, schema, pattern, v) for v in values if is_entity_id(v)]
+        items = []
+        for v in values:
+            if not is_entity_id(v):
+                continue
+            if not (spec.recursive or (component and pattern.wildcard)):
+                items.append(pull(datoms, schema, pattern, v, seen, left))
+                continue
+            if v in seen:
+                items.append(PulledMap({DB_ID: v}))
+                continue
+            limits = dict(left)
+            times = limits.get(spec, spec.recursion)
+            if times is not None:
+                if times == 0:
+                    continue
+                limits[spec] = times - 1
+            items.append(pull(datoms, schema, pattern, v, seen | {v}, tuple(limits.items())))
         items = [m for m in items if m is not None]
     elif spec.reverse or spec.attribute in schema.refs:
         items = [PulledMap({DB_ID: v}) for v in values]

@@ -50,6 +50,9 @@ QUERIES: list[tuple[str, str, list[Any]]] = [
     ("with, a bag", "[:find (pull ?e [:name]) :with ?t :where [?e :tag ?t]]", []),
     ("input entities", "[:find ?e (pull ?e [* {:g/to [:name]}]) :in $ [?e ...]]", [[1, 2, 5]]),
     ("input entity", "[:find (pull ?e [:name :g/_to]) :in $ ?e :where [?e :g/to ?x]]", [2]),
+    ("recursive", "[:find ?e (pull ?e [:name {:g/to ...}]) :where [?e :tag]]", []),
+    ("recursive, limited, reverse and nested",
+     "[:find (pull ?e [:db/id {:g/_to 2} {:g/to [:age {:g/to 1}]}]) :where [?e :name]]", []),
 ]
 
 

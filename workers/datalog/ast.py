@@ -291,7 +291,10 @@ class AttrSpec:
     """One attribute of a pattern: forward (``:friend``) or reverse (``:_friend``), under
     ``key`` in the pulled map; ``pattern`` pulls referenced entities (None: as values, or
     ``{:db/id n}`` for a declared ref); ``limit`` bounds a collection (None: unbounded);
-    ``default`` stands in when the attribute is missing (``has_default``)."""
+    ``default`` stands in when the attribute is missing (``has_default``).  A recursive spec
+    (``{:friend ...}``, ``{:friend 2}``: ``recursive``) pulls referenced entities with the
+    pattern it is part of, at most ``recursion`` times along a path (None: until an entity
+    comes round again)."""
 
     attribute: Keyword
     reverse: bool
@@ -300,6 +303,8 @@ class AttrSpec:
     has_default: bool = False
     default: Any = None
     pattern: PullPattern | None = None
+    recursive: bool = False
+    recursion: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,15 +3,16 @@
 A pull pattern says which part of the entity graph around one entity a query row carries
 (https://docs.datomic.com/query/query-pull.html).  Parsed once, it is plain data the pull
 reader (:mod:`workers.pull`) walks; it takes part in the query's equality, so two queries
-pulling the same pattern compare equal.  Recursion (``{:friend ...}``, ``{:friend 2}``) is
-refused: a recursive pull reads an unbounded part of the graph, which the incremental
-maintenance could only bound by walking it whole every tick.  The specs themselves
-(``PullPattern``, ``AttrSpec``) are AST nodes, in :mod:`workers.datalog.ast`.
+pulling the same pattern compare equal.  A recursive map spec (``{:friend ...}``,
+``{:friend 2}``) pulls the entities it references with the pattern it is part of.  The
+specs themselves (``PullPattern``, ``AttrSpec``) are AST nodes, in
+:mod:`workers.datalog.ast`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from edn_format import ImmutableDict, ImmutableList, Symbol
@@ -25,6 +26,7 @@ from workers.zset.row import typed
 DB_ID = keyword("db/id")
 AS, LIMIT, DEFAULT = keyword("as"), keyword("limit"), keyword("default")
 WILDCARD = ("*", Symbol("*"))
+RECURSION = Symbol("...")
 
 
 # pull-expr = (pull src-var? variable (pattern | pattern-variable))   (src-var: Datascript)
@@ -70,14 +72,17 @@ def parse_pattern(form: Any, where: str = "pull pattern") -> PullPattern:
 
 
 # map-spec = { ((attr-name | attr-with-opts | attr-expr) (pattern | recursion-limit))+ }
+# recursion-limit = positive-number | '...
 def _parse_map_entry(key: Any, value: Any, where: str) -> AttrSpec:
-    if isinstance(value, int) or value == Symbol("..."):
-        raise QueryError(f"{where}: recursive pull {{{_show(key)} {_show(value)}}} is not "
-                         "supported", code=ErrorCode.QUERY_UNSUPPORTED, form=value)
     spec = _parse_attr(key, where)
-    nested = parse_pattern(value, where)
-    return AttrSpec(spec.attribute, spec.reverse, spec.key, spec.limit, spec.has_default,
-                    spec.default, nested)
+    if value == RECURSION:
+        return replace(spec, recursive=True)
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 1:
+            raise QueryError(f"{where}: a recursion limit is a positive number or ..., got "
+                             f"{{{_show(key)} {_show(value)}}}", form=value)
+        return replace(spec, recursive=True, recursion=value)
+    return replace(spec, pattern=parse_pattern(value, where))
 
 
 # attr-name = keyword;  attr-with-opts = [attr-name attr-option+]

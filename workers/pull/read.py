@@ -11,7 +11,11 @@ The map (Datomic's pull, https://docs.datomic.com/query/query-pull.html):
 - a reverse attribute (``:_parent``) gives the vector of entities pointing here through it;
 - a missing attribute is left out, or ``:default`` stands in; ``:as`` renames the key;
 - ``*`` pulls every forward attribute of the entity and ``:db/id``; an entity with nothing to
-  show pulls to ``nil``.
+  show pulls to ``nil``;
+- a recursive spec (``{:friend ...}``, ``{:friend 2}``) pulls the entities it references with
+  the pattern it is part of, at most its limit of times along a path; as in Datascript, an
+  entity already expanded on the path (by a recursion, or a component pulled whole) shows as
+  ``{:db/id e}``, and an entity past the limit is left out.
 
 Values of a collection come in a fixed order (by kind, then value — :func:`value_order`),
 so a map depends on the database only, never on how its indexes were built.
@@ -24,7 +28,8 @@ found by walking from that node back to the pattern's root along the edges it fo
 ``[p b x]`` for a forward edge ``b``, ``[x b p]`` for a reverse one.  The walk reads the
 database *after* the tick: take any path root → ... → x that the tick changes the pull
 along, and its first datom the tick changed; the path up to there is in both states, so
-walking up from that datom's own node finds the root.  A schema datom about an attribute
+walking up from that datom's own node finds the root.  A recursive spec is an edge from its
+node back to the same node, walked up like any other.  A schema datom about an attribute
 the pattern reads (any, under ``*``) can change how every value of it reads (cardinality,
 ref): a tick with one changes every root.
 """
@@ -32,6 +37,7 @@ ref): a tick with one changes every root.
 from __future__ import annotations
 
 import datetime
+import sys
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -69,12 +75,17 @@ def _other_rank(x: Any) -> int:
 
 @dataclass(frozen=True, slots=True)
 class _Node:
-    """A pattern node reached from its parent along ``attribute`` (``reverse``: backwards)."""
+    """A pattern node reached from its parent along ``attribute`` (``reverse``: backwards).
+    Its recursive specs lead back to itself: ``loops``, as (attribute, reverse)."""
 
     pattern: PullPattern
     parent: int | None
     attribute: Any = None
     reverse: bool = False
+
+    @property
+    def loops(self) -> list[tuple[Any, bool]]:
+        return [(spec.attribute, spec.reverse) for spec in self.pattern.attrs if spec.recursive]
 
 
 def _nodes(pattern: PullPattern) -> list[_Node]:
@@ -86,14 +97,22 @@ def _nodes(pattern: PullPattern) -> list[_Node]:
     return nodes
 
 
+UNBOUNDED_DEPTH = 2**31  # a pattern that recurses without a limit
+
+
 def depth(pattern: PullPattern) -> int:
-    """How many references deep the pattern reads (0: the root entity's datoms only)."""
+    """How many references deep the pattern reads at most (0: the root entity's datoms
+    only): its nodes' depth, and each recursive spec's limit, which may all be used along
+    one path (a recursion returns to its own node)."""
     nodes = _nodes(pattern)
     depths = [0] * len(nodes)
     for i, node in enumerate(nodes):
         if node.parent is not None:
             depths[i] = depths[node.parent] + 1
-    return max(depths)
+    limits = [spec.recursion for node in nodes for spec in node.pattern.attrs if spec.recursive]
+    if None in limits:
+        return UNBOUNDED_DEPTH
+    return max(depths) + sum(limits)  # type: ignore[arg-type]
 
 
 def attributes_read(pattern: PullPattern) -> tuple[Any, ...] | None:
@@ -108,6 +127,22 @@ def attributes_read(pattern: PullPattern) -> tuple[Any, ...] | None:
 
 
 EVERYTHING = PullPattern(True, ())  # [*]: how a component is pulled
+# A recursive pull's map nests as deep as the chain it follows (Datascript's suite pulls
+# 2,900 levels), and reading, comparing, hashing and printing it recurse about four frames
+# a level: the interpreter's default of 1,000 frames would end a map ~250 levels deep.  From
+# Python 3.11 a call between Python functions takes no C stack; the C frames of a nested
+# map's hash and equality, a few hundred bytes a level, fit the main thread's 8 MiB.
+RECURSION_LIMIT = 20_000
+sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
+
+
+@dataclass(frozen=True, slots=True)
+class _Path:
+    """What a pull carries down its branch: the entities expanded on the way (``seen``) and
+    how many more times each limited recursive spec may recurse (``left``)."""
+
+    seen: frozenset[Any]
+    left: dict[AttrSpec, int]
 
 
 class PullReader:
@@ -120,6 +155,9 @@ class PullReader:
 
     def pull(self, pattern: PullPattern, entity: Any) -> PulledMap | None:
         """``entity``'s map; None when the pattern finds nothing on it."""
+        return self._pull(pattern, entity, _Path(frozenset(), {}))
+
+    def _pull(self, pattern: PullPattern, entity: Any, path: _Path) -> PulledMap | None:
         found = self.db.ids.lookup(entity)
         out: dict[Any, Any] = {}
         explicit = {spec.attribute for spec in pattern.attrs if not spec.reverse}
@@ -135,12 +173,12 @@ class PullReader:
                     p[0])):
                 if attribute not in explicit:
                     out[attribute] = self._shown(AttrSpec(attribute, False, attribute),
-                                                 values)
+                                                 values, pattern, path)
         for spec in pattern.attrs:
             if spec.attribute == DB_ID and not spec.reverse:
                 out[spec.key] = entity
                 continue
-            shown = self._shown(spec, self._read(found, spec))
+            shown = self._shown(spec, self._read(found, spec), pattern, path)
             if shown is not None:
                 out[spec.key] = shown
             elif spec.has_default:
@@ -155,19 +193,24 @@ class PullReader:
         order = VAE if spec.reverse else EAV
         return [self.db.ids.value(x) for x in self.db.state.propose(order, (entity, attribute))]
 
-    def _shown(self, spec: AttrSpec, values: list[Any]) -> Any:
+    def _shown(self, spec: AttrSpec, values: list[Any], enclosing: PullPattern, path: _Path
+               ) -> Any:
         """The values as the map holds them, or None when there is nothing to show.  A
         component is pulled whole (``[*]``, recursively) unless the spec says otherwise, and
-        has one owner: its reverse attribute is one map, not a vector (Datomic's pull)."""
+        has one owner: its reverse attribute is one map, not a vector (Datomic's pull).
+        ``enclosing``: the pattern ``spec`` is part of, which a recursive spec pulls with."""
         declared = self.schema[spec.attribute]
         many = (not declared.component) if spec.reverse else not declared.cardinality_one
         values.sort(key=value_order)
         if many and spec.limit is not None:
             values = values[:spec.limit]
-        pattern = spec.pattern or (EVERYTHING if declared.component and not spec.reverse
-                                   else None)
+        pattern = enclosing if spec.recursive else spec.pattern or (
+            EVERYTHING if declared.component and not spec.reverse else None)
         if pattern is not None:
-            items = [m for v in values if is_entity_id(v) and (m := self.pull(pattern, v))]
+            expanding = spec.recursive or (declared.component and pattern.wildcard)
+            items = [m for v in values if is_entity_id(v) and (
+                m := self._nested(spec, pattern, v, path) if expanding
+                else self._pull(pattern, v, path))]
         elif spec.reverse or self.schema.is_ref(spec.attribute):
             items = [PulledMap({DB_ID: v}) for v in values]
         else:
@@ -175,6 +218,19 @@ class PullReader:
         if not items:
             return None
         return ImmutableList(items) if many else items[0]
+
+    def _nested(self, spec: AttrSpec, pattern: PullPattern, entity: Any, path: _Path
+                ) -> PulledMap | None:
+        """An entity reached through a spec that expands without end of its own (a
+        recursive one, or a component pulled whole), as Datascript's pull: one already
+        expanded on the way here shows as ``{:db/id e}``; past a recursion limit, nothing."""
+        if entity in path.seen:
+            return PulledMap({DB_ID: entity})
+        left = path.left.get(spec, spec.recursion)
+        if left is not None and left <= 0:
+            return None
+        return self._pull(pattern, entity, _Path(
+            path.seen | {entity}, path.left if left is None else {**path.left, spec: left - 1}))
 
     def _owners(self, entity: int, components: set[int]) -> set[int]:
         """The entities ``entity`` is a component of, directly or not (ids)."""
@@ -216,22 +272,25 @@ class PullReader:
                 if a in backward[i]:
                     seeds.add((i, y))
             seeds.update((i, owner) for owner in self._owners(x, components) for i in expanding)
+        # Up each edge: to the parent along the node's own, to the node itself along its
+        # recursive specs'.
+        up = [[(lookup(a), reverse, i) for a, reverse in n.loops]
+              + ([] if n.parent is None else [(edges[i], n.reverse, n.parent)])
+              for i, n in enumerate(nodes)]
         found: set[Any] = set()
         seen, stack = set(seeds), list(seeds)
         while stack:
             i, x = stack.pop()
-            node = nodes[i]
-            if node.parent is None:
+            if nodes[i].parent is None:
                 found.add(self.db.ids.value(x))
-                continue
-            edge = edges[i]
-            if edge is None:
-                continue
-            order = EAV if node.reverse else VAE  # [x b p] backwards, [p b x] forwards
-            for p in self.db.state.propose(order, (x, edge)):
-                if (node.parent, p) not in seen:
-                    seen.add((node.parent, p))
-                    stack.append((node.parent, p))
+            for edge, reverse, parent in up[i]:
+                if edge is None:
+                    continue
+                order = EAV if reverse else VAE  # [x b p] backwards, [p b x] forwards
+                for p in self.db.state.propose(order, (x, edge)):
+                    if (parent, p) not in seen:
+                        seen.add((parent, p))
+                        stack.append((parent, p))
         return found
 
 

@@ -95,8 +95,6 @@ def test_malformed_query_is_refused_with_query_shape(text, message):
         "rand-int is not supported: it is not deterministic"),
     row("[:find ?e :where [?e :a ?v] [(rand) ?r]]", "rand is not supported: it is not "
                                                     "deterministic"),
-    row("[:find (pull ?e [:name {:friend ...}]) :where [?e :a]]",
-        ":find element 1: recursive pull {:friend ...} is not supported"),
     row("[:find ?e :limit 10 :where [?e :a]]", ":limit is not supported"),
     row("[:find ?e :where [?e :a ?v ?tx]]",
         ":where clause 1 [?e :a ?v ?tx]: the transaction position (4th element) is not supported"),

@@ -1,7 +1,7 @@
 """workers.pull.read: pulling one entity, table-driven with the examples and expected maps of
 Datascript's pull API tests (test/datascript/test/pull_api.cljc, which follow Datomic's pull
 documentation), on the same data and schema — less ``:db/isComponent`` (not in deltalog's
-schema model) and recursion (refused)."""
+schema model); recursion is in tests/unit/conformance/test_pull_api.py."""
 
 from __future__ import annotations
 

@@ -357,7 +357,15 @@ class InRules:
     """``%``: the rule set is passed as an input."""
 
 
-InBinding = InScalar | InTuple | InColl | InRel | InRules
+@dataclass(frozen=True, slots=True)
+class InSource:
+    """``$name`` other than ``$``: a collection of tuples, matched by the data patterns
+    prefixed with its name (:mod:`workers.datalog.sources`)."""
+
+    name: str
+
+
+InBinding = InScalar | InTuple | InColl | InRel | InRules | InSource
 
 
 @dataclass(frozen=True, slots=True)

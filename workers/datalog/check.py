@@ -29,6 +29,7 @@ from workers.datalog.ast import (
     InRel,
     InRules,
     InScalar,
+    InSource,
     InTuple,
     Not,
     Or,
@@ -52,6 +53,12 @@ from workers.datalog.lookup_refs import (
 )
 from workers.datalog.parser import frozen, is_lookup_ref, parse_rules
 from workers.datalog.pull import parse_pattern
+from workers.datalog.sources import (
+    bind_sources,
+    database_source,
+    database_variables,
+    unbound_source,
+)
 from workers.db.tx import LookupRef
 from workers.db.values import is_value, type_name
 from workers.edn import intern, show
@@ -60,7 +67,7 @@ from workers.errors import ErrorCode, QueryError
 
 def check_query(query: Query) -> Query:
     """Refuse an unsafe query (see the module doc); ``:in`` variables count as bound."""
-    inputs = {v for b in query.inputs if not isinstance(b, InRules)
+    inputs = {v for b in query.inputs if not isinstance(b, InRules | InSource)
               for v in binding_terms(_as_binding(b)) if isinstance(v, Variable)}
     if not any(isinstance(b, InRules) for b in query.inputs):
         query = _with_rules(query)
@@ -283,7 +290,9 @@ def _resolved(clauses: tuple[Clause, ...], required: dict[str, tuple[int, ...]]
 def bind_inputs(query: Query, inputs: Sequence[Any]) -> Query:
     """Bind the ``:in`` values: scalars and tuples become constants, collections and
     relations ``ground`` clauses, ``%`` the rule set.  The result has no inputs left."""
-    if len(inputs) != len(query.inputs):
+    database = database_source(query.inputs, inputs)
+    bindings = query.inputs[1:] if database is not None else query.inputs
+    if len(inputs) != len(bindings):
         names = " ".join(_input_name(b) for b in query.inputs) or "none"
         raise QueryError(f"query takes {len(query.inputs)} input(s) ({names}) after $, "
                          f"got {len(inputs)}", code=ErrorCode.QUERY_INPUTS, form=tuple(inputs))
@@ -296,9 +305,13 @@ def bind_inputs(query: Query, inputs: Sequence[Any]) -> Query:
     # The variables whose values are looked up as datoms: by a pattern, or pulled.
     matched = {v for c in walk(query.where) if isinstance(c, Pattern) for v in c.variables}
     matched |= {p.var for p in query.pulls}
-    for binding, value in zip(query.inputs, inputs, strict=True):
+    matched |= database_variables(query.where, database)
+    sources: dict[str, Any] = {}
+    for binding, value in zip(bindings, inputs, strict=True):
         value = intern(value)
-        if isinstance(binding, InRules):
+        if isinstance(binding, InSource):
+            sources[binding.name] = value
+        elif isinstance(binding, InRules):
             rules = rules + parse_rules(value)
         elif isinstance(binding, InScalar) and binding.var in patterns:
             patterns[binding.var] = parse_pattern(value, f"input {binding.var}")
@@ -329,8 +342,10 @@ def bind_inputs(query: Query, inputs: Sequence[Any]) -> Query:
     def substitute(term: Term) -> Term:
         return Constant(values[term]) if isinstance(term, Variable) and term in values else term
 
+    sourced = bind_sources(query.where, sources, database, substitute,
+                           lambda v, x: _scalar(v, x, v in matched))
     where = expand_lookup_refs(tuple(grounds) + renamed_in_patterns(
-        tuple(_substitute(c, substitute) for c in query.where), entities))
+        tuple(_substitute(c, substitute) for c in sourced), entities))
     find = tuple(_bind_n(e, substitute) if isinstance(e, Aggregate)
                  else replace(e, pattern=patterns[e.pattern])
                  if isinstance(e, Pull) and isinstance(e.pattern, Variable) else e
@@ -338,6 +353,11 @@ def bind_inputs(query: Query, inputs: Sequence[Any]) -> Query:
     find = tuple(replace(e, var=entities[e.var]) if isinstance(e, Pull) and e.var in entities
                  else e for e in find)
     bound = replace(query, find=find, where=where, inputs=(), rules=rules)
+    for rule in rules:
+        if (sourced_rule := unbound_source(rule.body)) is not None:
+            raise QueryError(f"rule {rule.name}: {show(sourced_rule.source)} names a source: a "
+                             "rule reads the database $ only", code=ErrorCode.QUERY_UNSUPPORTED,
+                             form=sourced_rule.source)
     if any(isinstance(b, InRules) for b in query.inputs):  # check_query could not see them
         bound = _with_rules(bound)
         check_clauses(bound.where, set())  # the calls now know what they require
@@ -378,6 +398,8 @@ def _bind_n(aggregate: Aggregate, substitute: Any) -> Aggregate:
 def _input_name(binding: Any) -> str:
     if isinstance(binding, InRules):
         return "%"
+    if isinstance(binding, InSource):
+        return binding.name
     if isinstance(binding, InScalar):
         return str(binding.var)
     return _show_binding(_as_binding(binding))

@@ -2,7 +2,7 @@
 
 Parse functions raise :class:`QueryError` naming the form and where it stands (``:where``
 clause 2, ``:find`` element 1, ...).  Forms of Datomic's query language that deltalog does
-not evaluate (recursive pulls, nested calls, other sources, lookup refs, ...) are refused
+not evaluate (nested calls, a second database, ...) are refused
 with ``ErrorCode.QUERY_UNSUPPORTED`` and the form's name.
 """
 
@@ -35,6 +35,7 @@ from workers.datalog.ast import (
     InRel,
     InRules,
     InScalar,
+    InSource,
     InTuple,
     Not,
     Or,
@@ -52,6 +53,7 @@ from workers.datalog.ast import (
 )
 from workers.datalog.functions import FUNCTIONS, NONDETERMINISTIC, canonical
 from workers.datalog.pull import named_attribute, parse_pull
+from workers.datalog.sources import source_pattern
 from workers.db.tx import LookupRef
 from workers.db.values import is_value
 from workers.edn import Keyword, intern, keyword, read
@@ -249,9 +251,8 @@ def _parse_inputs(elements: list[Any]) -> tuple[InBinding, ...]:
             inputs.append(InRules())
             continue
         if isinstance(element, Symbol) and element.name.startswith("$"):
-            raise QueryError(f":in element {i}: sources other than $ ({element.name}) are not "
-                             "supported: deltalog queries its one database",
-                             code=ErrorCode.QUERY_UNSUPPORTED, form=element)
+            inputs.append(InSource(element.name))
+            continue
         variable = _parse_variable(element)
         if variable is not None:
             inputs.append(InScalar(variable))
@@ -279,37 +280,53 @@ def _parse_where(clauses: list[Any]) -> tuple[Clause, ...]:
     return _parse_clauses(clauses, ":where clause ")
 
 
-def _parse_clauses(clauses: list[Any] | tuple[Any, ...], prefix: str) -> tuple[Clause, ...]:
-    return tuple(_parse_clause(clause, f"{prefix}{i} {_show(clause)}")
+def _parse_clauses(clauses: list[Any] | tuple[Any, ...], prefix: str, default: str = "$"
+                   ) -> tuple[Clause, ...]:
+    return tuple(_parse_clause(clause, f"{prefix}{i} {_show(clause)}", default)
                  for i, clause in enumerate(clauses, 1))
 
 
 # clause = data-pattern | pred-expr | fn-expr | rule-expr | not-clause | not-join-clause
 #        | or-clause | or-join-clause
-def _parse_clause(clause: Any, where: str) -> Clause:
+# ``default``: the source of a data pattern that names none ($, or the one a (src-var not
+# ...) or (src-var or ...) around it names)
+def _parse_clause(clause: Any, where: str, default: str = "$") -> Clause:
     if isinstance(clause, tuple) and clause and isinstance(clause[0], Symbol):
-        return _parse_list_clause(clause, where)
+        return _parse_list_clause(clause, where, default)
     if not isinstance(clause, list):
         raise QueryError(f"{where}: expected a data pattern [e a v]", form=clause)
     if clause and isinstance(clause[0], tuple):
         return _parse_expression(clause, where)
+    named = clause[0].name if clause and isinstance(clause[0], Symbol) and \
+        clause[0].name.startswith("$") else None
+    if (named or default) != "$":
+        terms = clause[1:] if named else clause
+        if not terms:
+            raise QueryError(f"{where}: a data pattern on {named} needs a term", form=clause)
+        return source_pattern(named or default, tuple(_parse_term(t, where) for t in terms),
+                              clause)
     pattern = _parse_pattern(clause, where)
     if pattern is None:
         raise QueryError(f"{where}: a data pattern has 1 to 3 elements [e a v]", form=clause)
     return pattern
 
 
-def _parse_list_clause(clause: tuple[Any, ...], where: str) -> Clause:
+def _parse_list_clause(clause: tuple[Any, ...], where: str, default: str = "$") -> Clause:
     head, body = clause[0], list(clause[1:])
     if head.name.startswith("?"):
         raise QueryError(f"{where}: a data pattern is a vector [e a v], not a list", form=clause)
-    if head == SOURCE or head.name.startswith("$"):
-        raise QueryError(f"{where}: a source before a clause is not supported (only the "
-                         "default source $)", code=ErrorCode.QUERY_UNSUPPORTED, form=clause)
+    if head.name.startswith("$"):  # (src-var not ...), (src-var or ...): its default source
+        inner = tuple(body)
+        if not (inner and isinstance(inner[0], Symbol)
+                and inner[0].name in ("not", "not-join", "or", "or-join")):
+            raise QueryError(f"{where}: a source before a rule call is not supported: a rule "
+                             "reads the database $", code=ErrorCode.QUERY_UNSUPPORTED,
+                             form=clause)
+        return _parse_list_clause(inner, where, head.name)
     if head.name in ("not", "not-join"):
-        return _parse_not(head.name, body, clause, where)
+        return _parse_not(head.name, body, clause, where, default)
     if head.name in ("or", "or-join"):
-        return _parse_or(head.name, body, clause, where)
+        return _parse_or(head.name, body, clause, where, default)
     if head.name == "and":
         raise QueryError(f"{where}: (and ...) is only allowed as a branch of or/or-join",
                          form=clause)
@@ -317,18 +334,18 @@ def _parse_list_clause(clause: tuple[Any, ...], where: str) -> Clause:
 
 
 # not-clause = (not clause+);  not-join-clause = (not-join [variable+] clause+)
-def _parse_not(name: str, body: list[Any], clause: Any, where: str) -> Not:
+def _parse_not(name: str, body: list[Any], clause: Any, where: str, default: str) -> Not:
     join = None
     if name == "not-join":
         join, body = _parse_join_vars(body, name, where)[0], body[1:]
     if not body:
         raise QueryError(f"{where}: ({name} ...) needs at least one clause", form=clause)
-    return Not(join, _parse_clauses(body, f"{where}, inner clause "), source=clause)
+    return Not(join, _parse_clauses(body, f"{where}, inner clause ", default), source=clause)
 
 
 # or-clause = (or (clause | and-clause)+);  or-join-clause = (or-join rule-vars branch+)
 # and-clause = (and clause+)
-def _parse_or(name: str, body: list[Any], clause: Any, where: str) -> Or:
+def _parse_or(name: str, body: list[Any], clause: Any, where: str, default: str) -> Or:
     join: tuple[Variable, ...] | None = None
     required: tuple[Variable, ...] = ()
     if name == "or-join":
@@ -341,9 +358,9 @@ def _parse_or(name: str, body: list[Any], clause: Any, where: str) -> Or:
         if isinstance(branch, tuple) and branch and branch[0] == Symbol("and"):
             if len(branch) < 2:
                 raise QueryError(f"{inner}: (and ...) needs at least one clause", form=branch)
-            branches.append(_parse_clauses(list(branch[1:]), f"{inner}, clause "))
+            branches.append(_parse_clauses(list(branch[1:]), f"{inner}, clause ", default))
         else:
-            branches.append((_parse_clause(branch, f"{inner} {_show(branch)}"),))
+            branches.append((_parse_clause(branch, f"{inner} {_show(branch)}", default),))
     return Or(join, tuple(branches), source=clause, required=required)
 
 

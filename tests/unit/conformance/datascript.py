@@ -41,7 +41,8 @@ Forms = list[list[Any]]
 # Differences shared by several files' cases (docs/semantics.md, "Datascript's test suite").
 FUNCTION_INPUT = ("functions passed as inputs: a query's inputs are data (EDN, Avro) and it "
                   "calls built-ins by name")
-OTHER_SOURCE = "sources other than $: deltalog queries its one database"
+OTHER_SOURCE = ("a second database: deltalog queries its one database, and takes another source "
+                "as a collection of tuples")
 DB_ADD, DB_RETRACT_ENTITY = edn.keyword("db/add"), edn.keyword("db/retractEntity")
 CARDINALITY, ONE = edn.keyword("db/cardinality"), edn.keyword("db.cardinality/one")
 VALUE_TYPE, REF = edn.keyword("db/valueType"), edn.keyword("db.type/ref")

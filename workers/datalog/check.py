@@ -71,6 +71,9 @@ def check_query(query: Query) -> Query:
               for v in binding_terms(_as_binding(b)) if isinstance(v, Variable)}
     if not any(isinstance(b, InRules) for b in query.inputs):
         query = _with_rules(query)
+    where = joined_nots(query.where, inputs)
+    if where != query.where:
+        query = replace(query, where=where)
     bound = check_clauses(query.where, inputs)
     # What bind_inputs substitutes by one value: scalars and the positions of a flat tuple.
     in_scalars = {b.var for b in query.inputs if isinstance(b, InScalar)}
@@ -181,6 +184,36 @@ def _check_bound(clause: Clause, needed: Sequence[Variable], bound: set[Variable
                          code=ErrorCode.QUERY_UNSAFE, form=clause.source)
 
 
+def joined_nots(clauses: tuple[Clause, ...], outer: set[Variable]) -> tuple[Clause, ...]:
+    """Datascript's ``not``: it joins the enclosing clauses on those of its variables they
+    bind, and the others are its own (``(not [?e :friend ?f] [?f :tag "x"])``: no ``?f``
+    at all) — a ``not-join`` on the bound ones; a ``not`` none of whose variables is bound
+    is refused, as Datascript refuses it (``outer``: the variables bound around
+    ``clauses``)."""
+    bound = bound_by(clauses, outer)
+    out: list[Clause] = []
+    for clause in clauses:
+        if isinstance(clause, Not):
+            join = clause.join
+            if join is None:
+                join = tuple(v for v in clause.variables if v in bound)
+                if not join and clause.variables:
+                    names = " ".join(sorted(map(str, clause.variables)))
+                    raise QueryError(f"Insufficient bindings: none of #{{{names}}} is bound in "
+                                     f"{show(clause.source)} (unsafe query: no clause around "
+                                     "the not binds any of its variables)",
+                                     code=ErrorCode.QUERY_UNSAFE, form=clause.source)
+            inner = joined_nots(clause.clauses, set(join))
+            clause = replace(clause, clauses=inner,
+                             join=clause.join if join == clause.variables else join)
+        elif isinstance(clause, Or):
+            around = bound & set(clause.variables)
+            clause = replace(clause, branches=tuple(joined_nots(b, around)
+                                                    for b in clause.branches))
+        out.append(clause)
+    return tuple(out)
+
+
 def _check_or(clause: Or, bound: set[Variable]) -> tuple[Variable, ...]:
     """The join variables a branch does not bind itself must be bound around the ``or``."""
     join = set(clause.variables)
@@ -229,6 +262,7 @@ def check_rules(rules: Sequence[Rule], where: Sequence[Clause]
     required = _required_positions(rules, {name: shape[1] for name, shape in arity.items()})
     rules = tuple(replace(r, body=_resolved(r.body, required), required=required[r.name])
                   for r in rules)
+    rules = tuple(replace(r, body=joined_nots(r.body, set(r.params))) for r in rules)
     for rule in rules:
         check_clauses(rule.body, {rule.params[i] for i in rule.required})
     return rules, _resolved(tuple(where), required)

@@ -73,20 +73,19 @@ CASES = [
     Case(f"{SOURCE} test-insufficient-bindings", SIX,
          '[:find ?e :where (not [?e :name "Ivan"]) [?e :name]]',
          raises=(ErrorCode.QUERY_UNSAFE,
-                 'Insufficient bindings: #{?e} not bound in (not [?e :name "Ivan"])'),
+                 'Insufficient bindings: none of #{?e} is bound in (not [?e :name "Ivan"])'),
          differs=ORDER),
     Case(f"{SOURCE} test-insufficient-bindings", SIX,
          "[:find ?e :where [?e :name] (not-join [?e] (not [1 :age ?a]) [?e :age ?a])]",
-         raises=(ErrorCode.QUERY_UNSAFE, "Insufficient bindings: #{?a} not bound in "
+         raises=(ErrorCode.QUERY_UNSAFE, "Insufficient bindings: none of #{?a} is bound in "
                                          "(not [1 :age ?a])"), differs=ORDER),
     Case(f"{SOURCE} test-insufficient-bindings", SIX,
          '[:find ?e :where [?e :name] (not [?a :name "Ivan"])]',
          raises=(ErrorCode.QUERY_UNSAFE,
-                 'Insufficient bindings: #{?a} not bound in (not [?a :name "Ivan"])')),
+                 'Insufficient bindings: none of #{?a} is bound in (not [?a :name "Ivan"])')),
+    # Not Datascript's suite: a variable the clauses around a not do not bind is its own.
     Case(f"{SOURCE} test-insufficient-bindings", SIX,
-         "[:find ?e :where [?e :name ?a] (not [?e :age ?f])]",
-         raises=(ErrorCode.QUERY_UNSAFE,
-                 "Insufficient bindings: #{?f} not bound in (not [?e :age ?f])")),
+         "[:find ?e :where [?e :name] (not [?e :age ?a] [(> ?a 15)])]", "#{[1] [3] [5]}"),
 ]
 
 

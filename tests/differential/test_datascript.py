@@ -115,6 +115,17 @@ QUERIES: list[tuple[str, str, list[Any]]] = [
                                  ":where [?e :tag ?t] [?e :score ?x]]", []),
     ("stddev", "[:find (stddev ?s) :with ?e :where [?e :score ?s]]", []),
     ("avg", "[:find (avg ?s) :where [?e :score ?s]]", []),
+    ("pull", "[:find ?e (pull ?e [:name :age :tag]) :where [?e :score]]", []),
+    ("pull nested", "[:find ?e (pull ?e [:name {:friend [:name :flag]}]) :where [?e :friend]]",
+     []),
+    ("pull wildcard", "[:find ?e (pull ?e [*]) :where [?e :age]]", []),
+    ("pull reverse", "[:find ?e (pull ?e [:db/id {:_friend [:name]}]) :where [?e :name]]", []),
+    ("pull recursive", "[:find ?e (pull ?e [:db/id :name {:friend ...}]) :where [?e :tag]]",
+     []),
+    ("pull recursion limited", "[:find ?e (pull ?e [:db/id {:friend 2} {:_friend 1}]) "
+                               ":where [?e :name]]", []),
+    ("pull limit and default", '[:find ?e (pull ?e [(limit :tag 2) [:age :default -1] '
+                               '[:name :as "n"]]) :where [?e :score]]', []),
 ]
 
 ENTITIES = st.integers(1, 6)

@@ -6,7 +6,7 @@ development extra); Datascript is installed on first use (``npm ci`` of
 
 Datascript's JavaScript API names attributes by strings and has no keywords among values,
 so the streams compared use longs, strings and booleans, and a query is translated by
-writing each attribute keyword of ``ATTRIBUTES`` as its string."""
+writing each attribute keyword of the schema as its string."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import json
 import re
 import subprocess
 from collections.abc import Mapping, Sequence, Set
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,6 @@ HERE = Path(__file__).parent / "datascript"
 # The attributes of the compared streams: (name, cardinality one, ref).
 ATTRIBUTES = (("name", True, False), ("age", True, False), ("tag", False, False),
               ("friend", False, True), ("score", False, False), ("flag", True, False))
-_ATTRIBUTE = re.compile(r":(_?(?:" + "|".join(name for name, _, _ in ATTRIBUTES) + r"))\b")
 
 
 def deltalog_schema() -> list[Any]:
@@ -45,10 +45,11 @@ def datascript_schema() -> dict[str, Any]:
             for name, one, ref in ATTRIBUTES}
 
 
-def translated(query: str) -> str:
-    """The query with its attributes (reverse ones too) as Datascript's JavaScript API names
-    them."""
-    return _ATTRIBUTE.sub(lambda m: f'"{m.group(1)}"', query)
+def translated(query: str, attributes: Sequence[str]) -> str:
+    """The query with its ``attributes`` (reverse ones too) as Datascript's JavaScript API
+    names them."""
+    named = re.compile(r":(_?(?:" + "|".join(map(re.escape, attributes)) + r"))\b")
+    return named.sub(lambda m: f'"{m.group(1)}"', query)
 
 
 def installed() -> Path:
@@ -65,6 +66,16 @@ def installed() -> Path:
     return HERE
 
 
+@dataclass(frozen=True)
+class Step:
+    """Datascript after one transaction: the query's rows (None: it threw ``error``), and
+    the message it refused the transaction with, if it did."""
+
+    rows: set[tuple[Any, ...]] | None
+    refused: str | None = None
+    error: str | None = None
+
+
 class Datascript:
     """One Node.js process serving requests, a line each."""
 
@@ -77,18 +88,27 @@ class Datascript:
     def results(self, stream: Sequence[list[list[Any]]], query: str, inputs: Sequence[Any]
                 ) -> list[Any]:
         """The query's result after each transaction of ``stream`` (ops ``[op e attr v]``
-        with ``op`` ``"add"`` or ``"retract"``): rows as tuples, or an error's message."""
+        with ``op`` ``"add"`` or ``"retract"``, on the attributes of ``ATTRIBUTES``): rows
+        as tuples, or the message of the error Datascript threw on the query."""
         txs = [[[f":db/{op}", e, a, v] for op, e, a, v in tx] for tx in stream]
-        request = {"schema": datascript_schema(), "txs": txs, "query": translated(query),
-                   "inputs": [_js(x) for x in inputs]}
+        steps = self.steps(datascript_schema(), txs, query, inputs)
+        assert not any(step.refused for step in steps), steps
+        return [step.error if step.rows is None else step.rows for step in steps]
+
+    def steps(self, schema: dict[str, Any], txs: Sequence[Any], query: str,
+              inputs: Sequence[Any] = ()) -> list[Step]:
+        """After each transaction of ``txs`` (as the JavaScript API takes them), whether
+        Datascript refused it and the query's result."""
+        request = {"schema": schema, "txs": list(txs), "query": translated(query, list(schema)),
+                   "inputs": [_js(x, list(schema)) for x in inputs]}
         assert self._process.stdin is not None and self._process.stdout is not None
         self._process.stdin.write(json.dumps(request) + "\n")
         self._process.stdin.flush()
         answer = json.loads(self._process.stdout.readline())
         if "error" in answer:
             raise RuntimeError(f"the peer failed: {answer['error']}")
-        return [{row_of(row) for row in step["rows"]} if "rows" in step
-                else step["error"] for step in answer["steps"]]
+        return [Step({row_of(row) for row in step["rows"]} if "rows" in step else None,
+                     step.get("refused"), step.get("error")) for step in answer["steps"]]
 
     def close(self) -> None:
         if self._process.stdin is not None:
@@ -96,13 +116,13 @@ class Datascript:
         self._process.wait(10)
 
 
-def _js(value: Any) -> Any:
+def _js(value: Any, attributes: Sequence[str]) -> Any:
     """An input as the JavaScript API takes it: data as it is, rules (symbols) as EDN
     text."""
     try:
         json.dumps(value)
     except TypeError:
-        return translated(edn.dumps(value))
+        return translated(edn.dumps(value), attributes)
     return value
 
 

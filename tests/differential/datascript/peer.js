@@ -1,18 +1,25 @@
 // Datascript for tests/differential: one request a line on stdin, its answer a line on stdout.
-// A request is {schema, txs, query, inputs}; the answer holds the query's result after each
-// transaction of txs, in turn, or the error Datascript threw.
+// A request is {schema, txs, query, inputs}; the answer holds, after each transaction of txs
+// in turn, the query's result ({rows}), with {refused} when Datascript refused the
+// transaction (the database stays as it was), or {error} when it threw on the query.
 const d = require("datascript");
 const readline = require("readline");
 
 function answer(request) {
   let db = d.empty_db(request.schema);
   return request.txs.map((tx) => {
+    const step = {};
     try {
       db = d.db_with(db, tx);
-      return { rows: d.q(request.query, db, ...request.inputs) };
     } catch (error) {
-      return { error: String(error.message || error) };
+      step.refused = String(error.message || error);
     }
+    try {
+      step.rows = d.q(request.query, db, ...request.inputs);
+    } catch (error) {
+      step.error = String(error.message || error);
+    }
+    return step;
   });
 }
 

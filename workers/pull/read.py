@@ -112,7 +112,7 @@ def depth(pattern: PullPattern) -> int:
     limits = [spec.recursion for node in nodes for spec in node.pattern.attrs if spec.recursive]
     if None in limits:
         return UNBOUNDED_DEPTH
-    return max(depths) + sum(limits)  # type: ignore[arg-type]
+    return max(depths) + sum(limit for limit in limits if limit is not None)
 
 
 def attributes_read(pattern: PullPattern) -> tuple[Any, ...] | None:

@@ -37,10 +37,17 @@ MULTIPLIERS = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F))
 
 def _slots(starts: Ints, sizes: Ints, keys: Ids | Ints, multiplier: np.uint64) -> Ints:
     """Each key's bit in its node's: the top 32 bits of its product with ``multiplier``
-    scaled to the node's bits (a multiply and a shift, Lemire's range reduction)."""
-    hashed = keys.astype(np.uint64) * multiplier >> np.uint64(32)
-    offset = hashed * (BITS_PER_KEY * sizes).astype(np.uint64) >> np.uint64(32)
-    return offset.view(np.int64) + BITS_PER_KEY * starts
+    scaled to the node's bits (a multiply and a shift, Lemire's range reduction).  In place
+    on one array: a tick's ~160,000 candidates at LiveJournal's size are 1.3 MB a
+    temporary, past the core's cache."""
+    hashed = keys.astype(np.uint64)
+    hashed *= multiplier
+    hashed >>= np.uint64(32)
+    hashed *= (sizes * BITS_PER_KEY).view(np.uint64)  # sizes are not negative
+    hashed >>= np.uint64(32)
+    slots = hashed.view(np.int64)
+    slots += starts * BITS_PER_KEY
+    return slots
 
 
 def key_nodes(bounds: Offsets) -> tuple[Ints, Ints]:
@@ -77,6 +84,12 @@ def maybe(bits: Bits, starts: Ints, sizes: Ints, keys: Ids | Ints) -> Mask:
     return passed
 
 
+BIT = np.left_shift(1, np.arange(8)).astype(np.uint8)  # a byte's bit ``i`` alone
+
+
 def _set(bits: Bits, slots: Ints) -> Mask:
-    """Whether each of ``slots`` is set in ``bits``."""
-    return (bits[slots >> 3] >> (slots & 7).astype(np.uint8) & 1).astype(bool)
+    """Whether each of ``slots`` (made by :func:`_slots`, consumed) is set in ``bits``."""
+    masks = BIT[slots & 7]
+    slots >>= 3
+    masks &= bits[slots]
+    return masks != 0

@@ -149,10 +149,12 @@ class SpineArrangement(PrefixReads, BatchReads, Compaction):
         self._compact_in_background()
 
     def _reindex(self, first: int) -> None:
+        before = self._by_order
         self._by_order = {order: [b.orders[order] for b in self.batches]
                           for order in INDEX_ORDERS}
         for order in MAJOR.values():
-            self._holders[order] = holder_bits(self._holders[order], self._by_order[order], first)
+            self._holders[order] = holder_bits(self._holders[order], self._by_order[order],
+                                               first, before[order][first:])
             self._holder_views[order] = self._holders[order].data
 
 

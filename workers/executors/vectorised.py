@@ -52,12 +52,15 @@ from workers.plan.ir import (
 )
 
 ONE_THREAD = Threads(1)
-# Where a step's shares start to pay on threads (`python -m bench vector --threads 2`,
-# docs/benchmarks.md): a tick whose query touched ~300,000 elements (its Work) — each share
-# makes every NumPy call of the step again, so small steps lose (triangle over 10^6 edges,
-# ~52 elements a changed edge: 0.73x at 1,024 edges, 1.24x at 8,192) — and a bootstrap of
-# a database of 100,000 datoms (2x at 2x10^5 edges on 2 threads).
-PARALLEL_ELEMENTS = 300_000
+# Where a step's shares start to pay on threads: a tick whose query touches ~4x10^6
+# elements (its Work) — each share makes every NumPy call of the step again, and the
+# threads hand the GIL to each other between those calls, so smaller steps lose (the
+# triangle at LiveJournal's size, one thread against two, ticks alternated on one engine:
+# 14.6 / 17.8 ms at 3.2x10^5 elements, 25.3 / 29.6 at 6.4x10^5, 114 / 129 at 2.6x10^6,
+# 208 / 158 at 5.2x10^6; `python -m bench vector --threads 2` on 10^6 edges: 0.69x at
+# 1,024 edges, 0.93x at 32,768) — and a bootstrap of a database of 100,000 datoms (2x at
+# 2x10^5 edges on 2 threads).
+PARALLEL_ELEMENTS = 4_000_000
 PARALLEL_DATOMS = 100_000
 # What an evaluation reads as the delta: nothing (``new`` reads as ``old``).
 NO_DELTA = TickDelta()

@@ -77,24 +77,22 @@ def bind_sources(clauses: tuple[Clause, ...], sources: Mapping[str, Any],
             return replace(clause, clauses=tuple(map(bound, clause.clauses)))
         if isinstance(clause, Or):
             return replace(clause, branches=tuple(tuple(map(bound, b)) for b in clause.branches))
-        found = next(_source_patterns((clause,)), None)
-        if found is None or found[0] is not clause:
+        if (written := _match_of(clause)) is None:
             return clause
-        match = found[1]
-        match = SourceMatch(match.source, tuple(map(substitute, match.terms)))
+        match = SourceMatch(written.source, tuple(map(substitute, written.terms)))
         if match.source == database:
             return _data_pattern(match, clause.source)
         if match.source not in sources:
             raise QueryError(f"{show(clause.source)}: {match.source} is not a source of the "
                              f":in clause", code=ErrorCode.QUERY_INPUTS, form=clause.source)
         rows = _matching(match.terms, sources[match.source], match.source, scalar)
-        return replace(clause, args=(Constant(rows),),
-                       binding=BindRel(variables_of(match.terms) or (Blank(),)))
+        return FnBinding("ground", (Constant(rows),),
+                         BindRel(variables_of(match.terms) or (Blank(),)), source=clause.source)
 
     return tuple(map(bound, clauses))
 
 
-def unbound_source(clauses: tuple[Clause, ...]) -> FnBinding | None:
+def unbound_source(clauses: tuple[Clause, ...]) -> Clause | None:
     """A pattern on a source left after binding (in a rule's body, which sees ``$`` only)."""
     return next((clause for clause, _ in _source_patterns(clauses)), None)
 
@@ -105,12 +103,18 @@ def database_variables(clauses: tuple[Clause, ...], database: str | None) -> set
             for v in variables_of(match.terms)}
 
 
-def _source_patterns(clauses: tuple[Clause, ...]) -> Iterator[tuple[FnBinding, SourceMatch]]:
+def _source_patterns(clauses: tuple[Clause, ...]) -> Iterator[tuple[Clause, SourceMatch]]:
     for clause in walk(clauses):
-        if (isinstance(clause, FnBinding) and clause.args
-                and isinstance(clause.args[0], Constant)
-                and isinstance(match := clause.args[0].value, SourceMatch)):
+        if (match := _match_of(clause)) is not None:
             yield clause, match
+
+
+def _match_of(clause: Clause) -> SourceMatch | None:
+    """The pattern on a source that ``clause`` is, if it is one (:func:`source_pattern`)."""
+    if (isinstance(clause, FnBinding) and clause.args and isinstance(clause.args[0], Constant)
+            and isinstance(match := clause.args[0].value, SourceMatch)):
+        return match
+    return None
 
 
 def _data_pattern(match: SourceMatch, form: Any) -> Pattern:

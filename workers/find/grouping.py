@@ -65,7 +65,8 @@ class Aggregation:
             key = self._key(row)
             if key not in before:
                 before[key] = self._row(key)
-            self._add(key, weight, [{value_key(row[c.index]): weight} for c in aggregated])
+            self._add(key, weight, [{value_key(row[c.index]): weight} if _bagged(c) else {}
+                                    for c in aggregated])
         return self._changes(before)
 
     def step_columns(self, ids: Sequence[npt.NDArray[np.integer[Any]]],
@@ -99,6 +100,8 @@ class Aggregation:
                 if keyed else [Row()] * len(firsts))
         bags: list[list[Bag]] = [[{} for _ in self._aggregated()] for _ in keys]
         for j, column in enumerate(self._aggregated()):
+            if not _bagged(column):
+                continue
             pair, pair_firsts = _codes([group, ids[column.index]], len(weights))
             counts = _sums(pair, weights, len(pair_firsts)).tolist()
             values = decode(ids[column.index][pair_firsts])
@@ -151,9 +154,16 @@ class Aggregation:
             return None
 
 
+def _bagged(column: FindColumn) -> bool:
+    """Whether an aggregated column keeps its bag: a count's bag stays empty, since its
+    value is the group's size (the multiplicities add up to it) — the triangle count over
+    LiveJournal would otherwise hold a bag of millions of vertices and decode each tick's."""
+    return column.fn != "count"
+
+
 def _value(column: FindColumn, bag: Bag, size: int) -> Any:
-    """A column's aggregate over its group's bag; a count is the group's size (the bag's
-    multiplicities add up to it), so a tick's cost does not grow with the bag."""
+    """A column's aggregate over its group's bag; a count is the group's size, so a tick's
+    cost does not grow with the bag."""
     assert column.fn is not None
     return size if column.fn == "count" else aggregate_value(column.fn, bag, column.n)
 

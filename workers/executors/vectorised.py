@@ -343,6 +343,12 @@ def run(program: VectorProgram, frame: Frame, delta: TickDelta, work: Work,
 # costs its faults (on this machine's VM ~1-2 s a GB).  2^16: that bootstrap's share
 # 4.9-5.5 s -> 4.5-4.7 s (CPU +0.3 s, faults -0.7 to -1.1 s; docs/engine.md).
 PIECE_ROWS = 1 << 16
+# ... and rows of hubs propose thousands each: at LiveJournal's size a piece of 2^16 rows
+# of the triangle's last level proposed up to ~10^9 candidates (a bootstrap peaked at 19 GB
+# against 8 in another run, by which pieces the two threads held at once).  A level's rows
+# are proposed for in runs of at most PIECE_PROPOSALS estimated candidates (a row more
+# than that alone): ~100 bytes a candidate in a level's arrays.
+PIECE_PROPOSALS = 1 << 21
 
 
 def _through(frame: Frame, levels: tuple[tuple[VectorExtender, ...], ...], depth: int,
@@ -355,22 +361,52 @@ def _through(frame: Frame, levels: tuple[tuple[VectorExtender, ...], ...], depth
         return
     for start in range(0, len(frame), PIECE_ROWS):
         piece = frame if len(frame) <= PIECE_ROWS else frame.rows(start, start + PIECE_ROWS)
-        extended = _extend(piece, levels[depth], delta, work, share if depth == 0 else WHOLE)
-        yield from _through(extended, levels, depth + 1, delta, work)
+        for extended in _extend(piece, levels[depth], delta, work,
+                                share if depth == 0 else WHOLE):
+            yield from _through(extended, levels, depth + 1, delta, work)
 
 
 def _extend(frame: Frame, extenders: tuple[VectorExtender, ...], delta: TickDelta,
-            work: Work, share: Share = WHOLE) -> Frame:
+            work: Work, share: Share = WHOLE) -> Iterator[Frame]:
     """One GenericJoin level for every row of ``frame``, keeping the proposed values in
     ``share`` (before the other extenders check them: a share's first level checks its own
-    values, not every task all of them)."""
+    values, not every task all of them); the rows in runs of at most ``PIECE_PROPOSALS``
+    estimated proposals, a frame each."""
     located = [extender.locate(frame, delta) for extender in extenders]
+    estimates = [e.estimates(at) for e, at in zip(extenders, located, strict=True)]
     if len(extenders) == 1:
-        proposer = np.zeros(len(frame), np.int64)
+        proposer, least = np.zeros(len(frame), np.int64), estimates[0]
     else:
-        proposer = np.argmin(np.stack([e.estimates(at) for e, at in zip(extenders, located,
-                                                                        strict=True)]), axis=0)
-    parts = [extender.propose(located[i], np.flatnonzero(proposer == i))
+        stacked = np.stack(estimates)
+        proposer = np.argmin(stacked, axis=0)
+        least = stacked[proposer, np.arange(len(frame))]
+    for first, end in _runs(least):
+        rows = np.arange(first, end)
+        yield _extended(frame, extenders, located, proposer, rows, work, share)
+
+
+def _runs(estimates: Ints) -> list[tuple[int, int]]:
+    """Consecutive rows in runs whose ``estimates`` add up to ``PIECE_PROPOSALS`` at most
+    (a row alone may exceed it): ``(first, end)`` each."""
+    total = np.cumsum(estimates)
+    if not len(total) or total[-1] <= PIECE_PROPOSALS:
+        return [(0, len(estimates))]
+    runs, first = [], 0
+    while first < len(total):
+        before = total[first - 1] if first else 0
+        end = max(int(np.searchsorted(total, before + PIECE_PROPOSALS, side="right")),
+                  first + 1)
+        runs.append((first, end))
+        first = end
+    return runs
+
+
+def _extended(frame: Frame, extenders: tuple[VectorExtender, ...], located: list[Found],
+              proposer: Ints, rows: Ints, work: Work, share: Share) -> Frame:
+    """The level for the frame's ``rows`` (a run of :func:`_runs`): proposals of each row's
+    ``proposer``, looked up by the other extenders."""
+    mine = proposer[rows]
+    parts = [extender.propose(located[i], rows[mine == i])
              for i, extender in enumerate(extenders)]
     rows, keys, weights = (np.concatenate(c) for c in zip(*parts, strict=True))
     if share.count > 1:

@@ -1,10 +1,12 @@
-"""The vectorised executor cut into pieces — frames of at most ``PIECE_ROWS`` rows, taken
-depth first through the levels — gives the changes and results of the row-at-a-time one."""
+"""The vectorised executor cut into pieces — frames of at most ``PIECE_ROWS`` rows, each
+level's rows in runs of at most ``PIECE_PROPOSALS`` estimated proposals, taken depth first
+through the levels — gives the changes and results of the row-at-a-time one."""
 
 from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 
 from workers.arrangements import IndexOrder
@@ -20,21 +22,36 @@ QUERIES = {"triangle": "[:find ?a ?b ?c :where [?a :g/to ?b] [?b :g/to ?c] [?a :
                      "[?d :g/to ?a]]"}
 
 
-@pytest.mark.parametrize("piece_rows", [1, 3])
+@pytest.mark.parametrize(("piece_rows", "piece_proposals"), [(1, 1 << 21), (3, 1 << 21),
+                                                               (1 << 16, 1), (1 << 16, 7)])
 def test_frames_in_pieces_give_the_row_at_a_time_answers(monkeypatch: pytest.MonkeyPatch,
-                                                          piece_rows: int) -> None:
-    rng = random.Random(piece_rows)
+                                                          piece_rows: int,
+                                                          piece_proposals: int) -> None:
+    rng = random.Random(piece_rows + piece_proposals)
     edges = sorted({(rng.randrange(12), rng.randrange(12)) for _ in range(60)})
     whole, pieces = Engine(vector_datoms=10**12), Engine(vector_datoms=0)
     for engine in (whole, pieces):
         engine.transact([[ADD, a, TO, b] for a, b in edges[:40]])
     monkeypatch.setattr(vectorised, "PIECE_ROWS", piece_rows)
+    monkeypatch.setattr(vectorised, "PIECE_PROPOSALS", piece_proposals)
+    runs = vectorised._runs
+    cut: list[int] = []
+    monkeypatch.setattr(vectorised, "_runs", lambda estimates: (
+        cut.append(len(r := runs(estimates))), r)[1])
     assert [pieces.register(n, q) for n, q in QUERIES.items()] == [
         whole.register(n, q) for n, q in QUERIES.items()]
     for tick in ([[ADD, a, TO, b] for a, b in edges[40:]],
                  [[RETRACT, a, TO, b] for a, b in edges[::3]]):
         assert pieces.transact(tick) == whole.transact(tick)
     assert all(pieces.result(n) == whole.result(n) for n in QUERIES)
+    assert (max(cut) > 1) is (piece_proposals < 1 << 21)  # the runs were cut, or not
+
+
+def test_runs_hold_their_budget_of_estimates_a_row_alone_more() -> None:
+    budget = vectorised.PIECE_PROPOSALS
+    estimates = np.array([budget // 2, budget // 2, 1, 3 * budget, 0, budget], np.int64)
+    assert vectorised._runs(estimates) == [(0, 2), (2, 3), (3, 4), (4, 6)]
+    assert vectorised._runs(np.zeros(0, np.int64)) == [(0, 0)]
 
 
 @pytest.mark.parametrize(("query", "one"), [

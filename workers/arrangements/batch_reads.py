@@ -145,7 +145,13 @@ class BatchReads(SpineState):
         return rows[present], keys[present], weights[present] * total[present]
 
     def weights(self, order: IndexOrder, prefixes: Ints) -> Ints:
-        """:meth:`weight` of each row."""
+        """:meth:`weight` of each row.  Whole datoms are looked up as their last key under
+        their two-key prefix (:meth:`lookups_at`: sieved, no leaves read): a tick checks
+        whether each of its datoms is present so (normalising, ``distinct``'s checks)."""
+        if prefixes.shape[1] == 3:
+            located = self.locate(order, prefixes[:, :2])
+            return self.lookups_at(located, np.arange(len(prefixes)),
+                                   prefixes[:, 2].astype(np.int32))[1]
         rows, _, weights = self._leaves(order, prefixes)
         out = np.zeros(len(prefixes), np.int64)
         np.add.at(out, rows, weights)

@@ -403,30 +403,31 @@ def _runs(estimates: Ints) -> list[tuple[int, int]]:
 
 def _extended(frame: Frame, extenders: tuple[VectorExtender, ...], located: list[Found],
               proposer: Ints, rows: Ints, work: Work, share: Share) -> Frame:
-    """The level for the frame's ``rows`` (a run of :func:`_runs`): proposals of each row's
-    ``proposer``, looked up by the other extenders."""
+    """The level for the frame's ``rows`` (a run of :func:`_runs`): each extender's
+    proposals for the rows it won, looked up by the others — part by part, so a lookup
+    reads its candidates as they come (no gathers of the level's every candidate by its
+    proposer, no masks over all of them)."""
     mine = proposer[rows]
-    parts = [extender.propose(located[i], rows[mine == i])
-             for i, extender in enumerate(extenders)]
-    rows, keys, weights = (np.concatenate(c) for c in zip(*parts, strict=True))
-    if share.count > 1:
-        held = np.flatnonzero(share.keys(keys))
-        rows, keys, weights = rows[held], keys[held], weights[held]
+    found = []
     work.calls += len(extenders) + 1
-    work.elements += len(rows)
     for i, extender in enumerate(extenders):
-        if len(extenders) == 1 or not len(rows):
-            break
-        asked = np.flatnonzero(proposer[rows] != i)
-        present, factor = extender.lookup(located[i], rows[asked], keys[asked])
-        keep = np.ones(len(rows), bool)
-        keep[asked] = present
-        weights = weights.copy()
-        weights[asked] *= factor
-        rows, keys, weights = rows[keep], keys[keep], weights[keep]
-        work.calls += 1
-        work.elements += len(asked)
-    return frame.gather(rows, frame.weights[rows] * weights, keys)
+        at, keys, weights = extender.propose(located[i], rows[mine == i])
+        if share.count > 1:
+            held = np.flatnonzero(share.keys(keys))
+            at, keys, weights = at[held], keys[held], weights[held]
+        work.elements += len(at)
+        for j, other in enumerate(extenders):
+            if j == i or not len(at):
+                continue
+            present, factor = other.lookup(located[j], at, keys)
+            work.calls += 1
+            work.elements += len(at)
+            keep = np.flatnonzero(present)
+            at, keys = at[keep], keys[keep]
+            weights = weights[keep] * factor[keep] if other.weighted else weights[keep]
+        found.append((at, keys, weights))
+    at, keys, weights = (np.concatenate(c) for c in zip(*found, strict=True))
+    return frame.gather(at, frame.weights[at] * weights, keys)
 
 
 def consolidated(columns: list[Ints], weights: Ints) -> Frame:

@@ -162,10 +162,10 @@ def _bagged(column: FindColumn) -> bool:
 
 
 def _value(column: FindColumn, bag: Bag, size: int) -> Any:
-    """A column's aggregate over its group's bag; a count is the group's size, so a tick's
-    cost does not grow with the bag."""
+    """A column's aggregate over its group's bag, or its size where it keeps none (a
+    count), so a tick's cost does not grow with the bag."""
     assert column.fn is not None
-    return size if column.fn == "count" else aggregate_value(column.fn, bag, column.n)
+    return aggregate_value(column.fn, bag, column.n) if _bagged(column) else size
 
 
 def _codes(columns: Sequence[npt.NDArray[np.integer[Any]]], n: int

@@ -211,6 +211,8 @@ class BatchReads(SpineState):
                 np.zeros(0, np.int64))
         if len(parts) == 1:
             return parts[0]
+        if depth == 2:
+            return _inserted(parts)
         found = np.concatenate([p[0] for p in parts])
         suffix = tuple(np.concatenate([p[1][i] for p in parts]) for i in range(3 - depth))
         weights = np.concatenate([p[2] for p in parts])
@@ -219,3 +221,34 @@ class BatchReads(SpineState):
                                       weights[perm])
         return (columns[0], tuple(c.astype(np.int32) for c in columns[1:]),
                 np.ones(len(columns[0]), np.int64) if summed is None else summed)
+
+
+def _inserted(parts: list[Leaves]) -> Leaves:
+    """The leaves of several sources under two-key prefixes (one suffix key), each part
+    sorted by row and key, consolidated: the other parts' leaves summed into the biggest
+    part's or inserted in its order (a tick's recent batches hold a few under the rows the
+    loaded batch holds ~10^5: no sort of them all, no gathers of them by a permutation)."""
+    big = max(range(len(parts)), key=lambda i: len(parts[i][0]))
+    rows, (keys,), weights = parts[big]
+    others = [part for i, part in enumerate(parts) if i != big and len(part[0])]
+    if not others:
+        return rows, (keys,), weights
+    small = np.concatenate([(r << 32) + k for r, (k,), _ in others])
+    small_weights = np.concatenate([w for _, _, w in others])
+    order = np.argsort(small, kind="stable")
+    small, small_weights = small[order], small_weights[order]
+    first = starts(small)
+    small, small_weights = small[first], np.add.reduceat(small_weights, first)
+    at = np.searchsorted((rows << 32) + keys, small)
+    hit = at < len(rows)
+    hit[hit] = (rows[at[hit]] << 32) + keys[at[hit]] == small[hit]
+    weights = weights.copy()
+    weights[at[hit]] += small_weights[hit]
+    miss = ~hit
+    rows = np.insert(rows, at[miss], small[miss] >> 32)
+    keys = np.insert(keys, at[miss], (small[miss] & 0xFFFFFFFF).astype(np.int32))
+    weights = np.insert(weights, at[miss], small_weights[miss])
+    keep = np.flatnonzero(weights)
+    if len(keep) < len(weights):
+        rows, keys, weights = rows[keep], keys[keep], weights[keep]
+    return rows, (keys,), weights

@@ -226,7 +226,7 @@ class BatchReads(SpineState):
 def _inserted(parts: list[Leaves]) -> Leaves:
     """The leaves of several sources under two-key prefixes (one suffix key), each part
     sorted by row and key, consolidated: the other parts' leaves summed into the biggest
-    part's or inserted in its order (a tick's recent batches hold a few under the rows the
+    part's or put in its order (a tick's recent batches hold a few under the rows the
     loaded batch holds ~10^5: no sort of them all, no gathers of them by a permutation)."""
     big = max(range(len(parts)), key=lambda i: len(parts[i][0]))
     rows, (keys,), weights = parts[big]
@@ -239,16 +239,28 @@ def _inserted(parts: list[Leaves]) -> Leaves:
     small, small_weights = small[order], small_weights[order]
     first = starts(small)
     small, small_weights = small[first], np.add.reduceat(small_weights, first)
-    at = np.searchsorted((rows << 32) + keys, small)
-    hit = at < len(rows)
-    hit[hit] = (rows[at[hit]] << 32) + keys[at[hit]] == small[hit]
+    packed = (rows << 32) + keys
+    at = np.searchsorted(packed, small)
+    hit = at < len(packed)
+    hit[hit] = packed[at[hit]] == small[hit]
     weights = weights.copy()
     weights[at[hit]] += small_weights[hit]
-    miss = ~hit
-    rows = np.insert(rows, at[miss], small[miss] >> 32)
-    keys = np.insert(keys, at[miss], (small[miss] & 0xFFFFFFFF).astype(np.int32))
-    weights = np.insert(weights, at[miss], small_weights[miss])
+    miss = np.flatnonzero(~hit)
+    if len(miss):  # the new leaves' places in the merged order, the old ones' around them
+        slots = at[miss] + np.arange(len(miss))
+        old = np.ones(len(packed) + len(miss), bool)
+        old[slots] = False
+        packed = _placed(packed, old, slots, small[miss])
+        weights = _placed(weights, old, slots, small_weights[miss])
     keep = np.flatnonzero(weights)
     if len(keep) < len(weights):
-        rows, keys, weights = rows[keep], keys[keep], weights[keep]
-    return rows, (keys,), weights
+        packed, weights = packed[keep], weights[keep]
+    return packed >> 32, ((packed & 0xFFFFFFFF).astype(np.int32),), weights
+
+
+def _placed(column: Ints, old: Mask, slots: Ints, new: Ints) -> Ints:
+    """``column`` at the places ``old`` marks, ``new`` at ``slots``."""
+    out = np.empty(len(old), column.dtype)
+    out[old] = column
+    out[slots] = new
+    return out

@@ -1,16 +1,17 @@
-"""Background compaction of a spine: every batch merged into one on another thread.
+"""Background compaction of a spine: its batches merged into one on another thread.
 
 Geometric merging (``spine.py``) leaves O(log n) batches, and a batch read searches each.
 When the spine is large (``compact_from`` datoms) and the newer batches hold a share of the
 oldest (an eighth after a write, a 64th when the owner is idle), all of them are merged into
-one on the compaction thread.  The merge is a sum, so the Z-set is the same before and
+one on the compaction thread; until then, when the batches after the oldest are many, those
+are merged into one (a *minor* compaction, :func:`_minor`), which rewrites the recent ticks'
+datoms and not the oldest batch.  The merge is a sum, so the Z-set is the same before and
 after; NumPy's sorts and copies release the GIL, so it runs beside the ticks on another
-core.  Its batch is *adopted* — put in place of the batches it merged, the oldest ones,
-which newer batches never merge into meanwhile — by the first write or read after it is
-done, except while several threads read (:meth:`Compaction.shared_reads`).  The merged
-batch comes with the sieves the oldest one's lookups had made (:func:`merged_and_sieved`).
+core.  Its batch is *adopted* — put in place of the batches it merged, which newer batches
+never merge into meanwhile — by the first write or read after it is done, except while
+several threads read (:meth:`Compaction.shared_reads`).  The merged batch comes with the
+sieves the first of them had made (:func:`merged_and_sieved`).
 """
-
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
@@ -22,6 +23,15 @@ from workers.arrangements.keys import INDEX_ORDERS
 from workers.arrangements.spine_state import SpineState
 
 COMPACTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spine-compaction")
+# The batches after the oldest are merged into one (a *minor* compaction) when they are
+# this many or more, hold this many datoms, and those after the second hold this share of
+# it: between two merges of everything, a tick's reads meet one batch of the recent ticks
+# and a few small ones, not O(log n) of every size (each searched for the frame's rows:
+# ticks of 1,000 over a tenth of LiveJournal, 900 of them in a row, p50 16.7 -> 15.6 ms,
+# the merges 0.7 ms a tick on the compaction thread; docs/benchmarks.md).
+MINOR_BATCHES = 3
+MINOR_FROM = 1 << 16
+MINOR_SHARE = 8
 
 
 class Compaction(SpineState):
@@ -56,26 +66,30 @@ class Compaction(SpineState):
         the GIL, so it runs beside the ticks on another core."""
         batches = self.batches
         if (self.compact_from is None or self._compaction is not None or len(batches) < 2
-                or sum(map(len, batches)) < self.compact_from
-                or share * sum(map(len, batches[1:])) < len(batches[0])):
+                or sum(map(len, batches)) < self.compact_from):
             return
-        self._compaction = (len(batches), self._compactor.submit(merged_and_sieved,
-                                                                  list(batches)))
+        if share * sum(map(len, batches[1:])) >= len(batches[0]):
+            first = 0
+        elif _minor(batches):
+            first = 1
+        else:
+            return
+        self._compaction = (first, len(batches), self._compactor.submit(
+            merged_and_sieved, batches[first:]))
 
     def _adopt(self, wait: bool = False) -> None:
         """Put a finished (``wait``: the running) compaction's batch in place of the batches
-        it merged, the oldest ones (newer batches never merge into them meanwhile).  Writes
-        and reads adopt it as soon as it is done, so the old batches are not kept alive
-        beside it (a read that found nodes in them before still holds them, and they sum to
-        the same)."""
-        if self._compaction is None or not (wait or self._compaction[1].done()):
+        it merged (newer batches never merge into them meanwhile).  Writes and reads adopt
+        it as soon as it is done, so the old batches are not kept alive beside it (a read
+        that found nodes in them before still holds them, and they sum to the same)."""
+        if self._compaction is None or not (wait or self._compaction[2].done()):
             return
-        count, future = self._compaction
+        first, end, future = self._compaction
         self._compaction = None
         merged = future.result()
-        self.batches[:count] = [] if merged is None else [merged]
+        self.batches[first:end] = [] if merged is None else [merged]
         self._forget()
-        self._reindex(0)
+        self._reindex(first)
 
     @contextmanager
     def shared_reads(self) -> Iterator[None]:
@@ -97,8 +111,17 @@ class Compaction(SpineState):
         self._adopt(wait=True)
 
 
+def _minor(batches: Sequence[DatomBatch]) -> bool:
+    """Whether to merge the batches after the oldest into one: they are ``MINOR_BATCHES``
+    or more, of ``MINOR_FROM`` datoms or more, and those after the biggest of them (the
+    second) hold a ``MINOR_SHARE``-th of it."""
+    newer = [len(batch) for batch in batches[1:]]
+    return (len(newer) >= MINOR_BATCHES and sum(newer) >= MINOR_FROM
+            and MINOR_SHARE * sum(newer[1:]) >= newer[0])
+
+
 def merged_and_sieved(batches: Sequence[DatomBatch]) -> DatomBatch | None:
-    """:meth:`DatomBatch.merged`, with the levels' sieves the oldest batch had made (the
+    """:meth:`DatomBatch.merged`, with the levels' sieves the first (oldest) batch had made (the
     ones the queries' lookups ask, :mod:`workers.arrangements.sieve`) made here, on the
     compaction thread: else the first tick to read the merged batch makes them, ~0.1 s an
     order at a tenth of LiveJournal's size and ten times that at its size."""

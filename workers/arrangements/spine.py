@@ -66,8 +66,9 @@ class SpineArrangement(PrefixReads, BatchReads, Compaction):
         ``small_node``: a prefix whose node has at most this many keys is read whole
         (``small``; 0: only an empty one, the tests' general path).
         ``compact_from``: from this many datoms, the batches are merged into one in the
-        background whenever the newer ones hold an eighth of the oldest (None: never), on
-        ``compactor`` (by default one thread shared by every spine)."""
+        background whenever the newer ones hold an eighth of the oldest, and the newer ones
+        into one when they are many (:mod:`~workers.arrangements.compaction`; None: never),
+        on ``compactor`` (by default one thread shared by every spine)."""
         self.nonnegative = nonnegative
         self.small_node = small_node
         self.compact_from = compact_from
@@ -134,7 +135,7 @@ class SpineArrangement(PrefixReads, BatchReads, Compaction):
         first = len(self.batches)
         if batch is not None:
             self.batches.append(batch)
-        batches, busy = self.batches, 0 if self._compaction is None else self._compaction[0]
+        batches, busy = self.batches, 0 if self._compaction is None else self._compaction[1]
         while len(batches) > busy + 1 and (merge_all or len(batches) > MAX_BATCHES
                                            or len(batches[-2]) <= 2 * len(batches[-1])):
             newest = batches.pop()

@@ -46,7 +46,8 @@ class SpineState:
     # background compaction (compaction.py)
     compact_from: int | None
     _compactor: Executor
-    _compaction: tuple[int, Future[DatomBatch | None]] | None  # (batches merged, the merge)
+    # (first, end) of the batches merged, and the merge
+    _compaction: tuple[int, int, Future[DatomBatch | None]] | None
     _readers: int  # threads reading at once (shared_reads): nothing adopted meanwhile
     # the memos of one-prefix reads (prefix_reads.py), until the next write
     _read: dict[tuple[IndexOrder, Sequence[int]], list[Node]]

@@ -12,6 +12,7 @@ import pytest
 
 from workers.arrangements import IndexOrder
 from workers.arrangements import batch as batch_module
+from workers.arrangements import compaction
 from workers.arrangements.sieve import key_nodes, maybe
 from workers.arrangements.spine import SpineArrangement
 
@@ -108,6 +109,35 @@ def test_a_compaction_makes_the_sieves_the_oldest_batch_had(
     assert merged[IndexOrder.EAV].sieves() == (2,) and merged[IndexOrder.VAE].sieves() == ()
     eav = merged[IndexOrder.EAV]
     assert maybe(eav.sieve(2), *key_nodes(eav.bounds1), eav.keys2).all()
+
+
+def test_many_newer_batches_are_merged_into_one_beside_the_oldest(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A minor compaction: the newer batches, three and more, merged into one in the
+    background while the oldest stays as it is (they hold far less than an eighth of it)."""
+    monkeypatch.setattr(compaction, "MINOR_FROM", 100)
+    spine = SpineArrangement(compact_from=100)
+    spine.update_columns(*_edges(0, 10_000))
+    spine.settle()
+    oldest = spine.batches[0]
+    spine.update_columns(*_edges(10_000, 10_500))
+    spine.update_columns(*_edges(10_500, 10_700))
+    spine.settle()
+    assert [len(batch) for batch in spine.batches] == [10_000, 500, 200]  # two: not yet
+    spine.update_columns(*_edges(10_700, 10_760))  # three, and 260 of 500 after the second
+    spine.update({(5, 0, 6): -1})
+    spine.settle()
+    assert spine.batches[0] is oldest
+    assert [len(batch) for batch in spine.batches[1:]] == [760]
+    assert spine.count(IndexOrder.AEV, (0,)) == 10_759
+
+
+def test_newer_batches_of_a_few_datoms_are_not_merged_beside_the_oldest() -> None:
+    spine = SpineArrangement(compact_from=100)  # MINOR_FROM: the three hold too few
+    for lo, hi in ((0, 10_000), (10_000, 10_500), (10_500, 10_700), (10_700, 10_760)):
+        spine.update_columns(*_edges(lo, hi))
+    spine.settle()
+    assert [len(batch) for batch in spine.batches] == [10_000, 500, 200, 60]
 
 
 def test_a_small_spine_is_not_compacted_in_the_background() -> None:

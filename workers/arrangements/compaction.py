@@ -12,6 +12,7 @@ never merge into meanwhile — by the first write or read after it is done, exce
 several threads read (:meth:`Compaction.shared_reads`).  The merged batch comes with the
 sieves the first of them had made (:func:`merged_and_sieved`).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
@@ -27,8 +28,8 @@ COMPACTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spine-compacti
 # this many or more, hold this many datoms, and those after the second hold this share of
 # it: between two merges of everything, a tick's reads meet one batch of the recent ticks
 # and a few small ones, not O(log n) of every size (each searched for the frame's rows:
-# ticks of 1,000 over a tenth of LiveJournal, 900 of them in a row, p50 16.7 -> 15.6 ms,
-# the merges 0.7 ms a tick on the compaction thread; docs/benchmarks.md).
+# ticks of 1,000 over a tenth of LiveJournal, 900 of them in a row: p50 16.5 -> 15.4 ms,
+# p99 35 -> 25.5 ms, the process's CPU the same; docs/benchmarks.md).
 MINOR_BATCHES = 3
 MINOR_FROM = 1 << 16
 MINOR_SHARE = 8
@@ -61,9 +62,8 @@ class Compaction(SpineState):
     def _compact_in_background(self, share: int = 8) -> None:
         """Merge every batch into one on the compaction thread, when the spine is large and
         the newer batches hold a ``share``-th of the oldest: a batch read then searches one
-        batch, not O(log n) (ticks of 1,000 on 10^7 datoms: ~35% less).  The merge is a
-        sum, so the Z-set is the same before and after; NumPy's sorts and copies release
-        the GIL, so it runs beside the ticks on another core."""
+        batch, not O(log n) (ticks of 1,000 on 10^7 datoms: ~35% less); else the newer
+        batches into one, when :func:`_minor` says they are many."""
         batches = self.batches
         if (self.compact_from is None or self._compaction is not None or len(batches) < 2
                 or sum(map(len, batches)) < self.compact_from):
@@ -121,8 +121,8 @@ def _minor(batches: Sequence[DatomBatch]) -> bool:
 
 
 def merged_and_sieved(batches: Sequence[DatomBatch]) -> DatomBatch | None:
-    """:meth:`DatomBatch.merged`, with the levels' sieves the first (oldest) batch had made (the
-    ones the queries' lookups ask, :mod:`workers.arrangements.sieve`) made here, on the
+    """:meth:`DatomBatch.merged`, with the levels' sieves the first (oldest) batch had made
+    (the ones the queries' lookups ask, :mod:`workers.arrangements.sieve`) made here, on the
     compaction thread: else the first tick to read the merged batch makes them, ~0.1 s an
     order at a tenth of LiveJournal's size and ten times that at its size."""
     merged = DatomBatch.merged(batches)

@@ -10,9 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from workers.arrangements import IndexOrder
+from workers.arrangements import IndexOrder, compaction
 from workers.arrangements import batch as batch_module
-from workers.arrangements import compaction
 from workers.arrangements.sieve import key_nodes, maybe
 from workers.arrangements.spine import SpineArrangement
 
